@@ -1,0 +1,122 @@
+# libgprof: `make` builds build/libgprof.so; `make help` lists the rest.
+
+CUDA_HOME ?= /usr/local/cuda
+CC        ?= gcc
+SAN       ?=
+V         ?= 0
+WERROR    ?= 0
+
+# Sanitizer builds live beside the plain one, so switching back and forth never mixes objects.
+comma  := ,
+BUILD  := build$(if $(SAN),/san-$(subst $(comma),-,$(SAN)))
+
+CUDA_INC   := $(CUDA_HOME)/include
+CUPTI_INC  := $(firstword $(wildcard $(CUDA_HOME)/extras/CUPTI/include/cupti.h $(CUDA_HOME)/include/cupti.h))
+CUPTI_INC  := $(patsubst %/cupti.h,%,$(CUPTI_INC))
+
+# A missing dependency stops the build with one line naming what to install.
+ifeq ($(filter help format check-format clean,$(MAKECMDGOALS)),)
+ifeq ($(wildcard $(CUDA_INC)/cuda_runtime_api.h),)
+$(error CUDA headers not found in $(CUDA_INC): install the CUDA toolkit or set CUDA_HOME)
+endif
+ifeq ($(CUPTI_INC),)
+$(error cupti.h not found under $(CUDA_HOME)/include or $(CUDA_HOME)/extras/CUPTI/include: install CUPTI (cuda-cupti-dev) or set CUDA_HOME)
+endif
+ifneq ($(shell printf '\#include <jansson.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 && echo y),y)
+$(error jansson.h not found: apt-get install libjansson-dev)
+endif
+ifneq ($(shell printf '\#include <zlib.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 && echo y),y)
+$(error zlib.h not found: apt-get install zlib1g-dev)
+endif
+endif
+
+WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=gnu11 $(WARN) -fPIC -fvisibility=hidden -pthread
+CPPFLAGS += -I. -I$(CUDA_INC) -I$(CUPTI_INC) -D_GNU_SOURCE -MMD -MP
+LDLIBS   := -ljansson -lz -ldl -lpthread
+ifeq ($(WERROR),1)
+CFLAGS   += -Werror
+endif
+ifneq ($(SAN),)
+CFLAGS   += -fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS  += -fsanitize=$(SAN)
+else
+LDFLAGS  += -Wl,-z,defs
+endif
+
+ifeq ($(V),1)
+Q :=
+quiet = @true
+else
+Q := @
+quiet = @printf '  %-6s %s\n' $(1) $(2)
+endif
+
+MODULES   := common scheduler collector export
+CORE_SRCS := $(wildcard $(addsuffix /*.c,$(MODULES)))
+CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/%.o)
+LIB_SRCS  := $(CORE_SRCS) $(wildcard preload/*.c)
+LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+LIB       := $(BUILD)/libgprof.so
+CORE_LIB  := $(BUILD)/libgprof-core.a
+
+TEST_SRCS := test/runner.c $(wildcard test/test-*.c) $(wildcard test/util/*.c)
+TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
+TEST_BIN  := $(BUILD)/test/run-tests
+
+# Things `make test` builds besides the runner (the simulated GPU and test programs add to it).
+TEST_DEPS := $(LIB) $(TEST_BIN)
+
+.PHONY: all test help format check-format clean
+.DEFAULT_GOAL := all
+
+all: $(LIB)
+
+$(BUILD)/%.o: %.c
+	$(call quiet,CC,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(LIB): $(LIB_OBJS)
+	$(call quiet,LD,$@)
+	$(Q)$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(CORE_LIB): $(CORE_OBJS)
+	$(call quiet,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(TEST_BIN): $(TEST_OBJS) $(CORE_LIB)
+	$(call quiet,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(TEST_OBJS) $(CORE_LIB) $(LDLIBS)
+
+-include test/fakecuda/fakecuda.mk
+-include test/apps/apps.mk
+
+# Tests find what they need through these variables.
+TEST_ENV := GPROF_TEST_BUILD=$(abspath $(BUILD)) GPROF_TEST_SRC=$(abspath .) \
+	    GPROF_TEST_SAN=$(SAN) CUDA_HOME=$(CUDA_HOME)
+
+test: $(TEST_DEPS)
+	$(Q)$(TEST_ENV) $(TEST_BIN) $(T)
+
+FORMAT_SRCS = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
+
+format:
+	$(Q)clang-format -i $(FORMAT_SRCS)
+
+check-format:
+	$(Q)clang-format --dry-run -Werror $(FORMAT_SRCS)
+
+clean:
+	$(Q)rm -rf build
+
+help:
+	@echo 'make                 build build/libgprof.so'
+	@echo 'make test            build and run every test (T=name runs those whose name contains it)'
+	@echo 'make test SAN=address,undefined   the same under ASan+UBSan (SAN=thread for TSan)'
+	@echo 'make check-format    check formatting against .clang-format; make format fixes it'
+	@echo 'make clean           remove build/'
+	@echo 'Variables: CUDA_HOME (default /usr/local/cuda), V=1 full command lines, WERROR=1'
+
+-include $(shell find build -name '*.d' 2>/dev/null)

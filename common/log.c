@@ -1,0 +1,79 @@
+/* Logging to stderr, and the store of warnings that traces carry in their metadata. */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <errno.h>
+
+#include "common/log.h"
+
+int gprof_log_level = GPROF_LOG_WARN;
+
+/* Ring of recent warning lines; written by any thread that warns, read by the exporter. */
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static char kept[GPROF_LOG_KEPT][GPROF_LOG_LINE_MAX];
+static unsigned long kept_seq;
+
+static void keep(const char *line)
+{
+	pthread_mutex_lock(&kept_lock);
+	char *slot = kept[kept_seq % GPROF_LOG_KEPT];
+	size_t len = strnlen(line, GPROF_LOG_LINE_MAX - 1);
+
+	memcpy(slot, line, len);
+	slot[len] = '\0';
+	kept_seq++;
+	pthread_mutex_unlock(&kept_lock);
+}
+
+void gprof_log(int level, const char *fmt, ...)
+{
+	char line[GPROF_LOG_LINE_MAX];
+	int saved_errno = errno;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, GPROF_LOG_LINE_MAX, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		goto out;
+	if (n >= GPROF_LOG_LINE_MAX)
+		n = GPROF_LOG_LINE_MAX - 1;
+	if (level <= GPROF_LOG_WARN)
+		keep(line);
+
+	/* One write per line so lines from several threads and processes never interleave. */
+	char out[sizeof("gprof: ") + GPROF_LOG_LINE_MAX];
+	memcpy(out, "gprof: ", 7);
+	memcpy(out + 7, line, (size_t)n);
+	out[7 + n] = '\n';
+	if (write(STDERR_FILENO, out, 8 + (size_t)n) < 0)
+		goto out;
+out:
+	errno = saved_errno;
+}
+
+unsigned long gprof_log_seq(void)
+{
+	unsigned long seq;
+
+	pthread_mutex_lock(&kept_lock);
+	seq = kept_seq;
+	pthread_mutex_unlock(&kept_lock);
+	return seq;
+}
+
+size_t gprof_log_warnings(unsigned long from_seq, char out[][GPROF_LOG_LINE_MAX], size_t max)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&kept_lock);
+	if (kept_seq > GPROF_LOG_KEPT && from_seq < kept_seq - GPROF_LOG_KEPT)
+		from_seq = kept_seq - GPROF_LOG_KEPT;
+	for (unsigned long s = from_seq; s < kept_seq && n < max; s++, n++)
+		memcpy(out[n], kept[s % GPROF_LOG_KEPT], GPROF_LOG_LINE_MAX);
+	pthread_mutex_unlock(&kept_lock);
+	return n;
+}
