@@ -1,0 +1,60 @@
+/*
+ * Configuration: every GPROF_* variable is one row of the table in config.c (name, type,
+ * default, accepted range, help). Values come from defaults, then GPROF_CONFIG (a JSON file),
+ * then the environment.
+ */
+#ifndef GPROF_CONFIG_H
+#define GPROF_CONFIG_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+/* torch.profiler.schedule's keys; `all` records everything from the first CUDA call to exit. */
+struct gprof_schedule {
+	unsigned skip_first;
+	unsigned wait;
+	unsigned warmup;
+	unsigned active; /* >= 1 */
+	unsigned repeat; /* 0: cycles repeat until exit */
+	bool all;
+};
+
+/* Bits of GPROF_ACTIVITIES. */
+enum gprof_activity {
+	GPROF_ACT_KERNEL = 1u << 0,
+	GPROF_ACT_MEMCPY = 1u << 1,
+	GPROF_ACT_MEMSET = 1u << 2,
+	GPROF_ACT_MEMORY = 1u << 3,
+	GPROF_ACT_API = 1u << 4,
+	GPROF_ACT_NVTX = 1u << 5,
+};
+
+#define GPROF_MARKER_MAX 256
+
+struct gprof_config {
+	struct gprof_schedule schedule;
+	char step_marker[GPROF_MARKER_MAX];
+	char output[PATH_MAX];	  /* template: %h host, %p pid, %r rank, %q{VAR} */
+	unsigned activities;	  /* enum gprof_activity bits */
+	int gzip_level;		  /* 0..9 */
+	unsigned buffer_mb;	  /* cap on memory held for records not yet written */
+	char summary[PATH_MAX];	  /* "stderr", "off" or a file path */
+	int log_level;		  /* enum gprof_log_level */
+	char cupti_lib[PATH_MAX]; /* empty: search for it */
+	bool disable;
+};
+
+/*
+ * Fills *cfg from defaults, the GPROF_CONFIG file and env (an environ-style array; NULL means
+ * the process environment). A bad value prints exactly one line
+ *   gprof: GPROF_X='value': <what is wrong>; expected <accepted form>
+ * and returns -EINVAL: the caller then turns the library off. With GPROF_DISABLE=1 it returns
+ * 0 with cfg->disable set and says nothing.
+ */
+int gprof_config_load(struct gprof_config *cfg, char *const *env);
+
+/* The README's configuration table (markdown), generated from the same table. */
+void gprof_config_print_table(FILE *out);
+
+#endif
