@@ -91,6 +91,7 @@ $(TEST_BIN): $(TEST_OBJS) $(CORE_LIB)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $(TEST_OBJS) $(CORE_LIB) $(LDLIBS)
 
 -include test/fakecuda/fakecuda.mk
+-include test/fakecuda/runtime.mk
 -include test/apps/apps.mk
 
 # Tests find what they need through these variables.
