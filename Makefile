@@ -95,8 +95,8 @@ $(TEST_BIN): $(TEST_OBJS) $(CORE_LIB)
 -include test/apps/apps.mk
 
 # Tests find what they need through these variables.
-TEST_ENV := GPROF_TEST_BUILD=$(abspath $(BUILD)) GPROF_TEST_SRC=$(abspath .) \
-	    GPROF_TEST_SAN=$(SAN) CUDA_HOME=$(CUDA_HOME)
+TEST_ENV := TEST_BUILD=$(abspath $(BUILD)) TEST_SRC=$(abspath .) \
+	    TEST_SAN=$(SAN) CUDA_HOME=$(CUDA_HOME)
 
 test: $(TEST_DEPS)
 	$(Q)$(TEST_ENV) $(TEST_BIN) $(T)

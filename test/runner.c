@@ -57,7 +57,7 @@ static int run_one(const struct test *t, unsigned timeout_s)
 int main(int argc, char **argv)
 {
 	const char *filter = argc > 1 ? argv[1] : NULL;
-	const char *t_env = getenv("GPROF_TEST_TIMEOUT");
+	const char *t_env = getenv("TEST_TIMEOUT");
 	unsigned timeout_s = t_env ? (unsigned)atoi(t_env) : 300;
 	int counts[3] = {0, 0, 0};
 	static const char *const verdict[] = {"ok", "FAIL", "skip"};
