@@ -9,6 +9,13 @@ X(log_prefix_and_kept_warnings)
 /* common/config */
 
 /* scheduler */
+X(sched_action_table)
+X(sched_stepper_scenarios)
+X(sched_stepper_repeat0_many_steps)
+X(sched_stepper_threads)
+X(sched_stepper_time_never_runs_backwards)
+X(sched_stepper_phase_order)
+X(sched_marker_match)
 
 /* export */
 

@@ -1,0 +1,132 @@
+/*
+ * Step scheduler: torch.profiler.schedule's step -> action function, the stepper that turns
+ * step markers into window transitions, and step-marker matching.
+ */
+#ifndef GPROF_SCHEDULER_H
+#define GPROF_SCHEDULER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/config.h"
+
+/* torch.profiler.ProfilerAction, same names and values. */
+enum gprof_sched_action {
+	GPROF_SCHED_NONE = 0,
+	GPROF_SCHED_WARMUP = 1,
+	GPROF_SCHED_RECORD = 2,
+	GPROF_SCHED_RECORD_AND_SAVE = 3,
+};
+
+/* What the profiler is doing; hot paths read it through gprof_stepper_phase(). */
+enum gprof_sched_phase {
+	GPROF_PHASE_IDLE,   /* start-up: before the first step marker (or, for `all`, the start) */
+	GPROF_PHASE_WAIT,   /* skip_first or wait steps: nothing enabled */
+	GPROF_PHASE_WARMUP, /* CUPTI enabled, records discarded */
+	GPROF_PHASE_ACTIVE, /* records kept for the window */
+	GPROF_PHASE_DONE,   /* every cycle ran, or finished: nothing more ever */
+};
+
+/*
+ * torch.profiler.schedule(): skip skip_first steps, then cycles of wait NONE steps, warmup
+ * WARMUP steps and active steps (RECORD, the last one RECORD_AND_SAVE); after repeat cycles
+ * (repeat > 0) NONE forever. With sched->all every step is RECORD. active = 0 (rejected by the
+ * configuration) gives NONE.
+ */
+enum gprof_sched_action gprof_sched_action(const struct gprof_schedule *sched, uint64_t step);
+
+/* The phase of a step: NONE splits into WAIT and, after the last cycle, DONE. */
+enum gprof_sched_phase gprof_sched_phase(const struct gprof_schedule *sched, uint64_t step);
+
+/*
+ * Step-marker matching: msg counts when it is marker itself, or marker followed by one ' ' or
+ * '#' and one or more ASCII digits ("step", "step 12", "step#12"). Case matters; nothing else
+ * may follow ("step ", "step 12x", "step #12", "steps" don't count). The number is not used:
+ * steps are counted. A NULL or empty marker or a NULL msg matches nothing.
+ */
+bool gprof_sched_marker_match(const char *marker, const char *msg);
+
+/* What the stepper reports; which fields are set depends on the kind. */
+enum gprof_sched_event_kind {
+	GPROF_SCHED_EV_WARMUP,	/* enable CUPTI: window, first_step, begin_ns */
+	GPROF_SCHED_EV_ACTIVE,	/* window starts recording: window, first_step, begin_ns */
+	GPROF_SCHED_EV_STEP,	/* a step ended inside the active window: first_step (the step),
+				 * begin_ns, end_ns, tid (the thread whose marker began it) */
+	GPROF_SCHED_EV_SAVE,	/* window complete, write it: window, first_step, last_step,
+				 * n_steps, begin_ns (when it became active), end_ns */
+	GPROF_SCHED_EV_DISCARD, /* the window ends unsaved (finish during warmup): fields as
+				 * SAVE, begin_ns is when its warmup began */
+};
+
+struct gprof_sched_event {
+	enum gprof_sched_event_kind kind;
+	uint64_t window;     /* windows count from 0 */
+	uint64_t first_step; /* steps count from 0 */
+	uint64_t last_step;
+	uint64_t n_steps; /* SAVE: steps in the window; 0 for `all` without any marker */
+	uint64_t begin_ns;
+	uint64_t end_ns;
+	pid_t tid;
+};
+
+/*
+ * Called for every event, in order, with the stepper's lock held: it must not call back into
+ * the stepper (that deadlocks). ev is valid only during the call.
+ */
+typedef void (*gprof_sched_cb)(const struct gprof_sched_event *ev, void *ctx);
+
+/*
+ * Consumes step markers. Marker number k (from 0) ends step k-1 and begins step k; the
+ * transition from the ending step's action to the beginning step's is reported as torch's
+ * profile.step() does it. Each window is reported as WARMUP, ACTIVE, STEP..., then SAVE (or
+ * DISCARD), also when a window ends and the next begins at the same marker.
+ * Fields are private; read them through the functions below.
+ */
+struct gprof_stepper {
+	pthread_mutex_t lock; /* serialises transitions and callbacks */
+	struct gprof_schedule sched;
+	gprof_sched_cb cb;
+	void *ctx;
+	/* Under lock. */
+	enum gprof_sched_action action; /* of the time in progress; NONE before marker 0 */
+	uint64_t step_begin_ns;		/* when the step in progress began */
+	pid_t step_tid;
+	uint64_t window;       /* current or next window's number */
+	uint64_t window_first; /* first step of the current window */
+	uint64_t window_begin_ns;
+	uint64_t last_ns; /* latest timestamp seen: time never runs backwards */
+	bool started, finished;
+	/* Written under lock with atomic stores, read anywhere with atomic loads. */
+	int phase;	  /* enum gprof_sched_phase */
+	uint64_t markers; /* step markers seen */
+};
+
+/* Returns 0 or a negative errno (the mutex could not be made). */
+int gprof_stepper_init(struct gprof_stepper *s, const struct gprof_schedule *sched,
+		       gprof_sched_cb cb, void *ctx);
+void gprof_stepper_destroy(struct gprof_stepper *s);
+
+/* The process's first CUDA call: for `all` it opens window 0; otherwise nothing. Idempotent. */
+void gprof_stepper_start(struct gprof_stepper *s, uint64_t ts_ns);
+
+/*
+ * One step marker at ts_ns on thread tid, from any thread. Markers that arrive while another
+ * holds the lock are counted in lock order, and a timestamp older than the latest seen is
+ * raised to it, so steps never have a negative length.
+ */
+void gprof_stepper_mark(struct gprof_stepper *s, uint64_t ts_ns, pid_t tid);
+
+/*
+ * Exit: a window in progress is closed as torch's stop() does it: an active one is saved with
+ * the steps it has (the step in progress ends at ts_ns), a warming-up one is discarded. Then
+ * the phase is DONE; later markers are counted but change nothing.
+ */
+void gprof_stepper_finish(struct gprof_stepper *s, uint64_t ts_ns);
+
+/* Cheap reads for hot paths. */
+enum gprof_sched_phase gprof_stepper_phase(const struct gprof_stepper *s);
+uint64_t gprof_stepper_markers(const struct gprof_stepper *s);
+
+#endif
