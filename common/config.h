@@ -54,6 +54,13 @@ struct gprof_config {
  */
 int gprof_config_load(struct gprof_config *cfg, char *const *env);
 
+/*
+ * Writes the schedule as GPROF_SCHEDULE accepts it ("all" or every key=count) into buf;
+ * -ENOSPC if it doesn't fit (GPROF_SCHEDULE_STR_MAX always does).
+ */
+#define GPROF_SCHEDULE_STR_MAX 96
+int gprof_config_schedule_str(const struct gprof_schedule *s, char *buf, size_t len);
+
 /* The README's configuration table (markdown), generated from the same table. */
 void gprof_config_print_table(FILE *out);
 
