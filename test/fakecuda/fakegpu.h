@@ -38,4 +38,54 @@ FAKEGPU_API void fakegpu_activity_emit(const CUpti_Activity *record, size_t size
 FAKEGPU_API void fakegpu_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 				  const CUpti_CallbackData *data);
 
+/* ---- what the fake libcupti.so.13 builds its API on; these return 0 or a negative errno ---- */
+
+/* A record kind no CUPTI knows, written by FAKEGPU_CUPTI_UNKNOWN_KIND_EVERY. */
+#define FAKEGPU_UNKNOWN_KIND ((CUpti_ActivityKind)0x7ffffffe)
+
+/* Size of a record of `kind` in its CUDA 13 layout, 0 for a kind the simulation never writes. */
+FAKEGPU_API size_t fakegpu_record_size(CUpti_ActivityKind kind);
+
+/* -EINVAL for a kind out of range, -EIO when FAKEGPU_CUPTI_ENABLE_FAIL names the kind. */
+FAKEGPU_API int fakegpu_activity_set_enabled(CUpti_ActivityKind kind, bool on);
+
+/* Buffer callbacks; starts the delivery worker. -EINVAL if either is NULL. */
+FAKEGPU_API int fakegpu_activity_register(CUpti_BuffersCallbackRequestFunc request,
+					  CUpti_BuffersCallbackCompleteFunc complete);
+
+/*
+ * Returns every buffer holding records through the completion callback, on the calling thread,
+ * and returns once they are all delivered. -EPERM before fakegpu_activity_register.
+ */
+FAKEGPU_API int fakegpu_activity_flush_all(void);
+
+/* How often the worker wakes to return full buffers; 0: as soon as one is full. */
+FAKEGPU_API void fakegpu_activity_flush_period(uint32_t period_ms);
+
+/* Records dropped since the last call (and resets the count). */
+FAKEGPU_API size_t fakegpu_activity_take_dropped(void);
+
+/* CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER (default true) and _ZEROED_OUT_ACTIVITY_BUFFER. */
+FAKEGPU_API void fakegpu_activity_set_per_thread(bool per_thread);
+FAKEGPU_API void fakegpu_activity_set_client_zeroes(bool client_zeroes);
+
+/* The calling thread's external correlation stacks; -EINVAL bad kind, -ENOENT empty, -ENOSPC full. */
+FAKEGPU_API int fakegpu_external_push(CUpti_ExternalCorrelationKind kind, uint64_t id);
+FAKEGPU_API int fakegpu_external_pop(CUpti_ExternalCorrelationKind kind, uint64_t *id);
+
+/* The one callback subscriber: -EBUSY if taken (or FAKEGPU_CUPTI_SUBSCRIBE_TAKEN). */
+FAKEGPU_API int fakegpu_subscribe(CUpti_CallbackFunc callback, void *userdata);
+/* -EINVAL if there is no subscriber. */
+FAKEGPU_API int fakegpu_unsubscribe(void);
+
+/* One cbid of a domain, or all of them with FAKEGPU_ALL_CBIDS; -EINVAL out of range. */
+#define FAKEGPU_ALL_CBIDS UINT32_MAX
+FAKEGPU_API int fakegpu_callback_set_enabled(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+					     bool on);
+FAKEGPU_API int fakegpu_callback_get_enabled(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+					     bool *on);
+
+/* cuptiFinalize: disables everything, returns held buffers, unsubscribes, stops the worker. */
+FAKEGPU_API void fakegpu_finalize(void);
+
 #endif
