@@ -1,0 +1,133 @@
+/*
+ * The fake runtime's device management: device count and selection, H200-like properties,
+ * versions and cudaDeviceSynchronize.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "test/fakecuda/cudart.h"
+
+#define CUDA_VERSION_NUMBER 13000
+
+cudaError_t cudaGetDeviceCount(int *count)
+{
+	cudaGetDeviceCount_v3020_params p = {count};
+	struct fakecuda_call c;
+
+	fakert_enter(&c, RT_CBID(cudaGetDeviceCount_v3020), "cudaGetDeviceCount", &p, NULL);
+	if (!count)
+		return fakert_exit(&c, cudaErrorInvalidValue, NULL);
+	*count = fakecuda_device_count();
+	return fakert_exit(&c, cudaSuccess, "\"count\":%d", *count);
+}
+
+cudaError_t cudaGetDevice(int *device)
+{
+	cudaGetDevice_v3020_params p = {device};
+	struct fakecuda_call c;
+
+	fakert_enter(&c, RT_CBID(cudaGetDevice_v3020), "cudaGetDevice", &p, NULL);
+	if (!device)
+		return fakert_exit(&c, cudaErrorInvalidValue, NULL);
+	*device = fakecuda_device_current();
+	return fakert_exit(&c, cudaSuccess, "\"device\":%d", *device);
+}
+
+cudaError_t cudaSetDevice(int device)
+{
+	cudaSetDevice_v3020_params p = {device};
+	struct fakecuda_call c;
+	cudaError_t err;
+
+	fakert_enter(&c, RT_CBID(cudaSetDevice_v3020), "cudaSetDevice", &p, NULL);
+	err = fakecuda_device_set(device) ? cudaErrorInvalidDevice : cudaSuccess;
+	return fakert_exit(&c, err, "\"device\":%d", device);
+}
+
+/* What an H200 reports (CUDA 13 cudaDeviceProp); the rest stays zero. */
+static void fill_props(struct cudaDeviceProp *prop, int device)
+{
+	*prop = (struct cudaDeviceProp){
+	    .totalGlobalMem = fakecuda_device_total_mem(device),
+	    .sharedMemPerBlock = 48 << 10,
+	    .regsPerBlock = 65536,
+	    .warpSize = 32,
+	    .memPitch = 0x7fffffff,
+	    .maxThreadsPerBlock = 1024,
+	    .maxThreadsDim = {1024, 1024, 64},
+	    .maxGridSize = {0x7fffffff, 65535, 65535},
+	    .totalConstMem = 64 << 10,
+	    .major = 9,
+	    .minor = 0,
+	    .textureAlignment = 512,
+	    .multiProcessorCount = 132,
+	    .canMapHostMemory = 1,
+	    .concurrentKernels = 1,
+	    .ECCEnabled = 1,
+	    .pciBusID = 0x19 + device,
+	    .asyncEngineCount = 5,
+	    .unifiedAddressing = 1,
+	    .memoryBusWidth = 6144,
+	    .l2CacheSize = 50 << 20,
+	    .maxThreadsPerMultiProcessor = 2048,
+	    .streamPrioritiesSupported = 1,
+	    .sharedMemPerMultiprocessor = 228 << 10,
+	    .regsPerMultiprocessor = 65536,
+	    .managedMemory = 1,
+	    .cooperativeLaunch = 1,
+	    .sharedMemPerBlockOptin = 227 << 10,
+	    .maxBlocksPerMultiProcessor = 32,
+	    .memoryPoolsSupported = 1,
+	    .clusterLaunch = 1,
+	};
+	snprintf(prop->name, sizeof(prop->name), "NVIDIA H200");
+	memset(prop->uuid.bytes, 0x40 + device, sizeof(prop->uuid.bytes));
+}
+
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
+{
+	cudaGetDeviceProperties_v12000_params p = {prop, device};
+	struct fakecuda_call c;
+
+	fakert_enter(&c, RT_CBID(cudaGetDeviceProperties_v12000), "cudaGetDeviceProperties", &p,
+		     NULL);
+	if (!prop)
+		return fakert_exit(&c, cudaErrorInvalidValue, NULL);
+	if (device < 0 || device >= fakecuda_device_count())
+		return fakert_exit(&c, cudaErrorInvalidDevice, "\"device\":%d", device);
+	fill_props(prop, device);
+	return fakert_exit(&c, cudaSuccess, "\"device\":%d", device);
+}
+
+static cudaError_t get_version(CUpti_CallbackId cbid, const char *name, int *version)
+{
+	struct fakecuda_call c;
+
+	/* Both params structs hold just the int pointer. */
+	fakert_enter(&c, cbid, name, &version, NULL);
+	if (!version)
+		return fakert_exit(&c, cudaErrorInvalidValue, NULL);
+	*version = CUDA_VERSION_NUMBER;
+	return fakert_exit(&c, cudaSuccess, "\"version\":%d", *version);
+}
+
+cudaError_t cudaDriverGetVersion(int *driverVersion)
+{
+	return get_version(RT_CBID(cudaDriverGetVersion_v3020), "cudaDriverGetVersion",
+			   driverVersion);
+}
+
+cudaError_t cudaRuntimeGetVersion(int *runtimeVersion)
+{
+	return get_version(RT_CBID(cudaRuntimeGetVersion_v3020), "cudaRuntimeGetVersion",
+			   runtimeVersion);
+}
+
+cudaError_t cudaDeviceSynchronize(void)
+{
+	struct fakecuda_call c;
+
+	fakert_enter(&c, RT_CBID(cudaDeviceSynchronize_v3020), "cudaDeviceSynchronize", NULL, NULL);
+	fakecuda_sync(NULL, fakecuda_device_current());
+	return fakert_exit(&c, cudaSuccess, NULL);
+}

@@ -1,0 +1,340 @@
+/*
+ * The fake runtime's memory calls: cudaMalloc/Free (sync, async, pinned host), cudaMemcpy and
+ * cudaMemset in their legacy, _ptds/_ptsz and Async forms. Bytes move when the call is made;
+ * the GPU operation then takes its simulated time on its stream.
+ */
+#include <string.h>
+
+#include "test/fakecuda/cudart.h"
+
+/* ---- allocation ---- */
+
+struct alloc_call {
+	CUpti_CallbackId cbid;
+	const char *name;
+	const void *params;
+	CUpti_ActivityMemoryKind kind;
+	cudaStream_t stream; /* asynchronous calls */
+	bool async, per_thread;
+};
+
+static uint32_t async_stream_id(const struct alloc_call *a)
+{
+	if (!a->async)
+		return CUPTI_INVALID_STREAM_ID;
+	return fakecuda_stream_id(fakecuda_stream_get(a->stream, a->per_thread));
+}
+
+static cudaError_t do_alloc(const struct alloc_call *a, void **ptr, size_t size)
+{
+	struct fakecuda_call c;
+	int err;
+
+	fakert_enter(&c, a->cbid, a->name, a->params, NULL);
+	if (!ptr)
+		return fakert_exit(&c, cudaErrorInvalidValue, NULL);
+	err = fakecuda_mem_alloc(ptr, size, a->kind, fakecuda_device_current(), c.correlation,
+				 async_stream_id(a));
+	return fakert_exit(&c, fakert_error(err), "\"bytes\":%zu,\"ptr\":%llu", size,
+			   (unsigned long long)(uintptr_t)*ptr);
+}
+
+static cudaError_t do_free(const struct alloc_call *a, void *ptr)
+{
+	struct fakecuda_call c;
+	int err;
+
+	fakert_enter(&c, a->cbid, a->name, a->params, NULL);
+	err = fakecuda_mem_free(ptr, a->kind, c.correlation, async_stream_id(a));
+	return fakert_exit(&c, fakert_error(err), "\"ptr\":%llu",
+			   (unsigned long long)(uintptr_t)ptr);
+}
+
+#define DEVICE CUPTI_ACTIVITY_MEMORY_KIND_DEVICE
+#define PINNED CUPTI_ACTIVITY_MEMORY_KIND_PINNED
+
+cudaError_t cudaMalloc(void **devPtr, size_t size)
+{
+	cudaMalloc_v3020_params p = {devPtr, size};
+	struct alloc_call a = {
+	    .cbid = RT_CBID(cudaMalloc_v3020), .name = "cudaMalloc", .params = &p, .kind = DEVICE};
+
+	return do_alloc(&a, devPtr, size);
+}
+
+cudaError_t cudaFree(void *devPtr)
+{
+	cudaFree_v3020_params p = {devPtr};
+	struct alloc_call a = {
+	    .cbid = RT_CBID(cudaFree_v3020), .name = "cudaFree", .params = &p, .kind = DEVICE};
+
+	return do_free(&a, devPtr);
+}
+
+cudaError_t cudaMallocHost(void **ptr, size_t size)
+{
+	cudaMallocHost_v3020_params p = {ptr, size};
+	struct alloc_call a = {.cbid = RT_CBID(cudaMallocHost_v3020),
+			       .name = "cudaMallocHost",
+			       .params = &p,
+			       .kind = PINNED};
+
+	return do_alloc(&a, ptr, size);
+}
+
+/* What C++'s cudaMallocHost(T **, size, flags) template calls; flags change nothing here. */
+cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
+{
+	cudaHostAlloc_v3020_params p = {pHost, size, flags};
+	struct alloc_call a = {.cbid = RT_CBID(cudaHostAlloc_v3020),
+			       .name = "cudaHostAlloc",
+			       .params = &p,
+			       .kind = PINNED};
+
+	return do_alloc(&a, pHost, size);
+}
+
+cudaError_t cudaFreeHost(void *ptr)
+{
+	cudaFreeHost_v3020_params p = {ptr};
+	struct alloc_call a = {.cbid = RT_CBID(cudaFreeHost_v3020),
+			       .name = "cudaFreeHost",
+			       .params = &p,
+			       .kind = PINNED};
+
+	return do_free(&a, ptr);
+}
+
+cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
+{
+	cudaMallocAsync_v11020_params p = {devPtr, size, hStream};
+	struct alloc_call a = {.cbid = RT_CBID(cudaMallocAsync_v11020),
+			       .name = "cudaMallocAsync",
+			       .params = &p,
+			       .kind = DEVICE,
+			       .stream = hStream,
+			       .async = true};
+
+	return do_alloc(&a, devPtr, size);
+}
+
+cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream)
+{
+	cudaMallocAsync_ptsz_v11020_params p = {devPtr, size, hStream};
+	struct alloc_call a = {.cbid = RT_CBID(cudaMallocAsync_ptsz_v11020),
+			       .name = "cudaMallocAsync_ptsz",
+			       .params = &p,
+			       .kind = DEVICE,
+			       .stream = hStream,
+			       .async = true,
+			       .per_thread = true};
+
+	return do_alloc(&a, devPtr, size);
+}
+
+cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream)
+{
+	cudaFreeAsync_v11020_params p = {devPtr, hStream};
+	struct alloc_call a = {.cbid = RT_CBID(cudaFreeAsync_v11020),
+			       .name = "cudaFreeAsync",
+			       .params = &p,
+			       .kind = DEVICE,
+			       .stream = hStream,
+			       .async = true};
+
+	return do_free(&a, devPtr);
+}
+
+cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream)
+{
+	cudaFreeAsync_ptsz_v11020_params p = {devPtr, hStream};
+	struct alloc_call a = {.cbid = RT_CBID(cudaFreeAsync_ptsz_v11020),
+			       .name = "cudaFreeAsync_ptsz",
+			       .params = &p,
+			       .kind = DEVICE,
+			       .stream = hStream,
+			       .async = true,
+			       .per_thread = true};
+
+	return do_free(&a, devPtr);
+}
+
+/* ---- copies and sets ---- */
+
+struct gpu_call {
+	CUpti_CallbackId cbid;
+	const char *name;
+	const void *params;
+	cudaStream_t stream;
+	bool async, per_thread;
+};
+
+/* CUPTI's copy kind, indexed by [source is device][destination is device]. */
+static const uint8_t copy_kinds[2][2] = {
+    {CUPTI_ACTIVITY_MEMCPY_KIND_HTOH, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD},
+    {CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, CUPTI_ACTIVITY_MEMCPY_KIND_DTOD},
+};
+
+/* Fills op->memcpy from the direction (cudaMemcpyDefault: from the pointers). */
+static cudaError_t classify(struct fakecuda_op *op, void *dst, const void *src,
+			    enum cudaMemcpyKind kind)
+{
+	CUpti_ActivityMemoryKind sk = fakecuda_mem_kind(src), dk = fakecuda_mem_kind(dst);
+	bool src_dev = sk == DEVICE, dst_dev = dk == DEVICE;
+
+	if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault)
+		return cudaErrorInvalidMemcpyDirection;
+	if (kind != cudaMemcpyDefault) {
+		src_dev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+		dst_dev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+	}
+	op->memcpy.copy_kind = copy_kinds[src_dev][dst_dev];
+	op->memcpy.src_kind = src_dev ? DEVICE : sk == PINNED ? PINNED : sk;
+	op->memcpy.dst_kind = dst_dev ? DEVICE : dk == PINNED ? PINNED : dk;
+	return cudaSuccess;
+}
+
+/*
+ * cudaMemcpy returns when the copy is done; cudaMemcpyAsync too when it copies device memory
+ * to pageable host memory, as the real runtime does.
+ */
+static bool copy_blocks(const struct gpu_call *g, const struct fakecuda_op *op)
+{
+	return !g->async || (op->memcpy.src_kind == DEVICE &&
+			     op->memcpy.dst_kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE);
+}
+
+static cudaError_t do_copy(const struct gpu_call *g, void *dst, const void *src, size_t count,
+			   enum cudaMemcpyKind kind)
+{
+	struct fakecuda_stream *s = fakecuda_stream_get(g->stream, g->per_thread);
+	struct fakecuda_op op = {.kind = FAKECUDA_OP_MEMCPY, .runtime = true, .async = g->async};
+	struct fakecuda_call c;
+	cudaError_t err;
+
+	fakert_enter(&c, g->cbid, g->name, g->params, NULL);
+	err = classify(&op, dst, src, kind);
+	if (!err && count && (!dst || !src))
+		err = cudaErrorInvalidValue;
+	if (!err && count) {
+		memmove(dst, src, count);
+		op.correlation = c.correlation;
+		op.memcpy.bytes = count;
+		uint64_t seq = fakecuda_op_enqueue(s, &op);
+		if (copy_blocks(g, &op))
+			fakecuda_stream_wait(s, seq);
+	}
+	return fakert_exit(&c, err, "\"bytes\":%zu,\"kind\":%d,\"stream\":%u", count, (int)kind,
+			   fakecuda_stream_id(s));
+}
+
+static cudaError_t do_set(const struct gpu_call *g, void *ptr, int value, size_t count)
+{
+	struct fakecuda_stream *s = fakecuda_stream_get(g->stream, g->per_thread);
+	struct fakecuda_op op = {.kind = FAKECUDA_OP_MEMSET, .runtime = true, .async = g->async};
+	struct fakecuda_call c;
+	cudaError_t err = cudaSuccess;
+
+	fakert_enter(&c, g->cbid, g->name, g->params, NULL);
+	if (count && fakecuda_mem_kind(ptr) != DEVICE)
+		err = cudaErrorInvalidValue;
+	if (!err && count) {
+		memset(ptr, value, count);
+		op.correlation = c.correlation;
+		op.memset.bytes = count;
+		op.memset.value = (uint32_t)value;
+		fakecuda_op_enqueue(s, &op);
+	}
+	return fakert_exit(&c, err, "\"bytes\":%zu,\"value\":%d,\"stream\":%u", count, value,
+			   fakecuda_stream_id(s));
+}
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+{
+	cudaMemcpy_v3020_params p = {dst, src, count, kind};
+	struct gpu_call g = {.cbid = RT_CBID(cudaMemcpy_v3020), .name = "cudaMemcpy", .params = &p};
+
+	return do_copy(&g, dst, src, count, kind);
+}
+
+cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+{
+	cudaMemcpy_ptds_v7000_params p = {dst, src, count, kind};
+	struct gpu_call g = {.cbid = RT_CBID(cudaMemcpy_ptds_v7000),
+			     .name = "cudaMemcpy_ptds",
+			     .params = &p,
+			     .per_thread = true};
+
+	return do_copy(&g, dst, src, count, kind);
+}
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+			    cudaStream_t stream)
+{
+	cudaMemcpyAsync_v3020_params p = {dst, src, count, kind, stream};
+	struct gpu_call g = {.cbid = RT_CBID(cudaMemcpyAsync_v3020),
+			     .name = "cudaMemcpyAsync",
+			     .params = &p,
+			     .stream = stream,
+			     .async = true};
+
+	return do_copy(&g, dst, src, count, kind);
+}
+
+cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+				 cudaStream_t stream)
+{
+	cudaMemcpyAsync_ptsz_v7000_params p = {dst, src, count, kind, stream};
+	struct gpu_call g = {.cbid = RT_CBID(cudaMemcpyAsync_ptsz_v7000),
+			     .name = "cudaMemcpyAsync_ptsz",
+			     .params = &p,
+			     .stream = stream,
+			     .async = true,
+			     .per_thread = true};
+
+	return do_copy(&g, dst, src, count, kind);
+}
+
+cudaError_t cudaMemset(void *devPtr, int value, size_t count)
+{
+	cudaMemset_v3020_params p = {devPtr, value, count};
+	struct gpu_call g = {.cbid = RT_CBID(cudaMemset_v3020), .name = "cudaMemset", .params = &p};
+
+	return do_set(&g, devPtr, value, count);
+}
+
+cudaError_t cudaMemset_ptds(void *devPtr, int value, size_t count)
+{
+	cudaMemset_ptds_v7000_params p = {devPtr, value, count};
+	struct gpu_call g = {.cbid = RT_CBID(cudaMemset_ptds_v7000),
+			     .name = "cudaMemset_ptds",
+			     .params = &p,
+			     .per_thread = true};
+
+	return do_set(&g, devPtr, value, count);
+}
+
+cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
+{
+	cudaMemsetAsync_v3020_params p = {devPtr, value, count, stream};
+	struct gpu_call g = {.cbid = RT_CBID(cudaMemsetAsync_v3020),
+			     .name = "cudaMemsetAsync",
+			     .params = &p,
+			     .stream = stream,
+			     .async = true};
+
+	return do_set(&g, devPtr, value, count);
+}
+
+cudaError_t cudaMemsetAsync_ptsz(void *devPtr, int value, size_t count, cudaStream_t stream)
+{
+	cudaMemsetAsync_ptsz_v7000_params p = {devPtr, value, count, stream};
+	struct gpu_call g = {.cbid = RT_CBID(cudaMemsetAsync_ptsz_v7000),
+			     .name = "cudaMemsetAsync_ptsz",
+			     .params = &p,
+			     .stream = stream,
+			     .async = true,
+			     .per_thread = true};
+
+	return do_set(&g, devPtr, value, count);
+}

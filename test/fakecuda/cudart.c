@@ -1,0 +1,377 @@
+/*
+ * The fake libcudart.so.13: call tracing, errors (last error, names, strings), nvcc's
+ * registration and launch entry points, cudaLaunchKernel*, cudaFuncGetName, profiler control.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "test/fakecuda/cudart.h"
+
+#define CUDA_VERSION_NUMBER 13000
+#define MAX_CALL_CONFIGS    8
+
+/* cudaGetLastError's state: the last error of a runtime call made by this thread. */
+static __thread cudaError_t last_error;
+
+/* <<<...>>> pushes its configuration and the stub pops it; nested launches may stack up. */
+struct call_config {
+	dim3 grid, block;
+	size_t shared;
+	cudaStream_t stream;
+};
+static __thread struct call_config configs[MAX_CALL_CONFIGS];
+static __thread unsigned n_configs;
+
+void fakert_enter(struct fakecuda_call *call, CUpti_CallbackId cbid, const char *name,
+		  const void *params, const char *symbol)
+{
+	fakecuda_api_enter(call, CUPTI_CB_DOMAIN_RUNTIME_API, cbid, name, params, symbol);
+}
+
+cudaError_t fakert_exit(struct fakecuda_call *call, cudaError_t err, const char *args_fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, args_fmt);
+	fakecuda_api_vexit(call, err, args_fmt, ap);
+	va_end(ap);
+	if (err != cudaSuccess)
+		last_error = err;
+	return err;
+}
+
+cudaError_t fakert_error(int err)
+{
+	switch (err) {
+	case 0:
+		return cudaSuccess;
+	case -ENOMEM:
+		return cudaErrorMemoryAllocation;
+	default:
+		return cudaErrorInvalidValue;
+	}
+}
+
+/* A traced call that does nothing else and succeeds. */
+static cudaError_t noop_call(CUpti_CallbackId cbid, const char *name, const void *params)
+{
+	struct fakecuda_call c;
+
+	fakert_enter(&c, cbid, name, params, NULL);
+	return fakert_exit(&c, cudaSuccess, NULL);
+}
+
+/* ---- errors ---- */
+
+/* The real runtime's names and strings for the errors the simulation returns. */
+static const struct {
+	cudaError_t err;
+	const char *name, *string;
+} errors[] = {
+    {cudaSuccess, "cudaSuccess", "no error"},
+    {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
+    {cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
+    {cudaErrorInitializationError, "cudaErrorInitializationError", "initialization error"},
+    {cudaErrorMissingConfiguration, "cudaErrorMissingConfiguration",
+     "__global__ function call is not configured"},
+    {cudaErrorLaunchOutOfResources, "cudaErrorLaunchOutOfResources",
+     "too many resources requested for launch"},
+    {cudaErrorInvalidConfiguration, "cudaErrorInvalidConfiguration",
+     "invalid configuration argument"},
+    {cudaErrorInvalidMemcpyDirection, "cudaErrorInvalidMemcpyDirection",
+     "invalid copy direction for memcpy"},
+    {cudaErrorInsufficientDriver, "cudaErrorInsufficientDriver",
+     "CUDA driver version is insufficient for CUDA runtime version"},
+    {cudaErrorNoDevice, "cudaErrorNoDevice", "no CUDA-capable device is detected"},
+    {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
+    {cudaErrorInvalidDeviceFunction, "cudaErrorInvalidDeviceFunction", "invalid device function"},
+    {cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
+    {cudaErrorNotReady, "cudaErrorNotReady", "device not ready"},
+    {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
+};
+
+static int error_index(cudaError_t err)
+{
+	for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++)
+		if (errors[i].err == err)
+			return (int)i;
+	return -1;
+}
+
+/* Neither records its own result as the last error: that would undo the reset. */
+cudaError_t cudaGetLastError(void)
+{
+	cudaError_t err = last_error;
+	struct fakecuda_call c;
+
+	fakert_enter(&c, RT_CBID(cudaGetLastError_v3020), "cudaGetLastError", NULL, NULL);
+	last_error = cudaSuccess;
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+cudaError_t cudaPeekAtLastError(void)
+{
+	struct fakecuda_call c;
+
+	fakert_enter(&c, RT_CBID(cudaPeekAtLastError_v3020), "cudaPeekAtLastError", NULL, NULL);
+	return fakecuda_api_exit(&c, last_error, NULL);
+}
+
+const char *cudaGetErrorName(cudaError_t error)
+{
+	cudaGetErrorName_v6050_params p = {error};
+	int i = error_index(error);
+	struct fakecuda_call c;
+
+	fakert_enter(&c, RT_CBID(cudaGetErrorName_v6050), "cudaGetErrorName", &p, NULL);
+	fakecuda_api_exit(&c, 0, "\"error\":%d", (int)error);
+	return i < 0 ? "cudaErrorUnknown" : errors[i].name;
+}
+
+const char *cudaGetErrorString(cudaError_t error)
+{
+	cudaGetErrorString_v3020_params p = {error};
+	int i = error_index(error);
+	struct fakecuda_call c;
+
+	fakert_enter(&c, RT_CBID(cudaGetErrorString_v3020), "cudaGetErrorString", &p, NULL);
+	fakecuda_api_exit(&c, 0, "\"error\":%d", (int)error);
+	return i < 0 ? "unrecognized error code" : errors[i].string;
+}
+
+/* ---- registration of nvcc-compiled modules ---- */
+
+/* The fat binary's address is a fine module handle: nvcc only hands it back to us. */
+void **__cudaRegisterFatBinary(void *fatCubin)
+{
+	struct fakecuda_call c;
+
+	fakert_enter(&c, RT_CBID(__cudaRegisterFatBinary_v13000), "__cudaRegisterFatBinary", NULL,
+		     NULL);
+	fakecuda_api_exit(&c, 0, NULL);
+	return fatCubin;
+}
+
+void __cudaRegisterFatBinaryEnd(void **fatCubinHandle)
+{
+	(void)fatCubinHandle;
+	noop_call(RT_CBID(__cudaRegisterFatBinaryEnd_v13000), "__cudaRegisterFatBinaryEnd", NULL);
+}
+
+void __cudaUnregisterFatBinary(void **fatCubinHandle)
+{
+	(void)fatCubinHandle;
+	noop_call(RT_CBID(__cudaUnregisterFatBinary_v13000), "__cudaUnregisterFatBinary", NULL);
+}
+
+void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress,
+		       const char *deviceName, int ext, size_t size, int constant, int global)
+{
+	(void)fatCubinHandle, (void)hostVar, (void)deviceAddress, (void)deviceName;
+	(void)ext, (void)size, (void)constant, (void)global;
+	noop_call(RT_CBID(__cudaRegisterVar_v13000), "__cudaRegisterVar", NULL);
+}
+
+/* deviceName is the kernel's mangled name: what CUPTI records and cudaFuncGetName report. */
+void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
+			    const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
+			    dim3 *bDim, dim3 *gDim, int *wSize)
+{
+	struct fakecuda_call c;
+
+	(void)fatCubinHandle, (void)deviceFun, (void)thread_limit, (void)tid, (void)bid;
+	(void)bDim, (void)gDim, (void)wSize;
+	fakert_enter(&c, RT_CBID(__cudaRegisterFunction_v13000), "__cudaRegisterFunction", NULL,
+		     deviceName);
+	fakecuda_kernel_register(hostFun, deviceName);
+	fakecuda_api_exit(&c, 0, NULL);
+}
+
+char __cudaInitModule(void **fatCubinHandle)
+{
+	(void)fatCubinHandle;
+	noop_call(RT_CBID(__cudaInitModule_v13000), "__cudaInitModule", NULL);
+	return 1;
+}
+
+cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun)
+{
+	const struct fakecuda_kernel *k = fakecuda_kernel_find(hostFun);
+	struct fakecuda_call c;
+
+	fakert_enter(&c, RT_CBID(__cudaGetKernel_v13000), "__cudaGetKernel", NULL, NULL);
+	if (k && kernel)
+		*kernel = (cudaKernel_t)k;
+	return fakert_exit(&c, k && kernel ? cudaSuccess : cudaErrorInvalidDeviceFunction, NULL);
+}
+
+unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
+				     struct CUstream_st *stream)
+{
+	struct fakecuda_call c;
+	unsigned err = 0;
+
+	fakert_enter(&c, RT_CBID(__cudaPushCallConfiguration_v13000), "__cudaPushCallConfiguration",
+		     NULL, NULL);
+	if (n_configs < MAX_CALL_CONFIGS)
+		configs[n_configs++] = (struct call_config){gridDim, blockDim, sharedMem, stream};
+	else
+		err = cudaErrorLaunchOutOfResources;
+	fakecuda_api_exit(&c, (int)err, NULL);
+	return err;
+}
+
+cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem,
+				       void *stream)
+{
+	struct fakecuda_call c;
+	struct call_config *cfg;
+
+	fakert_enter(&c, RT_CBID(__cudaPopCallConfiguration_v13000), "__cudaPopCallConfiguration",
+		     NULL, NULL);
+	if (!n_configs)
+		return fakert_exit(&c, cudaErrorMissingConfiguration, NULL);
+	cfg = &configs[--n_configs];
+	*gridDim = cfg->grid;
+	*blockDim = cfg->block;
+	*sharedMem = cfg->shared;
+	*(cudaStream_t *)stream = cfg->stream;
+	return fakert_exit(&c, cudaSuccess, NULL);
+}
+
+/* ---- launches ---- */
+
+static bool valid_config(dim3 g, dim3 b)
+{
+	if (!g.x || !g.y || !g.z || !b.x || !b.y || !b.z)
+		return false;
+	if (g.x > 0x7fffffffu || g.y > 65535 || g.z > 65535 || b.z > 64)
+		return false;
+	return (uint64_t)b.x * b.y * b.z <= 1024;
+}
+
+struct launch {
+	const void *func; /* host stub or cudaKernel_t */
+	dim3 grid, block;
+	size_t shared;
+	cudaStream_t stream;
+	bool per_thread; /* a _ptsz entry point */
+};
+
+/* Every runtime launch entry point: cbid and name of the entry, its CUPTI params struct. */
+static cudaError_t launch(CUpti_CallbackId cbid, const char *name, const void *params,
+			  const struct launch *l)
+{
+	const struct fakecuda_kernel *k = fakecuda_kernel_find(l->func);
+	struct fakecuda_stream *s = fakecuda_stream_get(l->stream, l->per_thread);
+	struct fakecuda_op op = {.kind = FAKECUDA_OP_KERNEL, .runtime = true, .async = true};
+	cudaError_t err = cudaSuccess;
+	struct fakecuda_call c;
+
+	fakert_enter(&c, cbid, name, params, k ? k->name : NULL);
+	if (!k)
+		err = cudaErrorInvalidDeviceFunction;
+	else if (!valid_config(l->grid, l->block))
+		err = cudaErrorInvalidConfiguration;
+	if (!err) {
+		op.correlation = c.correlation;
+		op.kernel.kernel = k;
+		memcpy(op.kernel.grid, &l->grid, sizeof(op.kernel.grid));
+		memcpy(op.kernel.block, &l->block, sizeof(op.kernel.block));
+		op.kernel.shared_bytes = (uint32_t)l->shared;
+		fakecuda_op_enqueue(s, &op);
+	}
+	return fakert_exit(&c, err,
+			   "\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"shared\":%zu,\"stream\":%u",
+			   l->grid.x, l->grid.y, l->grid.z, l->block.x, l->block.y, l->block.z,
+			   l->shared, fakecuda_stream_id(s));
+}
+
+/* CUPTI gives no params struct for __cudaLaunchKernel; it has cudaLaunchKernel's layout. */
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
+			       size_t sharedMem, cudaStream_t stream)
+{
+	cudaLaunchKernel_v7000_params p = {kernel, gridDim, blockDim, args, sharedMem, stream};
+	struct launch l = {kernel, gridDim, blockDim, sharedMem, stream, false};
+
+	return launch(RT_CBID(__cudaLaunchKernel_v13000), "__cudaLaunchKernel", &p, &l);
+}
+
+cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
+				    size_t sharedMem, cudaStream_t stream)
+{
+	cudaLaunchKernel_v7000_params p = {kernel, gridDim, blockDim, args, sharedMem, stream};
+	struct launch l = {kernel, gridDim, blockDim, sharedMem, stream, true};
+
+	return launch(RT_CBID(__cudaLaunchKernel_ptsz_v13000), "__cudaLaunchKernel_ptsz", &p, &l);
+}
+
+cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
+			     size_t sharedMem, cudaStream_t stream)
+{
+	cudaLaunchKernel_v7000_params p = {func, gridDim, blockDim, args, sharedMem, stream};
+	struct launch l = {func, gridDim, blockDim, sharedMem, stream, false};
+
+	return launch(RT_CBID(cudaLaunchKernel_v7000), "cudaLaunchKernel", &p, &l);
+}
+
+cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args,
+				  size_t sharedMem, cudaStream_t stream)
+{
+	cudaLaunchKernel_ptsz_v7000_params p = {func, gridDim, blockDim, args, sharedMem, stream};
+	struct launch l = {func, gridDim, blockDim, sharedMem, stream, true};
+
+	return launch(RT_CBID(cudaLaunchKernel_ptsz_v7000), "cudaLaunchKernel_ptsz", &p, &l);
+}
+
+static struct launch launch_ex(const cudaLaunchConfig_t *config, const void *func, bool ptsz)
+{
+	return (struct launch){
+	    func, config->gridDim, config->blockDim, config->dynamicSmemBytes, config->stream,
+	    ptsz};
+}
+
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
+{
+	cudaLaunchKernelExC_v11060_params p = {config, func, args};
+	struct launch l = launch_ex(config, func, false);
+
+	return launch(RT_CBID(cudaLaunchKernelExC_v11060), "cudaLaunchKernelExC", &p, &l);
+}
+
+cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func,
+				     void **args)
+{
+	cudaLaunchKernelExC_ptsz_v11060_params p = {config, func, args};
+	struct launch l = launch_ex(config, func, true);
+
+	return launch(RT_CBID(cudaLaunchKernelExC_ptsz_v11060), "cudaLaunchKernelExC_ptsz", &p, &l);
+}
+
+/* The mangled name, as the real runtime returns it. */
+cudaError_t cudaFuncGetName(const char **name, const void *func)
+{
+	cudaFuncGetName_v12030_params p = {name, func};
+	const struct fakecuda_kernel *k = fakecuda_kernel_find(func);
+	struct fakecuda_call c;
+
+	fakert_enter(&c, RT_CBID(cudaFuncGetName_v12030), "cudaFuncGetName", &p, NULL);
+	if (!name)
+		return fakert_exit(&c, cudaErrorInvalidValue, NULL);
+	if (!k)
+		return fakert_exit(&c, cudaErrorInvalidDeviceFunction, NULL);
+	*name = k->name;
+	return fakert_exit(&c, cudaSuccess, NULL);
+}
+
+/* ---- profiler control: accepted, changes nothing ---- */
+
+cudaError_t cudaProfilerStart(void)
+{
+	return noop_call(RT_CBID(cudaProfilerStart_v4000), "cudaProfilerStart", NULL);
+}
+
+cudaError_t cudaProfilerStop(void)
+{
+	return noop_call(RT_CBID(cudaProfilerStop_v4000), "cudaProfilerStop", NULL);
+}

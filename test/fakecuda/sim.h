@@ -1,0 +1,178 @@
+/*
+ * The simulated GPU behind the fake libcuda.so.1 and libcudart.so.13: devices, API-call tracing,
+ * the ground-truth log, device memory, kernels and the per-stream timeline. It lives in
+ * libcuda.so.1, which exports it to libcudart.so.13 (see test/fakecuda/README.md).
+ */
+#ifndef FAKECUDA_SIM_H
+#define FAKECUDA_SIM_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cupti.h>
+
+#define FAKECUDA_API	     __attribute__((visibility("default")))
+#define FAKECUDA_MAX_DEVICES 16
+
+/* ---- devices and contexts (device.c) ---- */
+
+/* Reads the FAKEGPU_* configuration and runs CUDA_INJECTION64_PATH once; what cuInit does. */
+FAKECUDA_API void fakecuda_init(void);
+FAKECUDA_API int fakecuda_device_count(void);
+/* The calling thread's current device (cudaSetDevice / cuCtxSetCurrent). */
+FAKECUDA_API int fakecuda_device_current(void);
+FAKECUDA_API int fakecuda_device_set(int device);
+/* The primary context of a device (a CUcontext), its CUPTI contextId, and its device. */
+FAKECUDA_API void *fakecuda_context(int device);
+FAKECUDA_API uint32_t fakecuda_context_id(int device);
+/* The current device's context, or NULL before initialisation (registration at start-up). */
+FAKECUDA_API void *fakecuda_context_current(void);
+FAKECUDA_API int fakecuda_context_device(const void *context);
+FAKECUDA_API uint64_t fakecuda_device_total_mem(int device);
+
+/* ---- API-call tracing (trace.c) ---- */
+
+/* One runtime or driver API call, from fakecuda_api_enter to fakecuda_api_exit. */
+struct fakecuda_call {
+	CUpti_CallbackDomain domain;
+	CUpti_CallbackId cbid;
+	uint32_t correlation;
+	uint64_t start_ns;
+	uint64_t correlation_data; /* what CUpti_CallbackData.correlationData points at */
+	int result;		   /* what CUpti_CallbackData.functionReturnValue points at */
+	CUpti_CallbackData cb;
+};
+
+/*
+ * Takes the call's correlation id and delivers the API_ENTER callback. `name` is the exported
+ * symbol ("cudaMalloc", "cuMemAlloc_v2"), `params` the *_params struct of the generated CUPTI
+ * meta headers (or NULL), `symbol` the kernel name for launches (else NULL).
+ */
+FAKECUDA_API void fakecuda_api_enter(struct fakecuda_call *call, CUpti_CallbackDomain domain,
+				     CUpti_CallbackId cbid, const char *name, const void *params,
+				     const char *symbol);
+/*
+ * Delivers API_EXIT, emits the RUNTIME or DRIVER activity record and the ground-truth log line
+ * (`args_fmt` formats the members of its "args" object, or is NULL), returns `result`.
+ */
+FAKECUDA_API int fakecuda_api_exit(struct fakecuda_call *call, int result, const char *args_fmt,
+				   ...) __attribute__((format(printf, 3, 4)));
+FAKECUDA_API int fakecuda_api_vexit(struct fakecuda_call *call, int result, const char *args_fmt,
+				    va_list ap);
+
+/* ---- ground-truth log, FAKEGPU_LOG (gtlog.c) ---- */
+
+FAKECUDA_API bool fakecuda_log_enabled(void);
+/* Writes one JSON object (the text between the braces) as one line, in one write(2). */
+FAKECUDA_API void fakecuda_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+FAKECUDA_API void fakecuda_log_v(const char *fmt, va_list ap);
+/* `s` as a quoted JSON string in buf (cut short, still valid, if it does not fit); returns buf. */
+FAKECUDA_API char *fakecuda_log_str(char *buf, size_t size, const char *s);
+
+/* ---- device and pinned host memory (memory.c) ---- */
+
+/*
+ * Allocates `bytes` of `kind` memory (CUPTI_ACTIVITY_MEMORY_KIND_DEVICE or _PINNED) on `device`
+ * and emits the MEMORY2 record; `stream_id` is the stream of an asynchronous allocation or
+ * UINT32_MAX. Returns 0, -ENOMEM (fault injection, capacity, or no memory) or -EINVAL.
+ */
+FAKECUDA_API int fakecuda_mem_alloc(void **out, size_t bytes, CUpti_ActivityMemoryKind kind,
+				    int device, uint32_t correlation, uint32_t stream_id);
+/* Frees what fakecuda_mem_alloc returned with the same kind; -EINVAL if it did not. */
+FAKECUDA_API int fakecuda_mem_free(void *ptr, CUpti_ActivityMemoryKind kind, uint32_t correlation,
+				   uint32_t stream_id);
+/* DEVICE or PINNED for memory inside one of our allocations, PAGEABLE for any other address. */
+FAKECUDA_API CUpti_ActivityMemoryKind fakecuda_mem_kind(const void *ptr);
+
+/* ---- kernels (kernel.c) ---- */
+
+/* A kernel: a cudaKernel_t / CUfunction handle points at one; it lives as long as the process. */
+struct fakecuda_kernel {
+	uint16_t registers;   /* registers per thread reported in records */
+	const void *host_fn;  /* the host stub of a runtime kernel, NULL for driver functions */
+	const char *name;     /* mangled, as CUPTI reports it */
+	uint64_t duration_ns; /* from the kernel model, before FAKEGPU_TIME_SCALE */
+};
+
+/* Registers host stub -> mangled name (__cudaRegisterFunction); idempotent per stub. */
+FAKECUDA_API const struct fakecuda_kernel *fakecuda_kernel_register(const void *host_fn,
+								    const char *name);
+/* A driver function named `name` in module `module` (cuModuleGetFunction). */
+FAKECUDA_API const struct fakecuda_kernel *fakecuda_kernel_function(const void *module,
+								    const char *name);
+/*
+ * The kernel of a host stub, a cudaKernel_t or CUfunction; an unregistered stub is named by
+ * dladdr (its dynamic symbol name). NULL if none of these applies.
+ */
+FAKECUDA_API const struct fakecuda_kernel *fakecuda_kernel_find(const void *fn_or_handle);
+
+/* ---- the timeline: streams, events and GPU operations (timeline.c) ---- */
+
+struct fakecuda_stream;
+
+enum fakecuda_op_kind {
+	FAKECUDA_OP_KERNEL,
+	FAKECUDA_OP_MEMCPY,
+	FAKECUDA_OP_MEMSET,
+	FAKECUDA_OP_MARKER, /* an event record or a stream wait: takes no time, emits nothing */
+};
+
+/* One unit of GPU work, filled by the API call that launches it. */
+struct fakecuda_op {
+	enum fakecuda_op_kind kind;
+	uint32_t correlation;
+	bool runtime; /* launched by a runtime call (Memcpy6.runtimeCorrelationId) */
+	bool async;   /* an *Async call (the record's ASYNC flag) */
+	union {
+		struct {
+			const struct fakecuda_kernel *kernel;
+			uint32_t grid[3], block[3];
+			uint32_t shared_bytes; /* dynamic shared memory */
+		} kernel;
+		struct {
+			uint64_t bytes;
+			uint8_t copy_kind;	    /* CUpti_ActivityMemcpyKind */
+			uint8_t src_kind, dst_kind; /* CUpti_ActivityMemoryKind */
+		} memcpy;
+		struct {
+			uint64_t bytes;
+			uint32_t value;
+		} memset;
+	};
+	/* Set by fakecuda_op_enqueue: host time of the launch, and simulated start and end. */
+	uint64_t queued_ns, start_ns, end_ns;
+};
+
+/* cudaStream_t / CUstream values that are not stream pointers. */
+#define FAKECUDA_STREAM_LEGACY	   ((void *)0x1)
+#define FAKECUDA_STREAM_PER_THREAD ((void *)0x2)
+
+/*
+ * The stream a handle names on the current device: NULL is the legacy default stream, or the
+ * calling thread's per-thread default stream when `per_thread` (the _ptsz/_ptds entry points).
+ */
+FAKECUDA_API struct fakecuda_stream *fakecuda_stream_get(void *handle, bool per_thread);
+/* flags: cudaStreamNonBlocking (1) makes a stream that does not wait for the legacy stream. */
+FAKECUDA_API struct fakecuda_stream *fakecuda_stream_create(unsigned int flags);
+FAKECUDA_API void fakecuda_stream_destroy(struct fakecuda_stream *stream);
+FAKECUDA_API uint32_t fakecuda_stream_id(const struct fakecuda_stream *stream);
+FAKECUDA_API int fakecuda_stream_device(const struct fakecuda_stream *stream);
+
+/* Queues `op` (copied) on `stream`, fills its times, returns its sequence number there. */
+FAKECUDA_API uint64_t fakecuda_op_enqueue(struct fakecuda_stream *stream, struct fakecuda_op *op);
+/* Waits until the operation `seq` of `stream` and all before it have completed. */
+FAKECUDA_API void fakecuda_stream_wait(struct fakecuda_stream *stream, uint64_t seq);
+/* True when the operation `seq` of `stream` has completed. */
+FAKECUDA_API bool fakecuda_stream_done(struct fakecuda_stream *stream, uint64_t seq);
+/* Waits until everything queued so far on `stream` (NULL: on every stream of `device`) is done. */
+FAKECUDA_API void fakecuda_sync(struct fakecuda_stream *stream, int device);
+/* Makes later work on `stream` start no earlier than `time_ns` (cudaStreamWaitEvent). */
+FAKECUDA_API void fakecuda_stream_wait_until(struct fakecuda_stream *stream, uint64_t time_ns);
+
+/* ---- records of completed operations (records.c; inside libcuda.so.1 only) ---- */
+
+/* Emits the activity record and the ground-truth log line of a completed operation. */
+void fakecuda_emit_op(const struct fakecuda_op *op, int device, uint32_t stream_id);
+
+#endif

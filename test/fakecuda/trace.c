@@ -1,0 +1,100 @@
+/*
+ * API-call tracing shared by the fake runtime and driver: correlation ids, the callback API at
+ * entry and exit, the RUNTIME / DRIVER activity record, and the ground-truth log line.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "test/fakecuda/fakegpu.h"
+#include "test/fakecuda/sim.h"
+
+void fakecuda_api_enter(struct fakecuda_call *call, CUpti_CallbackDomain domain,
+			CUpti_CallbackId cbid, const char *name, const void *params,
+			const char *symbol)
+{
+	void *context = fakecuda_context_current();
+
+	call->domain = domain;
+	call->cbid = cbid;
+	call->correlation = fakegpu_next_correlation();
+	call->correlation_data = 0;
+	call->result = 0;
+	call->cb = (CUpti_CallbackData){
+	    .callbackSite = CUPTI_API_ENTER,
+	    .functionName = name,
+	    .functionParams = params,
+	    .functionReturnValue = &call->result,
+	    .symbolName = symbol,
+	    .context = context,
+	    .contextUid = context ? fakecuda_context_id(fakecuda_context_device(context)) : 0,
+	    .correlationData = &call->correlation_data,
+	    .correlationId = call->correlation,
+	};
+	call->start_ns = fakegpu_timestamp();
+	fakegpu_callback(domain, cbid, &call->cb);
+}
+
+/* CUPTI reports the pthread_t truncated to 32 bits as the record's threadId. */
+static void emit_api_record(const struct fakecuda_call *call, uint64_t end_ns)
+{
+	CUpti_ActivityKind kind = call->domain == CUPTI_CB_DOMAIN_RUNTIME_API
+				      ? CUPTI_ACTIVITY_KIND_RUNTIME
+				      : CUPTI_ACTIVITY_KIND_DRIVER;
+	CUpti_ActivityAPI rec = {
+	    .kind = kind,
+	    .cbid = call->cbid,
+	    .start = call->start_ns,
+	    .end = end_ns,
+	    .processId = (uint32_t)getpid(),
+	    .threadId = (uint32_t)pthread_self(),
+	    .correlationId = call->correlation,
+	    .returnValue = (uint32_t)call->result,
+	};
+
+	if (fakegpu_activity_enabled(kind))
+		fakegpu_activity_emit((const CUpti_Activity *)&rec, sizeof(rec));
+}
+
+static void log_api(const struct fakecuda_call *call, uint64_t end_ns, const char *args_fmt,
+		    va_list ap)
+{
+	char args[2048] = "", name[256], symbol[4096] = "null";
+
+	if (args_fmt)
+		vsnprintf(args, sizeof(args), args_fmt, ap);
+	if (call->cb.symbolName)
+		fakecuda_log_str(symbol, sizeof(symbol), call->cb.symbolName);
+	fakecuda_log("\"type\":\"api\",\"pid\":%d,\"tid\":%ld,\"domain\":\"%s\",\"name\":%s,"
+		     "\"cbid\":%u,\"corr\":%u,\"start\":%llu,\"end\":%llu,\"result\":%d,"
+		     "\"symbol\":%s,\"args\":{%s}",
+		     (int)getpid(), (long)syscall(SYS_gettid),
+		     call->domain == CUPTI_CB_DOMAIN_RUNTIME_API ? "runtime" : "driver",
+		     fakecuda_log_str(name, sizeof(name), call->cb.functionName), call->cbid,
+		     call->correlation, (unsigned long long)call->start_ns,
+		     (unsigned long long)end_ns, call->result, symbol, args);
+}
+
+int fakecuda_api_vexit(struct fakecuda_call *call, int result, const char *args_fmt, va_list ap)
+{
+	uint64_t end_ns = fakegpu_timestamp();
+
+	call->result = result;
+	call->cb.callbackSite = CUPTI_API_EXIT;
+	fakegpu_callback(call->domain, call->cbid, &call->cb);
+	emit_api_record(call, end_ns);
+	if (fakecuda_log_enabled())
+		log_api(call, end_ns, args_fmt, ap);
+	return result;
+}
+
+int fakecuda_api_exit(struct fakecuda_call *call, int result, const char *args_fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, args_fmt);
+	fakecuda_api_vexit(call, result, args_fmt, ap);
+	va_end(ap);
+	return result;
+}
