@@ -1,0 +1,142 @@
+/*
+ * The Triton pattern: dlopen libcuda.so.1, find every entry point through cuGetProcAddress,
+ * load a module, get functions by name and launch them. Usage: drv-app [steps] (default 3).
+ *
+ * cuInit, device 0's primary context, one module, two functions; cuMemAlloc 2 x 4 KiB and one
+ * cuMemcpyHtoD of 4 KiB. Each step: cuLaunchKernel(triton_poi_fused_add_0, grid 8, block 128)
+ * and cuLaunchKernelEx(triton_red_fused_sum_1, grid 4, block 64, 256 B shared), default stream.
+ * Then cuMemcpyDtoH of 4 KiB, cuCtxSynchronize, cuMemFree x2, cuModuleUnload. Exits 0 if the
+ * bytes came back unchanged.
+ */
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda.h>
+
+#define BYTES 4096
+
+/* The PTX a Triton-style program would load; the simulation never reads it. */
+static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+			  ".visible .entry triton_poi_fused_add_0()\n{\n\tret;\n}\n"
+			  ".visible .entry triton_red_fused_sum_1()\n{\n\tret;\n}\n";
+
+static struct {
+	CUresult (*init)(unsigned int);
+	CUresult (*device_get)(CUdevice *, int);
+	CUresult (*ctx_retain)(CUcontext *, CUdevice);
+	CUresult (*ctx_set)(CUcontext);
+	CUresult (*module_load)(CUmodule *, const void *);
+	CUresult (*module_get_function)(CUfunction *, CUmodule, const char *);
+	CUresult (*module_unload)(CUmodule);
+	CUresult (*mem_alloc)(CUdeviceptr *, size_t);
+	CUresult (*mem_free)(CUdeviceptr);
+	CUresult (*htod)(CUdeviceptr, const void *, size_t);
+	CUresult (*dtoh)(void *, CUdeviceptr, size_t);
+	CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+			   unsigned, CUstream, void **, void **);
+	CUresult (*launch_ex)(const CUlaunchConfig *, CUfunction, void **, void **);
+	CUresult (*sync)(void);
+} cu;
+
+/* Which base name fills which pointer of `cu`. */
+static const struct {
+	const char *name;
+	size_t offset;
+} entries[] = {
+    {"cuInit", offsetof(__typeof__(cu), init)},
+    {"cuDeviceGet", offsetof(__typeof__(cu), device_get)},
+    {"cuDevicePrimaryCtxRetain", offsetof(__typeof__(cu), ctx_retain)},
+    {"cuCtxSetCurrent", offsetof(__typeof__(cu), ctx_set)},
+    {"cuModuleLoadData", offsetof(__typeof__(cu), module_load)},
+    {"cuModuleGetFunction", offsetof(__typeof__(cu), module_get_function)},
+    {"cuModuleUnload", offsetof(__typeof__(cu), module_unload)},
+    {"cuMemAlloc", offsetof(__typeof__(cu), mem_alloc)},
+    {"cuMemFree", offsetof(__typeof__(cu), mem_free)},
+    {"cuMemcpyHtoD", offsetof(__typeof__(cu), htod)},
+    {"cuMemcpyDtoH", offsetof(__typeof__(cu), dtoh)},
+    {"cuLaunchKernel", offsetof(__typeof__(cu), launch)},
+    {"cuLaunchKernelEx", offsetof(__typeof__(cu), launch_ex)},
+    {"cuCtxSynchronize", offsetof(__typeof__(cu), sync)},
+};
+
+#define CHECK(call)                                                                   \
+	do {                                                                          \
+		CUresult err_ = (call);                                               \
+		if (err_ != CUDA_SUCCESS) {                                           \
+			fprintf(stderr, "drv-app: %s: error %d\n", #call, (int)err_); \
+			exit(1);                                                      \
+		}                                                                     \
+	} while (0)
+
+static void resolve(void)
+{
+	CUresult (*get_proc)(const char *, void **, int, cuuint64_t,
+			     CUdriverProcAddressQueryResult *);
+	CUdriverProcAddressQueryResult status;
+	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+
+	if (!lib) {
+		fprintf(stderr, "drv-app: %s\n", dlerror());
+		exit(1);
+	}
+	*(void **)&get_proc = dlsym(lib, "cuGetProcAddress_v2");
+	if (!get_proc) {
+		fprintf(stderr, "drv-app: no cuGetProcAddress_v2\n");
+		exit(1);
+	}
+	for (size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); i++)
+		CHECK(get_proc(entries[i].name, (void **)((char *)&cu + entries[i].offset), 12000,
+			       CU_GET_PROC_ADDRESS_DEFAULT, &status));
+}
+
+int main(int argc, char **argv)
+{
+	int steps = argc > 1 ? atoi(argv[1]) : 3;
+	static char in[BYTES], out[BYTES];
+	CUdeviceptr a, b;
+	CUfunction add, sum;
+	CUcontext ctx;
+	CUmodule mod;
+	CUdevice dev;
+	int n = BYTES / 4;
+	void *args[] = {&a, &b, &n};
+	CUlaunchConfig config = {.gridDimX = 4,
+				 .gridDimY = 1,
+				 .gridDimZ = 1,
+				 .blockDimX = 64,
+				 .blockDimY = 1,
+				 .blockDimZ = 1,
+				 .sharedMemBytes = 256};
+
+	resolve();
+	CHECK(cu.init(0));
+	CHECK(cu.device_get(&dev, 0));
+	CHECK(cu.ctx_retain(&ctx, dev));
+	CHECK(cu.ctx_set(ctx));
+	CHECK(cu.module_load(&mod, ptx));
+	CHECK(cu.module_get_function(&add, mod, "triton_poi_fused_add_0"));
+	CHECK(cu.module_get_function(&sum, mod, "triton_red_fused_sum_1"));
+	CHECK(cu.mem_alloc(&a, BYTES));
+	CHECK(cu.mem_alloc(&b, BYTES));
+	for (int i = 0; i < BYTES; i++)
+		in[i] = (char)i;
+	CHECK(cu.htod(a, in, BYTES));
+	for (int s = 0; s < steps; s++) {
+		CHECK(cu.launch(add, 8, 1, 1, 128, 1, 1, 0, NULL, args, NULL));
+		CHECK(cu.launch_ex(&config, sum, args, NULL));
+	}
+	CHECK(cu.dtoh(out, a, BYTES));
+	CHECK(cu.sync());
+	CHECK(cu.mem_free(a));
+	CHECK(cu.mem_free(b));
+	CHECK(cu.module_unload(mod));
+	if (memcmp(in, out, BYTES)) {
+		fprintf(stderr, "drv-app: bytes differ after the round trip\n");
+		return 1;
+	}
+	printf("drv-app: %d steps ok\n", steps);
+	return 0;
+}
