@@ -40,6 +40,7 @@
 	X(cuptiGetTimestamp)                      \
 	X(cuptiGetVersion)                        \
 	X(cuptiGetDeviceId)                       \
+	X(cuptiGetContextId)                      \
 	X(cuptiFinalize)
 #define CORE_FNS(X)                 \
 	X(fakegpu_activity_emit)    \
@@ -1115,6 +1116,36 @@ TEST(fakecupti_timestamp_version_errors)
 	ASSERT_EQ(fk.cuptiGetLastError(), CUPTI_SUCCESS);
 	/* No fake driver in this process: CUPTI has nobody to ask. */
 	ASSERT_EQ(fk.cuptiGetDeviceId(NULL, &dev), CUPTI_ERROR_NOT_INITIALIZED);
+}
+
+/* Ids come from the fake driver when it is loaded in the global scope. */
+TEST(fakecupti_device_and_context_ids)
+{
+	CUresult (*init)(unsigned int);
+	void *(*context)(int);
+	uint32_t (*context_id)(int);
+	uint32_t id = 0, dev = 9;
+	char path[4096];
+	void *drv, *ctx;
+
+	snprintf(path, sizeof(path), "%s/fakecuda/libcuda.so.1", getenv("TEST_BUILD"));
+	if (access(path, R_OK))
+		SKIP("no fake libcuda.so.1");
+	drv = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+	ASSERT_MSG(drv, "%s", dlerror());
+	load_fake();
+	init = (CUresult(*)(unsigned int))dlsym(drv, "cuInit");
+	context = (void *(*)(int))dlsym(drv, "fakecuda_context");
+	context_id = (uint32_t(*)(int))dlsym(drv, "fakecuda_context_id");
+	ASSERT(init && context && context_id);
+	ASSERT_EQ(init(0), CUDA_SUCCESS);
+	ctx = context(0);
+	ASSERT(ctx);
+	ASSERT_EQ(fk.cuptiGetContextId(ctx, &id), CUPTI_SUCCESS);
+	ASSERT_EQ(id, context_id(0));
+	ASSERT_EQ(fk.cuptiGetDeviceId(ctx, &dev), CUPTI_SUCCESS);
+	ASSERT_EQ(dev, 0);
+	ASSERT_EQ(fk.cuptiGetContextId(NULL, &id), CUPTI_ERROR_INVALID_CONTEXT);
 }
 
 TEST(fakecupti_finalize)

@@ -63,5 +63,6 @@ X(fakecupti_callbacks)
 X(fakecupti_attributes)
 X(fakecupti_timestamp_version_errors)
 X(fakecupti_finalize)
+X(fakecupti_device_and_context_ids)
 
 /* end to end */
