@@ -65,4 +65,21 @@ X(fakecupti_timestamp_version_errors)
 X(fakecupti_finalize)
 X(fakecupti_device_and_context_ids)
 
+/* fakecuda: runtime */
+X(fakecuda_exports)
+X(fakecuda_stream_order_and_duration)
+X(fakecuda_streams_concurrency_and_legacy)
+X(fakecuda_synchronize_waits)
+X(fakecuda_cost_model)
+X(fakecuda_malloc_fault_and_last_error)
+X(fakecuda_launch_errors)
+X(fakecuda_error_strings_match_real)
+X(fakecuda_devices)
+X(fakecuda_log_escapes_names)
+X(fakecuda_nvcc_app)
+X(fakecuda_nvcc_app_per_thread_stream)
+X(fakecuda_rt_app_threads)
+X(fakecuda_drv_app)
+X(fakecuda_injection_at_cuinit)
+
 /* end to end */

@@ -12,9 +12,11 @@ $(APPS_OUT)/rt-app: $(BUILD)/test/apps/rt-app.o $(FAKE_CUDART_LIB)
 	$(call quiet,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) -rdynamic -o $@ $< $(APPS_RPATH) -l:libcudart.so.13 -ldl -lpthread
 
+# It dlopens libcuda.so.1. Under ASan the dlopen call comes from libasan, whose search path is
+# not ours, so this one gets an old-style DT_RPATH, which applies to every lookup.
 $(APPS_OUT)/drv-app: $(BUILD)/test/apps/drv-app.o $(FAKE_CUDA_LIB)
 	$(call quiet,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(APPS_RPATH) -ldl
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(APPS_RPATH) -Wl,--disable-new-dtags -ldl
 
 $(APPS_OUT)/libcuptidump.so: $(BUILD)/test/apps/cupti-dump.o $(FAKECUPTI_LIB)
 	$(call quiet,LD,$@)

@@ -1,7 +1,8 @@
 /*
- * A minimal CUPTI client to LD_PRELOAD into any CUDA program: it enables activity kinds and the
- * runtime and driver callbacks at load, and writes one line per record and per callback to
- * CUPTI_DUMP_OUT (default stderr). Works with the fake libcupti and with the real one.
+ * A minimal CUPTI client to LD_PRELOAD into any CUDA program (or load as CUDA_INJECTION64_PATH):
+ * it enables activity kinds and the runtime and driver callbacks at load, and writes one line
+ * per record and per callback to CUPTI_DUMP_OUT (default stderr). Works with the fake libcupti
+ * and with the real one.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -171,6 +172,17 @@ __attribute__((constructor)) static void dump_start(void)
 	}
 	cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
 	cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+}
+
+/*
+ * Loaded as CUDA_INJECTION64_PATH instead of preloaded, the driver calls this at cuInit (after
+ * the constructor has run); the line tells when the client came in.
+ */
+__attribute__((visibility("default"))) int InitializeInjection(void);
+int InitializeInjection(void)
+{
+	fprintf(out, "INJECTION\n");
+	return 1;
 }
 
 /* Records still in CUPTI's buffers arrive through buffer_completed during the flush. */

@@ -125,7 +125,7 @@ const char *cudaGetErrorName(cudaError_t error)
 
 	fakert_enter(&c, RT_CBID(cudaGetErrorName_v6050), "cudaGetErrorName", &p, NULL);
 	fakecuda_api_exit(&c, 0, "\"error\":%d", (int)error);
-	return i < 0 ? "cudaErrorUnknown" : errors[i].name;
+	return i < 0 ? "unrecognized error code" : errors[i].name;
 }
 
 const char *cudaGetErrorString(cudaError_t error)

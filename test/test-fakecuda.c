@@ -1,0 +1,970 @@
+/*
+ * Tests of the simulated runtime, driver and GPU timeline: the test programs' record streams
+ * (through the fake libcupti and the ground-truth log), the timeline's guarantees, fault
+ * injection and error semantics. Expected values come from the programs' documented behaviour,
+ * the CUDA headers and the real libcudart, never from the simulation's own output.
+ */
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <cupti.h>
+
+#include "task.h"
+#include "util/gtlog.h"
+#include "util/proc.h"
+
+/* ---- paths and temporary files ---- */
+
+static const char *build_path(const char *rel)
+{
+	static char bufs[8][PATH_MAX];
+	static unsigned next;
+	char *buf = bufs[next++ % 8];
+	const char *build = getenv("TEST_BUILD");
+
+	if (!build)
+		SKIP("TEST_BUILD is not set");
+	snprintf(buf, PATH_MAX, "%s/%s", build, rel);
+	return buf;
+}
+
+static char tmp_files[8][64];
+static int n_tmp_files;
+
+static void remove_tmp_files(void)
+{
+	for (int i = 0; i < n_tmp_files; i++)
+		unlink(tmp_files[i]);
+}
+
+/* A new empty file under /tmp, removed when the test's process exits. */
+static const char *tmp_file(void)
+{
+	char *path = tmp_files[n_tmp_files];
+	int fd;
+
+	ASSERT(n_tmp_files < 8);
+	snprintf(path, sizeof(tmp_files[0]), "/tmp/fakecuda-test-XXXXXX");
+	fd = mkstemp(path);
+	ASSERT(fd >= 0);
+	close(fd);
+	if (n_tmp_files++ == 0)
+		atexit(remove_tmp_files);
+	return path;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* ---- the fake runtime loaded into the test process ---- */
+
+void **__cudaRegisterFatBinary(void *fatCubin);
+void __cudaRegisterFunction(void **handle, const char *hostFun, char *deviceFun,
+			    const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
+			    dim3 *bDim, dim3 *gDim, int *wSize);
+
+static struct {
+	__typeof__(cudaMalloc) *malloc;
+	__typeof__(cudaFree) *free;
+	__typeof__(cudaMemcpy) *copy;
+	__typeof__(cudaLaunchKernel) *launch;
+	__typeof__(cudaStreamCreate) *stream_create;
+	__typeof__(cudaStreamCreateWithFlags) *stream_create_flags;
+	__typeof__(cudaStreamSynchronize) *stream_sync;
+	__typeof__(cudaDeviceSynchronize) *device_sync;
+	__typeof__(cudaEventCreate) *event_create;
+	__typeof__(cudaEventRecord) *event_record;
+	__typeof__(cudaEventSynchronize) *event_sync;
+	__typeof__(cudaEventElapsedTime) *event_elapsed;
+	__typeof__(cudaEventDestroy) *event_destroy;
+	__typeof__(cudaGetLastError) *get_last_error;
+	__typeof__(cudaPeekAtLastError) *peek_last_error;
+	__typeof__(cudaGetErrorString) *error_string;
+	__typeof__(cudaGetErrorName) *error_name;
+	__typeof__(cudaGetDeviceCount) *device_count;
+	__typeof__(cudaGetDeviceProperties) *device_props;
+	__typeof__(cudaSetDevice) *set_device;
+	__typeof__(cudaFuncGetName) *func_name;
+	__typeof__(__cudaRegisterFatBinary) *register_fatbin;
+	__typeof__(__cudaRegisterFunction) *register_function;
+} rt;
+
+#define RT_SYM(field, name)                            \
+	{                                              \
+#name, offsetof(__typeof__(rt), field) \
+	}
+
+static const struct {
+	const char *name;
+	size_t offset;
+} rt_syms[] = {
+    RT_SYM(malloc, cudaMalloc),
+    RT_SYM(free, cudaFree),
+    RT_SYM(copy, cudaMemcpy),
+    RT_SYM(launch, cudaLaunchKernel),
+    RT_SYM(stream_create, cudaStreamCreate),
+    RT_SYM(stream_create_flags, cudaStreamCreateWithFlags),
+    RT_SYM(stream_sync, cudaStreamSynchronize),
+    RT_SYM(device_sync, cudaDeviceSynchronize),
+    RT_SYM(event_create, cudaEventCreate),
+    RT_SYM(event_record, cudaEventRecord),
+    RT_SYM(event_sync, cudaEventSynchronize),
+    RT_SYM(event_elapsed, cudaEventElapsedTime),
+    RT_SYM(event_destroy, cudaEventDestroy),
+    RT_SYM(get_last_error, cudaGetLastError),
+    RT_SYM(peek_last_error, cudaPeekAtLastError),
+    RT_SYM(error_string, cudaGetErrorString),
+    RT_SYM(error_name, cudaGetErrorName),
+    RT_SYM(device_count, cudaGetDeviceCount),
+    RT_SYM(device_props, cudaGetDeviceProperties),
+    RT_SYM(set_device, cudaSetDevice),
+    RT_SYM(func_name, cudaFuncGetName),
+    RT_SYM(register_fatbin, __cudaRegisterFatBinary),
+    RT_SYM(register_function, __cudaRegisterFunction),
+};
+
+/* Host stubs for the kernels of the in-process tests; distinct bodies keep them apart. */
+static volatile int stub_sink;
+static void kernel_fast(void)
+{
+	stub_sink = 1;
+}
+static void kernel_mid(void)
+{
+	stub_sink = 2;
+}
+static void kernel_slow(void)
+{
+	stub_sink = 3;
+}
+
+/*
+ * Sets the environment (FAKEGPU_LOG to a new file, then each "NAME=value" of env), loads the
+ * fake runtime and registers kernel_fast, kernel_mid and kernel_slow as _Z4fastv, _Z3midv and
+ * _Z4slowv. Returns the log's path.
+ */
+static const char *load_runtime(const char *const env[])
+{
+	static char fatbin[16];
+	const char *log = tmp_file();
+	void *lib, **handle;
+
+	setenv("FAKEGPU_LOG", log, 1);
+	for (; env && *env; env++)
+		ASSERT(putenv((char *)*env) == 0);
+	lib = dlopen(build_path("fakecuda/libcudart.so.13"), RTLD_NOW | RTLD_LOCAL);
+	ASSERT_MSG(lib, "%s", dlerror());
+	for (size_t i = 0; i < sizeof(rt_syms) / sizeof(rt_syms[0]); i++) {
+		void *sym = dlsym(lib, rt_syms[i].name);
+
+		ASSERT_MSG(sym, "%s", rt_syms[i].name);
+		memcpy((char *)&rt + rt_syms[i].offset, &sym, sizeof(sym));
+	}
+	handle = rt.register_fatbin(fatbin);
+	rt.register_function(handle, (const char *)kernel_fast, "_Z4fastv", "_Z4fastv", -1, NULL,
+			     NULL, NULL, NULL, NULL);
+	rt.register_function(handle, (const char *)kernel_mid, "_Z3midv", "_Z3midv", -1, NULL, NULL,
+			     NULL, NULL, NULL);
+	rt.register_function(handle, (const char *)kernel_slow, "_Z4slowv", "_Z4slowv", -1, NULL,
+			     NULL, NULL, NULL, NULL);
+	return log;
+}
+
+static cudaError_t launch(void (*kernel)(void), unsigned int grid, unsigned int block,
+			  cudaStream_t stream)
+{
+	dim3 g = {grid, 1, 1}, b = {block, 1, 1};
+
+	return rt.launch((const void *)kernel, g, b, NULL, 0, stream);
+}
+
+/* The kernels of a log, in launch (correlation) order. */
+static json_t *kernels_by_corr(json_t *log)
+{
+	json_t *k = gtlog_filter(log, "{\"type\":\"gpu\",\"kind\":\"kernel\"}");
+	size_t n = json_array_size(k);
+
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0; j--) {
+			json_t *a = json_array_get(k, j - 1), *b = json_array_get(k, j);
+
+			if (gtlog_int(a, "corr") < gtlog_int(b, "corr"))
+				break;
+			json_incref(a);
+			json_array_set(k, j - 1, b);
+			json_array_set_new(k, j, a);
+		}
+	return k;
+}
+
+#define KERNEL(arr, i) json_array_get(arr, i)
+#define START(e)       gtlog_int(e, "start")
+#define END(e)	       gtlog_int(e, "end")
+
+/* ---- the build: exports ---- */
+
+/* What the task requires of the fake libcudart.so.13 (and an nvcc-13 program imports). */
+static const char *const runtime_exports[] = {
+    "__cudaRegisterFatBinary",
+    "__cudaRegisterFatBinaryEnd",
+    "__cudaRegisterFunction",
+    "__cudaRegisterVar",
+    "__cudaUnregisterFatBinary",
+    "__cudaInitModule",
+    "__cudaGetKernel",
+    "__cudaPushCallConfiguration",
+    "__cudaPopCallConfiguration",
+    "__cudaLaunchKernel",
+    "__cudaLaunchKernel_ptsz",
+    "cudaLaunchKernel",
+    "cudaLaunchKernel_ptsz",
+    "cudaLaunchKernelExC",
+    "cudaLaunchKernelExC_ptsz",
+    "cudaFuncGetName",
+    "cudaMalloc",
+    "cudaFree",
+    "cudaMallocAsync",
+    "cudaMallocAsync_ptsz",
+    "cudaFreeAsync",
+    "cudaFreeAsync_ptsz",
+    "cudaMallocHost",
+    "cudaHostAlloc",
+    "cudaFreeHost",
+    "cudaMemcpy",
+    "cudaMemcpy_ptds",
+    "cudaMemcpyAsync",
+    "cudaMemcpyAsync_ptsz",
+    "cudaMemset",
+    "cudaMemset_ptds",
+    "cudaMemsetAsync",
+    "cudaMemsetAsync_ptsz",
+    "cudaStreamCreate",
+    "cudaStreamCreateWithFlags",
+    "cudaStreamDestroy",
+    "cudaStreamSynchronize",
+    "cudaStreamSynchronize_ptsz",
+    "cudaStreamWaitEvent",
+    "cudaDeviceSynchronize",
+    "cudaGetDevice",
+    "cudaSetDevice",
+    "cudaGetDeviceCount",
+    "cudaGetDeviceProperties",
+    "cudaDriverGetVersion",
+    "cudaRuntimeGetVersion",
+    "cudaGetLastError",
+    "cudaPeekAtLastError",
+    "cudaGetErrorString",
+    "cudaGetErrorName",
+    "cudaEventCreate",
+    "cudaEventCreateWithFlags",
+    "cudaEventRecord",
+    "cudaEventRecord_ptsz",
+    "cudaEventSynchronize",
+    "cudaEventQuery",
+    "cudaEventElapsedTime",
+    "cudaEventDestroy",
+    "cudaProfilerStart",
+    "cudaProfilerStop",
+};
+
+static const char *const driver_exports[] = {
+    "cuInit",
+    "cuDriverGetVersion",
+    "cuGetProcAddress",
+    "cuGetProcAddress_v2",
+    "cuLaunchKernel",
+    "cuLaunchKernelEx",
+    "cuMemAlloc_v2",
+    "cuMemFree_v2",
+    "cuMemcpyHtoD_v2",
+    "cuMemcpyDtoH_v2",
+    "cuCtxSynchronize",
+    "cuModuleLoadData",
+    "cuModuleGetFunction",
+    "cuModuleUnload",
+    "cuDeviceGet",
+    "cuDeviceGetCount",
+    "cuCtxGetCurrent",
+    "cuCtxSetCurrent",
+    "cuDevicePrimaryCtxRetain",
+};
+
+/* Every name under the version node libcudart.so.13, as in the real library, which has it too. */
+TEST(fakecuda_exports)
+{
+	void *fake = dlopen(build_path("fakecuda/libcudart.so.13"), RTLD_NOW | RTLD_LOCAL);
+	void *drv = dlopen(build_path("fakecuda/libcuda.so.1"), RTLD_NOW | RTLD_LOCAL);
+	char real_path[PATH_MAX];
+	void *real;
+
+	ASSERT_MSG(fake && drv, "%s", dlerror());
+	snprintf(real_path, sizeof(real_path), "%s/lib64/libcudart.so.13",
+		 getenv("CUDA_HOME") ? getenv("CUDA_HOME") : "/usr/local/cuda");
+	real = dlopen(real_path, RTLD_NOW | RTLD_LOCAL);
+	for (size_t i = 0; i < sizeof(runtime_exports) / sizeof(runtime_exports[0]); i++) {
+		const char *name = runtime_exports[i];
+
+		ASSERT_MSG(dlvsym(fake, name, "libcudart.so.13"), "fake lacks %s", name);
+		if (real)
+			ASSERT_MSG(dlvsym(real, name, "libcudart.so.13"), "real lacks %s", name);
+	}
+	for (size_t i = 0; i < sizeof(driver_exports) / sizeof(driver_exports[0]); i++)
+		ASSERT_MSG(dlsym(drv, driver_exports[i]), "libcuda.so.1 lacks %s",
+			   driver_exports[i]);
+	ASSERT_MSG(!dlsym(fake, "fakert_exit") && !dlsym(drv, "fakecuda_emit_op"),
+		   "internal names leak");
+}
+
+/* ---- the timeline ---- */
+
+/* One stream runs its kernels in launch order, back to back, each for the modelled time. */
+TEST(fakecuda_stream_order_and_duration)
+{
+	const char *env[] = {"FAKEGPU_KERNEL_NS=200000", NULL};
+	const char *path = load_runtime(env);
+	json_t *log, *k, *api;
+	cudaStream_t s;
+
+	ASSERT_EQ(rt.stream_create(&s), cudaSuccess);
+	for (int i = 0; i < 5; i++)
+		ASSERT_EQ(launch(kernel_fast, 2, 64, s), cudaSuccess);
+	ASSERT_EQ(rt.stream_sync(s), cudaSuccess);
+	log = gtlog_load(path);
+	ASSERT(log);
+	k = kernels_by_corr(log);
+	api = gtlog_filter(log, "{\"type\":\"api\",\"name\":\"cudaLaunchKernel\"}");
+	ASSERT_EQ(json_array_size(k), 5);
+	ASSERT_EQ(json_array_size(api), 5);
+	for (size_t i = 0; i < 5; i++) {
+		json_t *e = KERNEL(k, i), *call = json_array_get(api, i);
+
+		ASSERT_EQ(gtlog_int(e, "corr"), gtlog_int(call, "corr"));
+		ASSERT_STR_EQ(gtlog_str(e, "name"), "_Z4fastv");
+		ASSERT_EQ(END(e) - START(e), 200000);
+		ASSERT_GE(START(e), gtlog_int(call, "start"));
+		ASSERT_GE(gtlog_int(e, "queued"), gtlog_int(call, "start"));
+		ASSERT_LE(gtlog_int(e, "queued"), gtlog_int(call, "end"));
+		ASSERT_EQ(gtlog_int(e, "stream"), gtlog_int(KERNEL(k, 0), "stream"));
+		if (i > 0)
+			ASSERT_GE(START(e), END(KERNEL(k, i - 1)));
+	}
+	json_decref(api);
+	json_decref(k);
+	json_decref(log);
+}
+
+/* Kernels on two streams overlap; the legacy stream waits for blocking streams and they for it. */
+TEST(fakecuda_streams_concurrency_and_legacy)
+{
+	const char *env[] = {"FAKEGPU_KERNEL_NS=30000000", NULL};
+	const char *path = load_runtime(env);
+	cudaStream_t a, b, nb;
+	json_t *log, *k;
+
+	ASSERT_EQ(rt.stream_create(&a), cudaSuccess);
+	ASSERT_EQ(rt.stream_create(&b), cudaSuccess);
+	ASSERT_EQ(rt.stream_create_flags(&nb, cudaStreamNonBlocking), cudaSuccess);
+	ASSERT_EQ(launch(kernel_fast, 1, 32, a), cudaSuccess);	  /* 0 */
+	ASSERT_EQ(launch(kernel_fast, 1, 32, b), cudaSuccess);	  /* 1: alongside 0 */
+	ASSERT_EQ(launch(kernel_fast, 1, 32, NULL), cudaSuccess); /* 2: after 0 and 1 */
+	ASSERT_EQ(launch(kernel_fast, 1, 32, nb), cudaSuccess);	  /* 3: alongside everything */
+	ASSERT_EQ(launch(kernel_fast, 1, 32, a), cudaSuccess);	  /* 4: after 2 */
+	ASSERT_EQ(rt.device_sync(), cudaSuccess);
+	log = gtlog_load(path);
+	k = kernels_by_corr(log);
+	ASSERT_EQ(json_array_size(k), 5);
+	ASSERT_EQ(gtlog_int(KERNEL(k, 2), "stream"), 7); /* the legacy stream's id on a real GPU */
+	ASSERT_LT(START(KERNEL(k, 1)), END(KERNEL(k, 0)));
+	ASSERT_LT(START(KERNEL(k, 0)), END(KERNEL(k, 1)));
+	ASSERT_GE(START(KERNEL(k, 2)), END(KERNEL(k, 0)));
+	ASSERT_GE(START(KERNEL(k, 2)), END(KERNEL(k, 1)));
+	ASSERT_LT(START(KERNEL(k, 3)), END(KERNEL(k, 0)));
+	ASSERT_LT(START(KERNEL(k, 3)), END(KERNEL(k, 2)));
+	ASSERT_GE(START(KERNEL(k, 4)), END(KERNEL(k, 2)));
+	json_decref(k);
+	json_decref(log);
+}
+
+static size_t gpu_lines(const char *path)
+{
+	json_t *log = gtlog_load(path);
+	size_t n = gtlog_count(log, "{\"type\":\"gpu\"}");
+
+	json_decref(log);
+	return n;
+}
+
+/* The last GPU operation of the log (by correlation), which must have completed. */
+static json_t *last_gpu_op(const char *path)
+{
+	json_t *log = gtlog_load(path), *ops = gtlog_filter(log, "{\"type\":\"gpu\"}"),
+	       *last = NULL;
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(ops, i, e)
+	{
+		if (!last || gtlog_int(e, "corr") > gtlog_int(last, "corr"))
+			last = e;
+	}
+	ASSERT(last);
+	json_incref(last);
+	json_decref(ops);
+	json_decref(log);
+	return last;
+}
+
+/*
+ * Completion is asynchronous (no record right after a launch), and stream, event, device and
+ * blocking-copy synchronisation return only after the work's simulated end, its record written.
+ */
+TEST(fakecuda_synchronize_waits)
+{
+	const char *env[] = {"FAKEGPU_KERNEL_TABLE=slow=150000000,mid=20000000", NULL};
+	const char *path = load_runtime(env);
+	cudaStream_t s;
+	cudaEvent_t ev;
+	char *dev, host[256];
+	json_t *op;
+
+	ASSERT_EQ(rt.stream_create(&s), cudaSuccess);
+	ASSERT_EQ(rt.event_create(&ev), cudaSuccess);
+	ASSERT_EQ(rt.malloc((void **)&dev, sizeof(host)), cudaSuccess);
+	ASSERT_EQ(launch(kernel_slow, 1, 32, s), cudaSuccess);
+	ASSERT_EQ(gpu_lines(path), 0);
+	ASSERT_EQ(rt.stream_sync(s), cudaSuccess);
+	op = last_gpu_op(path);
+	ASSERT_GE(now_ns(), gtlog_int(op, "end"));
+	json_decref(op);
+
+	ASSERT_EQ(launch(kernel_mid, 1, 32, s), cudaSuccess);
+	ASSERT_EQ(rt.event_record(ev, s), cudaSuccess);
+	ASSERT_EQ(rt.event_sync(ev), cudaSuccess);
+	op = last_gpu_op(path);
+	ASSERT_STR_EQ(gtlog_str(op, "name"), "_Z3midv");
+	ASSERT_GE(now_ns(), gtlog_int(op, "end"));
+	json_decref(op);
+
+	ASSERT_EQ(launch(kernel_mid, 1, 32, NULL), cudaSuccess);
+	ASSERT_EQ(rt.copy(host, dev, sizeof(host), cudaMemcpyDeviceToHost), cudaSuccess);
+	op = last_gpu_op(path);
+	ASSERT_STR_EQ(gtlog_str(op, "kind"), "memcpy");
+	ASSERT_GE(now_ns(), gtlog_int(op, "end"));
+	json_decref(op);
+
+	ASSERT_EQ(launch(kernel_mid, 1, 32, s), cudaSuccess);
+	ASSERT_EQ(rt.device_sync(), cudaSuccess);
+	op = last_gpu_op(path);
+	ASSERT_STR_EQ(gtlog_str(op, "name"), "_Z3midv");
+	ASSERT_GE(now_ns(), gtlog_int(op, "end"));
+	json_decref(op);
+	ASSERT_EQ(gpu_lines(path), 5);
+	ASSERT_EQ(rt.event_destroy(ev), cudaSuccess);
+	ASSERT_EQ(rt.free(dev), cudaSuccess);
+}
+
+/* Durations follow the model: kernel table, copy latency + bytes / bandwidth, time scale. */
+TEST(fakecuda_cost_model)
+{
+	const char *env[] = {"FAKEGPU_KERNEL_NS=4000000", "FAKEGPU_KERNEL_TABLE=mid=8000000",
+			     "FAKEGPU_COPY_GBPS=2",	  "FAKEGPU_COPY_NS=500",
+			     "FAKEGPU_TIME_SCALE=0.25",	  NULL};
+	const char *path = load_runtime(env);
+	static char host[1000000];
+	cudaEvent_t start, end;
+	json_t *log, *k, *copy;
+	float ms = 0;
+	void *dev;
+
+	ASSERT_EQ(rt.malloc(&dev, sizeof(host)), cudaSuccess);
+	ASSERT_EQ(rt.event_create(&start), cudaSuccess);
+	ASSERT_EQ(rt.event_create(&end), cudaSuccess);
+	ASSERT_EQ(rt.event_record(start, NULL), cudaSuccess);
+	ASSERT_EQ(launch(kernel_fast, 1, 32, NULL), cudaSuccess);
+	ASSERT_EQ(launch(kernel_mid, 1, 32, NULL), cudaSuccess);
+	ASSERT_EQ(rt.event_record(end, NULL), cudaSuccess);
+	ASSERT_EQ(rt.copy(dev, host, sizeof(host), cudaMemcpyHostToDevice), cudaSuccess);
+	ASSERT_EQ(rt.event_sync(end), cudaSuccess);
+	ASSERT_EQ(rt.event_elapsed(&ms, start, end), cudaSuccess);
+	log = gtlog_load(path);
+	k = kernels_by_corr(log);
+	copy = gtlog_filter(log, "{\"type\":\"gpu\",\"kind\":\"memcpy\"}");
+	ASSERT_EQ(END(KERNEL(k, 0)) - START(KERNEL(k, 0)), 4000000 / 4);
+	ASSERT_EQ(END(KERNEL(k, 1)) - START(KERNEL(k, 1)), 8000000 / 4);
+	ASSERT_EQ(END(KERNEL(copy, 0)) - START(KERNEL(copy, 0)), (500 + 1000000 / 2) / 4);
+	ASSERT_EQ(gtlog_int(KERNEL(copy, 0), "bytes"), sizeof(host));
+	/* Both kernels lie between the events: at least their 3 ms, plus host time between calls. */
+	ASSERT_MSG(ms >= 3.0f && ms < 50.0f, "elapsed %f ms", (double)ms);
+	json_decref(copy);
+	json_decref(k);
+	json_decref(log);
+	ASSERT_EQ(rt.free(dev), cudaSuccess);
+}
+
+/* ---- errors and fault injection ---- */
+
+/* FAKEGPU_MALLOC_FAIL_ABOVE fails bigger allocations; cudaGetLastError reports and resets. */
+TEST(fakecuda_malloc_fault_and_last_error)
+{
+	const char *env[] = {"FAKEGPU_MALLOC_FAIL_ABOVE=1048576", NULL};
+	void *drv, *p = &p, *q = NULL;
+	CUresult (*mem_alloc)(CUdeviceptr *, size_t);
+	CUresult (*init)(unsigned int);
+	CUdeviceptr dp = 0;
+
+	load_runtime(env);
+	ASSERT_EQ(rt.malloc(&p, 2 << 20), cudaErrorMemoryAllocation);
+	ASSERT(p == NULL);
+	ASSERT_EQ(rt.peek_last_error(), cudaErrorMemoryAllocation);
+	ASSERT_EQ(rt.get_last_error(), cudaErrorMemoryAllocation);
+	ASSERT_EQ(rt.get_last_error(), cudaSuccess);
+	ASSERT_EQ(rt.malloc(&q, 1 << 20), cudaSuccess);
+	ASSERT(q != NULL);
+	ASSERT_EQ(rt.get_last_error(), cudaSuccess);
+	ASSERT_EQ(rt.free(q), cudaSuccess);
+	ASSERT_EQ(rt.free(q), cudaErrorInvalidValue); /* no longer an allocation */
+	ASSERT_EQ(rt.get_last_error(), cudaErrorInvalidValue);
+
+	drv = dlopen(build_path("fakecuda/libcuda.so.1"), RTLD_NOW | RTLD_LOCAL);
+	*(void **)&mem_alloc = dlsym(drv, "cuMemAlloc_v2");
+	*(void **)&init = dlsym(drv, "cuInit");
+	ASSERT(mem_alloc && init);
+	ASSERT_EQ(init(0), CUDA_SUCCESS);
+	ASSERT_EQ(mem_alloc(&dp, 2 << 20), CUDA_ERROR_OUT_OF_MEMORY);
+	ASSERT_EQ(mem_alloc(&dp, 4096), CUDA_SUCCESS);
+	ASSERT(dp != 0);
+}
+
+/* A bad launch returns its error, which <<<>>> code can only see through cudaGetLastError. */
+TEST(fakecuda_launch_errors)
+{
+	dim3 g = {1, 1, 1}, too_big = {2048, 1, 1};
+	const char *name = NULL;
+
+	load_runtime(NULL);
+	ASSERT_EQ(rt.launch((const void *)kernel_fast, g, too_big, NULL, 0, NULL),
+		  cudaErrorInvalidConfiguration);
+	ASSERT_EQ(rt.get_last_error(), cudaErrorInvalidConfiguration);
+	ASSERT_EQ(rt.get_last_error(), cudaSuccess);
+	ASSERT_EQ(rt.launch((const void *)&name, g, g, NULL, 0, NULL),
+		  cudaErrorInvalidDeviceFunction);
+	ASSERT_EQ(rt.get_last_error(), cudaErrorInvalidDeviceFunction);
+	ASSERT_EQ(rt.func_name(&name, (const void *)kernel_mid), cudaSuccess);
+	ASSERT_STR_EQ(name, "_Z3midv");
+	ASSERT_EQ(rt.device_sync(), cudaSuccess);
+}
+
+/* Error names and strings are the real libcudart's (which needs no GPU for them). */
+TEST(fakecuda_error_strings_match_real)
+{
+	static const cudaError_t codes[] = {
+	    cudaSuccess,
+	    cudaErrorInvalidValue,
+	    cudaErrorMemoryAllocation,
+	    cudaErrorInitializationError,
+	    cudaErrorMissingConfiguration,
+	    cudaErrorLaunchOutOfResources,
+	    cudaErrorInvalidConfiguration,
+	    cudaErrorInvalidMemcpyDirection,
+	    cudaErrorInsufficientDriver,
+	    cudaErrorNoDevice,
+	    cudaErrorInvalidDevice,
+	    cudaErrorInvalidDeviceFunction,
+	    cudaErrorInvalidResourceHandle,
+	    cudaErrorNotReady,
+	    cudaErrorUnknown,
+	    (cudaError_t)12345,
+	};
+	__typeof__(cudaGetErrorString) *real_string;
+	__typeof__(cudaGetErrorName) *real_name;
+	char path[PATH_MAX];
+	void *real;
+
+	snprintf(path, sizeof(path), "%s/lib64/libcudart.so.13",
+		 getenv("CUDA_HOME") ? getenv("CUDA_HOME") : "/usr/local/cuda");
+	real = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!real)
+		SKIP("no real libcudart: %s", dlerror());
+	*(void **)&real_string = dlsym(real, "cudaGetErrorString");
+	*(void **)&real_name = dlsym(real, "cudaGetErrorName");
+	ASSERT(real_string && real_name);
+	load_runtime(NULL);
+	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+		ASSERT_STR_EQ(rt.error_string(codes[i]), real_string(codes[i]));
+		ASSERT_STR_EQ(rt.error_name(codes[i]), real_name(codes[i]));
+	}
+}
+
+/* FAKEGPU_DEVICES devices, H200-like; work on device 1 is recorded there. */
+TEST(fakecuda_devices)
+{
+	const char *env[] = {"FAKEGPU_DEVICES=2", NULL};
+	const char *path = load_runtime(env);
+	struct cudaDeviceProp prop;
+	json_t *log, *k;
+	int n = 0;
+
+	ASSERT_EQ(rt.device_count(&n), cudaSuccess);
+	ASSERT_EQ(n, 2);
+	ASSERT_EQ(rt.device_props(&prop, 1), cudaSuccess);
+	ASSERT_STR_EQ(prop.name, "NVIDIA H200");
+	ASSERT_EQ(prop.major, 9);
+	ASSERT_EQ(prop.minor, 0);
+	ASSERT_EQ(prop.multiProcessorCount, 132);
+	ASSERT_EQ(prop.warpSize, 32);
+	ASSERT_GT(prop.totalGlobalMem, 140ull << 30);
+	ASSERT_EQ(rt.device_props(&prop, 2), cudaErrorInvalidDevice);
+	ASSERT_EQ(rt.set_device(2), cudaErrorInvalidDevice);
+	ASSERT_EQ(rt.set_device(1), cudaSuccess);
+	ASSERT_EQ(launch(kernel_fast, 1, 32, NULL), cudaSuccess);
+	ASSERT_EQ(rt.device_sync(), cudaSuccess);
+	log = gtlog_load(path);
+	k = kernels_by_corr(log);
+	ASSERT_EQ(json_array_size(k), 1);
+	ASSERT_EQ(gtlog_int(KERNEL(k, 0), "device"), 1);
+	json_decref(k);
+	json_decref(log);
+}
+
+/* Names holding quotes, backslashes, control bytes and invalid UTF-8 keep the log valid JSON. */
+TEST(fakecuda_log_escapes_names)
+{
+	const char *path = load_runtime(NULL);
+	static char fatbin[16];
+	json_t *log, *k;
+
+	rt.register_function(rt.register_fatbin(fatbin), (const char *)&stub_sink, "odd",
+			     "q\"b\\c\x01\n\xff\xc3\xa9", -1, NULL, NULL, NULL, NULL, NULL);
+	ASSERT_EQ(launch((void (*)(void)) & stub_sink, 1, 1, NULL), cudaSuccess);
+	ASSERT_EQ(rt.device_sync(), cudaSuccess);
+	log = gtlog_load(path);
+	ASSERT(log);
+	k = kernels_by_corr(log);
+	ASSERT_STR_EQ(gtlog_str(KERNEL(k, 0), "name"), "q\"b\\c\x01\n\xef\xbf\xbd\xc3\xa9");
+	json_decref(k);
+	json_decref(log);
+}
+
+/* ---- the test programs, unmodified on the simulated runtime ---- */
+
+/* Runs a program of $TEST_BUILD/test/apps; fails the test unless it exits 0. */
+static void run_app(const char *const argv[], const char *const env[])
+{
+	struct proc_result res;
+
+	if (access(argv[0], X_OK))
+		SKIP("%s was not built (no nvcc?)", argv[0]);
+	ASSERT_EQ(proc_run(argv, env, 60, &res), 0);
+	ASSERT_MSG(res.status == 0, "%s exited %d: %s", argv[0], res.status, res.err);
+	proc_result_free(&res);
+}
+
+static size_t count(json_t *log, const char *match)
+{
+	return gtlog_count(log, match);
+}
+
+/* The record of type `type` ("RUNTIME", "DRIVER") with correlation `corr`, or NULL. */
+static json_t *find_corr(json_t *dump, const char *type, long long corr)
+{
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(dump, i, e)
+	{
+		if (!strcmp(gtlog_str(e, "type"), type) && gtlog_int(e, "corr") == corr)
+			return e;
+	}
+	return NULL;
+}
+
+/*
+ * Every API record has exactly one enter and one exit callback with its correlation id and
+ * cbid, and there are no other callbacks; every GPU record belongs to an API record of `api`
+ * ("RUNTIME" or "DRIVER") that started before the work did.
+ */
+static void check_correlation(json_t *dump, const char *api)
+{
+	size_t i, n_api = 0;
+	json_t *e;
+
+	json_array_foreach(dump, i, e)
+	{
+		const char *type = gtlog_str(e, "type");
+		char match[160];
+		json_t *call;
+
+		if (!strcmp(type, "RUNTIME") || !strcmp(type, "DRIVER")) {
+			n_api++;
+			for (int site = 0; site < 2; site++) {
+				snprintf(
+				    match, sizeof(match),
+				    "{\"type\":\"CB\",\"site\":\"%s\",\"corr\":%lld,\"cbid\":%lld}",
+				    site ? "exit" : "enter", gtlog_int(e, "corr"),
+				    gtlog_int(e, "cbid"));
+				ASSERT_MSG(count(dump, match) == 1, "%s", match);
+			}
+		}
+		if (strcmp(type, "KERNEL") && strcmp(type, "MEMCPY") && strcmp(type, "MEMSET"))
+			continue;
+		call = find_corr(dump, api, gtlog_int(e, "corr"));
+		ASSERT_MSG(call, "%s record %lld has no %s record", type, gtlog_int(e, "corr"),
+			   api);
+		ASSERT_GE(START(e), gtlog_int(call, "start"));
+	}
+	ASSERT_EQ(count(dump, "{\"type\":\"CB\"}"), 2 * n_api);
+	ASSERT_GT(n_api, 0);
+	ASSERT_EQ(count(dump, "{\"type\":\"END\"}"), 1);
+	ASSERT_EQ(count(dump, "{\"type\":\"DROPPED\"}"), 0);
+}
+
+/* Every kernel record of the dump is in the ground-truth log with the same values. */
+static void check_against_log(json_t *dump, json_t *log)
+{
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(dump, i, e)
+	{
+		char match[4096];
+
+		if (strcmp(gtlog_str(e, "type"), "KERNEL"))
+			continue;
+		snprintf(match, sizeof(match),
+			 "{\"type\":\"gpu\",\"kind\":\"kernel\",\"corr\":%lld,\"name\":\"%s\","
+			 "\"start\":%lld,\"end\":%lld,\"stream\":%lld,\"device\":%lld}",
+			 gtlog_int(e, "corr"), gtlog_str(e, "name"), START(e), END(e),
+			 gtlog_int(e, "stream"), gtlog_int(e, "device"));
+		ASSERT_MSG(count(log, match) == 1, "%s", match);
+	}
+}
+
+/* The one entry matching `match`'s stream id, asserting all such entries share it. */
+static long long stream_of(json_t *log, const char *match)
+{
+	json_t *hits = gtlog_filter(log, match);
+	long long id = gtlog_int(json_array_get(hits, 0), "stream");
+	size_t i;
+	json_t *e;
+
+	ASSERT_MSG(json_array_size(hits) > 0, "%s", match);
+	json_array_foreach(hits, i, e)
+	{
+		ASSERT_EQ(gtlog_int(e, "stream"), id);
+	}
+	json_decref(hits);
+	return id;
+}
+
+/* nvcc-app, 3 steps (see its header comment for what one step does). */
+static void check_nvcc_app(const char *app, bool per_thread)
+{
+	const char *dump_path = tmp_file(), *log_path = tmp_file();
+	char out_env[80], log_env[80];
+	const char *argv[] = {build_path(app), "3", NULL};
+	const char *env[] = {proc_preload(build_path("test/apps/libcuptidump.so")), out_env,
+			     log_env, "LD_BIND_NOW=1", NULL};
+	long long s1, s2, legacy;
+	json_t *dump, *log;
+
+	snprintf(out_env, sizeof(out_env), "CUPTI_DUMP_OUT=%s", dump_path);
+	snprintf(log_env, sizeof(log_env), "FAKEGPU_LOG=%s", log_path);
+	run_app(argv, env);
+	dump = gtlog_load_dump(dump_path);
+	log = gtlog_load(log_path);
+	ASSERT(dump && log);
+	ASSERT_EQ(count(dump, "{\"type\":\"KERNEL\"}"), 9);
+	ASSERT_EQ(count(dump, "{\"type\":\"KERNEL\",\"name\":\"_Z4fillPffi\",\"grid\":\"4,1,1\","
+			      "\"block\":\"256,1,1\"}"),
+		  3);
+	ASSERT_EQ(count(dump, "{\"type\":\"KERNEL\",\"name\":\"_Z5scaleIfEvPT_S0_i\"}"), 3);
+	ASSERT_EQ(count(dump, "{\"type\":\"KERNEL\",\"name\":\"_Z5scaleIdEvPT_S0_i\","
+			      "\"grid\":\"2,1,1\"}"),
+		  3);
+	ASSERT_EQ(count(dump, "{\"type\":\"MEMCPY\",\"copy_kind\":1,\"src_kind\":2,\"dst_kind\":3,"
+			      "\"bytes\":4096}"),
+		  3);
+	ASSERT_EQ(count(dump, "{\"type\":\"MEMCPY\",\"copy_kind\":8,\"bytes\":4096}"), 3);
+	ASSERT_EQ(count(dump, "{\"type\":\"MEMCPY\",\"copy_kind\":2,\"src_kind\":3,\"dst_kind\":1,"
+			      "\"bytes\":4096}"),
+		  3);
+	ASSERT_EQ(count(dump, "{\"type\":\"MEMSET\",\"bytes\":4096,\"value\":0}"), 3);
+	ASSERT_EQ(count(dump, "{\"type\":\"MEMORY2\",\"op\":1,\"memory_kind\":3,\"bytes\":4096}"),
+		  3);
+	ASSERT_EQ(count(dump, "{\"type\":\"MEMORY2\",\"op\":2,\"memory_kind\":3}"), 3);
+	ASSERT_EQ(count(dump, "{\"type\":\"MEMORY2\",\"op\":1,\"memory_kind\":2}"), 1);
+	ASSERT_EQ(count(dump, "{\"type\":\"MEMORY2\",\"op\":2,\"memory_kind\":2}"), 1);
+	/* cbids from cupti_runtime_cbid.h */
+	ASSERT_EQ(count(dump, per_thread ? "{\"type\":\"RUNTIME\",\"cbid\":506}"
+					 : "{\"type\":\"RUNTIME\",\"cbid\":505}"),
+		  9);
+	ASSERT_EQ(count(dump, per_thread ? "{\"type\":\"RUNTIME\",\"cbid\":225}"
+					 : "{\"type\":\"RUNTIME\",\"cbid\":41}"),
+		  6);
+	ASSERT_EQ(count(dump, per_thread ? "{\"type\":\"RUNTIME\",\"cbid\":215}"
+					 : "{\"type\":\"RUNTIME\",\"cbid\":31}"),
+		  3);
+	ASSERT_EQ(count(dump, per_thread ? "{\"type\":\"RUNTIME\",\"cbid\":233}"
+					 : "{\"type\":\"RUNTIME\",\"cbid\":49}"),
+		  3);
+	ASSERT_EQ(count(dump, "{\"type\":\"DRIVER\"}"), 0);
+	s1 = stream_of(dump, "{\"type\":\"KERNEL\",\"name\":\"_Z4fillPffi\"}");
+	s2 = stream_of(dump, "{\"type\":\"KERNEL\",\"name\":\"_Z5scaleIfEvPT_S0_i\"}");
+	legacy = stream_of(dump, "{\"type\":\"KERNEL\",\"name\":\"_Z5scaleIdEvPT_S0_i\"}");
+	ASSERT_EQ(stream_of(dump, "{\"type\":\"MEMCPY\",\"copy_kind\":1}"), s1);
+	ASSERT_EQ(stream_of(dump, "{\"type\":\"MEMCPY\",\"copy_kind\":8}"), s2);
+	ASSERT_EQ(stream_of(dump, "{\"type\":\"MEMCPY\",\"copy_kind\":2}"), legacy);
+	ASSERT_EQ(stream_of(dump, "{\"type\":\"MEMSET\"}"), legacy);
+	ASSERT(s1 != s2 && s1 != legacy && s2 != legacy);
+	ASSERT(per_thread ? legacy != 7 : legacy == 7);
+	check_correlation(dump, "RUNTIME");
+	check_against_log(dump, log);
+	json_decref(dump);
+	json_decref(log);
+}
+
+TEST(fakecuda_nvcc_app)
+{
+	check_nvcc_app("test/apps/nvcc-app", false);
+}
+
+TEST(fakecuda_nvcc_app_per_thread_stream)
+{
+	check_nvcc_app("test/apps/nvcc-app-pt", true);
+}
+
+/* rt-app -s 4 -t 3 (see its header comment), through the ground-truth log. */
+TEST(fakecuda_rt_app_threads)
+{
+	const char *log_path = tmp_file();
+	char log_env[80];
+	const char *argv[] = {build_path("test/apps/rt-app"), "-s", "4", "-t", "3", NULL};
+	const char *env[] = {log_env, NULL};
+	json_t *log, *k, *streams = json_object(), *threads = json_object();
+	size_t i;
+	json_t *e;
+
+	snprintf(log_env, sizeof(log_env), "FAKEGPU_LOG=%s", log_path);
+	run_app(argv, env);
+	log = gtlog_load(log_path);
+	ASSERT(log);
+	ASSERT_EQ(count(log, "{\"kind\":\"kernel\",\"name\":\"_Z7vec_addPfPKfS1_i\","
+			     "\"grid\":[64,1,1],\"block\":[256,1,1]}"),
+		  12);
+	ASSERT_EQ(count(log, "{\"kind\":\"kernel\",\"name\":\"_Z4reluPfi\",\"grid\":[32,1,1],"
+			     "\"block\":[128,1,1]}"),
+		  12);
+	ASSERT_EQ(count(log, "{\"kind\":\"memcpy\",\"copy_kind\":\"HtoD\",\"src_kind\":\"pinned\","
+			     "\"bytes\":65536}"),
+		  12);
+	ASSERT_EQ(count(log,
+			"{\"kind\":\"memcpy\",\"copy_kind\":\"DtoH\",\"dst_kind\":\"pageable\","
+			"\"bytes\":65536}"),
+		  12);
+	ASSERT_EQ(count(log, "{\"kind\":\"memset\",\"bytes\":1048576}"), 12);
+	ASSERT_EQ(count(log, "{\"type\":\"memory\",\"op\":\"alloc\",\"memory_kind\":\"device\"}"),
+		  15);
+	ASSERT_EQ(count(log, "{\"type\":\"memory\",\"op\":\"free\",\"memory_kind\":\"device\"}"),
+		  15);
+	ASSERT_EQ(count(log, "{\"type\":\"memory\",\"op\":\"alloc\",\"memory_kind\":\"pinned\"}"),
+		  3);
+	/* three streams of eight kernels each, none overlapping on its stream */
+	k = kernels_by_corr(log);
+	json_array_foreach(k, i, e)
+	{
+		char key[16], match[96];
+
+		snprintf(key, sizeof(key), "%lld", gtlog_int(e, "stream"));
+		json_object_set_new(streams, key, json_true());
+		snprintf(match, sizeof(match), "{\"kind\":\"kernel\",\"stream\":%s}", key);
+		ASSERT_EQ(count(log, match), 8);
+		for (size_t j = 0; j < i; j++)
+			if (gtlog_int(KERNEL(k, j), "stream") == gtlog_int(e, "stream"))
+				ASSERT_GE(START(e), END(KERNEL(k, j)));
+	}
+	ASSERT_EQ(json_object_size(streams), 3);
+	/* launched from three threads */
+	json_array_foreach(log, i, e)
+	{
+		char key[16];
+
+		snprintf(key, sizeof(key), "%lld", gtlog_int(e, "tid"));
+		if (!strcmp(gtlog_str(e, "name"), "cudaLaunchKernel"))
+			json_object_set_new(threads, key, json_true());
+	}
+	ASSERT_EQ(json_object_size(threads), 3);
+	json_decref(threads);
+	json_decref(streams);
+	json_decref(k);
+	json_decref(log);
+}
+
+/* drv-app, 3 steps: only driver records, kernels named by cuModuleGetFunction. */
+TEST(fakecuda_drv_app)
+{
+	const char *dump_path = tmp_file();
+	char out_env[80];
+	const char *argv[] = {build_path("test/apps/drv-app"), "3", NULL};
+	const char *env[] = {proc_preload(build_path("test/apps/libcuptidump.so")), out_env, NULL};
+	json_t *dump;
+
+	snprintf(out_env, sizeof(out_env), "CUPTI_DUMP_OUT=%s", dump_path);
+	run_app(argv, env);
+	dump = gtlog_load_dump(dump_path);
+	ASSERT(dump);
+	ASSERT_EQ(count(dump, "{\"type\":\"RUNTIME\"}"), 0);
+	/* cbids from cupti_driver_cbid.h */
+	ASSERT_EQ(count(dump, "{\"type\":\"DRIVER\",\"cbid\":307}"), 3);
+	ASSERT_EQ(count(dump, "{\"type\":\"DRIVER\",\"cbid\":652}"), 3);
+	ASSERT_EQ(count(dump, "{\"type\":\"DRIVER\",\"cbid\":677}"), 14);
+	ASSERT_EQ(count(dump, "{\"type\":\"DRIVER\",\"cbid\":243}"), 2);
+	ASSERT_EQ(count(dump, "{\"type\":\"CB\",\"domain\":2}"), 0);
+	ASSERT_EQ(count(dump, "{\"type\":\"KERNEL\",\"name\":\"triton_poi_fused_add_0\","
+			      "\"grid\":\"8,1,1\",\"block\":\"128,1,1\",\"stream\":7}"),
+		  3);
+	ASSERT_EQ(count(dump, "{\"type\":\"KERNEL\",\"name\":\"triton_red_fused_sum_1\","
+			      "\"grid\":\"4,1,1\",\"block\":\"64,1,1\",\"shared_dynamic\":256}"),
+		  3);
+	ASSERT_EQ(count(dump, "{\"type\":\"MEMCPY\",\"copy_kind\":1,\"src_kind\":1,\"bytes\":4096,"
+			      "\"runtime_corr\":0}"),
+		  1);
+	ASSERT_EQ(count(dump, "{\"type\":\"MEMCPY\",\"copy_kind\":2,\"dst_kind\":1,\"bytes\":4096,"
+			      "\"runtime_corr\":0}"),
+		  1);
+	check_correlation(dump, "DRIVER");
+	json_decref(dump);
+}
+
+/* CUDA_INJECTION64_PATH is loaded by cuInit: the client sees nothing from before it. */
+TEST(fakecuda_injection_at_cuinit)
+{
+	const char *dump_path = tmp_file();
+	char out_env[80], inject_env[PATH_MAX + 32];
+	const char *argv[] = {build_path("test/apps/drv-app"), "3", NULL};
+	const char *env[] = {out_env, inject_env, NULL};
+	json_t *dump;
+
+	snprintf(out_env, sizeof(out_env), "CUPTI_DUMP_OUT=%s", dump_path);
+	snprintf(inject_env, sizeof(inject_env), "CUDA_INJECTION64_PATH=%s",
+		 build_path("test/apps/libcuptidump.so"));
+	run_app(argv, env);
+	dump = gtlog_load_dump(dump_path);
+	ASSERT(dump);
+	ASSERT_EQ(count(dump, "{\"type\":\"INJECTION\"}"), 1);
+	ASSERT_EQ(count(dump, "{\"type\":\"DRIVER\",\"cbid\":677}"), 0); /* before cuInit */
+	ASSERT_EQ(count(dump, "{\"type\":\"DRIVER\",\"cbid\":1}"), 1);
+	ASSERT_EQ(count(dump, "{\"type\":\"KERNEL\"}"), 6);
+	json_decref(dump);
+}
