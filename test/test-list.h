@@ -36,6 +36,17 @@ X(sched_stepper_phase_order)
 X(sched_marker_match)
 
 /* export */
+X(json_escape_quotes_backslashes)
+X(json_escape_control_bytes)
+X(json_escape_invalid_utf8)
+X(json_escape_1mib)
+X(json_numbers)
+X(export_trace_every_kind)
+X(export_writer_roundtrip)
+X(export_rank_and_names)
+X(export_rank_in_header)
+X(export_cut_after_sync_flush)
+X(export_partial_file_readable)
 
 /* fakecuda: the simulated GPU */
 X(fakecupti_conformance_real_walk)

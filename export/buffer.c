@@ -1,0 +1,287 @@
+/*
+ * The producers' side: per-thread single-producer chunks of events from one fixed pool (the
+ * memory cap), published with release stores and read by the writer thread with acquire loads.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "export/internal.h"
+
+#define CHUNK_EVENTS ((GPROF_CHUNK_BYTES - 64) / sizeof(struct gprof_export_event))
+
+/*
+ * A chunk belongs to one producer from the moment it takes it from the pool until the writer
+ * has read it full and seen the producer move on (next set); then the writer recycles it.
+ */
+struct chunk {
+	uint32_t committed; /* events readable: producer stores (release), writer loads (acquire) */
+	uint32_t read;	    /* events the writer has passed on; writer only */
+	uint32_t free_next; /* pool link: index + 1 of the next free chunk (relaxed atomics) */
+	uint32_t pad0;
+	struct chunk *next; /* the producer's following chunk, published with release */
+	char pad1[40];
+	struct gprof_export_event ev[CHUNK_EVENTS];
+};
+_Static_assert(sizeof(struct chunk) <= GPROF_CHUNK_BYTES, "a chunk fits its bytes");
+_Static_assert(sizeof(struct gprof_export_event) == 128, "events are 128 bytes");
+
+/*
+ * The pool: an mmap'd arena of chunks (pages are touched only when a chunk is first used) and
+ * a lock-free stack of free ones. The stack top carries a tag that changes on every push and
+ * pop, so a pop that raced with a pop and a push of the same chunk fails its CAS (ABA).
+ */
+static struct {
+	char *base;
+	uint32_t n;	   /* chunks in the arena; fixed at init */
+	uint32_t fresh;	   /* atomic: chunks [fresh, n) were never handed out */
+	uint64_t free_top; /* atomic: tag << 32 | (index + 1), 0 when empty */
+} pool;
+
+struct producer {
+	struct chunk *cur; /* producer only */
+	size_t n;	   /* events in cur; producer only */
+	/* Producer stores (release), writer loads (acquire). */
+	struct chunk *first; /* the first chunk; the others hang off chunk->next */
+	int exited;	     /* the thread is gone: nothing more will be committed */
+	struct producer *incoming_next;
+	/* Writer only. */
+	struct chunk *head; /* oldest chunk not yet recycled */
+	struct producer *next;
+};
+
+/* Set by init, cleared by gprof_buf_stop(); read on every chunk refill. */
+static bool live;
+/* New producers, pushed by their threads and taken all at once by the writer. */
+static struct producer *incoming;
+/* Every producer the writer knows; writer only. */
+static struct producer *producers;
+/* Drops per window slot and in all, counted by producers, read by the writer (relaxed). */
+static uint64_t dropped[GPROF_EXPORT_WINDOWS], dropped_total;
+
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+static bool exit_key_ok;
+static GPROF_TLS struct producer *self;
+/* What self points at after the thread's exit destructor ran: every push is dropped. */
+static struct producer gone = {.n = CHUNK_EVENTS};
+
+static struct chunk *chunk_at(uint32_t i)
+{
+	return (struct chunk *)(pool.base + (size_t)i * GPROF_CHUNK_BYTES);
+}
+
+static void pool_push(struct chunk *c)
+{
+	uint32_t idx = (uint32_t)(((char *)c - pool.base) / GPROF_CHUNK_BYTES) + 1;
+	uint64_t top = __atomic_load_n(&pool.free_top, __ATOMIC_RELAXED), next;
+
+	c->read = 0;
+	do {
+		__atomic_store_n(&c->free_next, (uint32_t)top, __ATOMIC_RELAXED);
+		next = ((top >> 32) + 1) << 32 | idx;
+	} while (!__atomic_compare_exchange_n(&pool.free_top, &top, next, true, __ATOMIC_RELEASE,
+					      __ATOMIC_RELAXED));
+}
+
+static struct chunk *pool_pop(void)
+{
+	uint64_t top = __atomic_load_n(&pool.free_top, __ATOMIC_ACQUIRE), next;
+	uint32_t i;
+
+	while ((uint32_t)top) {
+		struct chunk *c = chunk_at((uint32_t)top - 1);
+
+		next = ((top >> 32) + 1) << 32 | __atomic_load_n(&c->free_next, __ATOMIC_RELAXED);
+		if (__atomic_compare_exchange_n(&pool.free_top, &top, next, true, __ATOMIC_ACQUIRE,
+						__ATOMIC_ACQUIRE))
+			return c;
+	}
+	if (__atomic_load_n(&pool.fresh, __ATOMIC_RELAXED) >= pool.n)
+		return NULL;
+	i = __atomic_fetch_add(&pool.fresh, 1, __ATOMIC_RELAXED);
+	return i < pool.n ? chunk_at(i) : NULL;
+}
+
+/* The thread's exit: its committed events stay readable; the writer frees the rest. */
+static void producer_exit(void *arg)
+{
+	struct producer *p = arg;
+
+	self = &gone;
+	__atomic_store_n(&p->exited, 1, __ATOMIC_RELEASE);
+}
+
+static void make_exit_key(void)
+{
+	exit_key_ok = pthread_key_create(&exit_key, producer_exit) == 0;
+}
+
+/* The thread's first push: one allocation, then the writer learns of it through `incoming`. */
+static struct producer *producer_new(void)
+{
+	struct producer *p;
+
+	pthread_once(&exit_key_once, make_exit_key);
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->n = CHUNK_EVENTS;
+	if (exit_key_ok && pthread_setspecific(exit_key, p) != 0) {
+		free(p);
+		return NULL;
+	}
+	p->incoming_next = __atomic_load_n(&incoming, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(&incoming, &p->incoming_next, p, true, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED))
+		;
+	self = p;
+	return p;
+}
+
+/* The slow path of a push: a first chunk, or the next one. NULL: drop the event. */
+static struct producer *refill(struct producer *p)
+{
+	struct chunk *c;
+
+	if (!__atomic_load_n(&live, __ATOMIC_RELAXED) || p == &gone)
+		return NULL;
+	if (!p && !(p = producer_new()))
+		return NULL;
+	c = pool_pop();
+	if (!c)
+		return NULL;
+	__atomic_store_n(&c->committed, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->next, NULL, __ATOMIC_RELAXED);
+	if (p->cur)
+		__atomic_store_n(&p->cur->next, c, __ATOMIC_RELEASE);
+	else
+		__atomic_store_n(&p->first, c, __ATOMIC_RELEASE);
+	p->cur = c;
+	p->n = 0;
+	return p;
+}
+
+static int drop(const struct gprof_export_event *ev)
+{
+	__atomic_fetch_add(&dropped[ev->window % GPROF_EXPORT_WINDOWS], 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&dropped_total, 1, __ATOMIC_RELAXED);
+	return -ENOBUFS;
+}
+
+int gprof_export_push(const struct gprof_export_event *ev)
+{
+	struct producer *p = self;
+
+	if (unlikely(!p || p->n == CHUNK_EVENTS) && !(p = refill(p)))
+		return drop(ev);
+	p->cur->ev[p->n] = *ev;
+	__atomic_store_n(&p->cur->committed, (uint32_t)++p->n, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Passes on what p committed; recycles chunks it has filled and left. */
+static size_t drain_one(struct producer *p, gprof_buf_fn fn, void *arg)
+{
+	size_t total = 0;
+
+	if (!p->head)
+		p->head = __atomic_load_n(&p->first, __ATOMIC_ACQUIRE);
+	/* At most a pool's worth per pass: a producer refilling as fast as we read can't pin us. */
+	for (uint32_t budget = pool.n; p->head && budget; budget--) {
+		struct chunk *c = p->head, *next;
+		uint32_t n = __atomic_load_n(&c->committed, __ATOMIC_ACQUIRE);
+
+		if (n > c->read) {
+			fn(c->ev + c->read, n - c->read, arg);
+			total += n - c->read;
+			c->read = n;
+		}
+		next = n == CHUNK_EVENTS ? __atomic_load_n(&c->next, __ATOMIC_ACQUIRE) : NULL;
+		if (!next)
+			break;
+		p->head = next;
+		pool_push(c);
+	}
+	return total;
+}
+
+static void producer_free(struct producer *p)
+{
+	struct chunk *c = p->head ? p->head : p->first;
+
+	while (c) {
+		struct chunk *next = c->next;
+
+		pool_push(c);
+		c = next;
+	}
+	free(p);
+}
+
+size_t gprof_buf_drain(gprof_buf_fn fn, void *arg)
+{
+	struct producer *p = __atomic_exchange_n(&incoming, NULL, __ATOMIC_ACQUIRE), *next;
+	size_t total = 0;
+
+	for (; p; p = next) {
+		next = p->incoming_next;
+		p->next = producers;
+		producers = p;
+	}
+	for (struct producer **pp = &producers; (p = *pp);) {
+		/* Loaded before the drain: when set, every commit of the thread is visible. */
+		bool exited = __atomic_load_n(&p->exited, __ATOMIC_ACQUIRE);
+
+		total += drain_one(p, fn, arg);
+		if (exited) {
+			*pp = p->next;
+			producer_free(p);
+		} else {
+			pp = &p->next;
+		}
+	}
+	return total;
+}
+
+int gprof_buf_init(size_t cap_bytes)
+{
+	size_t n = cap_bytes / GPROF_CHUNK_BYTES;
+	void *base;
+
+	if (n < 1)
+		n = 1;
+	if (n > UINT32_MAX / 2)
+		n = UINT32_MAX / 2;
+	/* Address space only: a page costs memory when a chunk is first written. */
+	base = mmap(NULL, n * GPROF_CHUNK_BYTES, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (base == MAP_FAILED)
+		return -errno;
+	pool.base = base;
+	pool.n = (uint32_t)n;
+	__atomic_store_n(&live, true, __ATOMIC_RELEASE);
+	return 0;
+}
+
+void gprof_buf_stop(void)
+{
+	__atomic_store_n(&live, false, __ATOMIC_RELEASE);
+}
+
+uint64_t gprof_buf_dropped(unsigned slot)
+{
+	return __atomic_load_n(&dropped[slot % GPROF_EXPORT_WINDOWS], __ATOMIC_RELAXED);
+}
+
+void gprof_buf_reset_dropped(unsigned slot)
+{
+	__atomic_store_n(&dropped[slot % GPROF_EXPORT_WINDOWS], 0, __ATOMIC_RELAXED);
+}
+
+uint64_t gprof_buf_dropped_total(void)
+{
+	return __atomic_load_n(&dropped_total, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,276 @@
+/*
+ * Export: streams the events of each recording window into one gzipped Kineto-format trace
+ * (shared/TRACE_FORMAT.md) from a background writer thread. This header is the module's interface.
+ *
+ * Producers (application threads, CUPTI's buffer thread) fill 128-byte events and push them:
+ *
+ *	struct gprof_export_event ev = {
+ *		.kind = GPROF_EXPORT_NVTX_RANGE, .window = w, .ts_ns = t0, .dur_ns = t1 - t0,
+ *		.tid = tid, .name = gprof_export_intern(msg),
+ *	};
+ *	gprof_export_push(&ev);
+ *
+ * gprof_export_push() copies the event into the calling thread's current chunk (64 KiB, from a
+ * pool whose size is the memory cap) and publishes it with one release store: no lock, no
+ * allocation, no system call, no waiting. Exceptions, all amortised: a thread's first push
+ * allocates its small producer record (calloc, one gettid); every 511 events the thread takes a
+ * new chunk from the pool with a lock-free pop. When the pool is empty (the writer is behind
+ * and GPROF_BUFFER_MB is used up) the event is dropped and counted for its window's metadata.
+ *
+ * The writer thread visits every producer every few milliseconds, reads the events committed
+ * so far (also from partly filled chunks of idle threads), formats them into the file of their
+ * window, and recycles full chunks. A thread's events survive its exit: a pthread key
+ * destructor marks the producer exited and the writer frees it after its last event.
+ *
+ * Windows: the stepper opens one per active window (gprof_export_window_open) and releases it
+ * at "window complete"; the collector, which still delivers late GPU records for the window,
+ * holds it too (gprof_export_window_hold) and releases it after its last flush. When the last
+ * hold is released the writer drains every event committed before that moment, then finishes
+ * the file: metadata events, the final header, the gzip trailer, rename from .partial. Events
+ * for a window that is finished, failed or unknown are dropped and counted (stats.late).
+ *
+ * Errors of the output (folder not creatable, disk full) print one gprof: line, remove the
+ * .partial file and abandon that window; producers never notice.
+ */
+#ifndef GPROF_EXPORT_H
+#define GPROF_EXPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef GPROF_VERSION
+#define GPROF_VERSION "0.1.0"
+#endif
+
+/*
+ * Strings. Names that repeat (API names, kernel names, NVTX messages and domains) are interned
+ * once per process and JSON-escaped once; events carry the returned pointer, valid until the
+ * process ends. Looking up a known string takes no lock (a hash of the bytes and a probe); a
+ * new string takes a lock and one allocation. A string longer than GPROF_EXPORT_STR_MAX bytes
+ * is cut at a UTF-8 boundary and ends with GPROF_EXPORT_STR_CUT. When the table holds
+ * GPROF_EXPORT_STR_BYTES, new strings all map to one placeholder and a warning says so once.
+ * Never returns NULL (NULL in, "" out).
+ */
+#define GPROF_EXPORT_STR_MAX   8192
+#define GPROF_EXPORT_STR_BYTES (8u << 20)
+#define GPROF_EXPORT_STR_CUT   "...[truncated]"
+
+struct gprof_export_str;
+const struct gprof_export_str *gprof_export_intern(const char *s);
+const struct gprof_export_str *gprof_export_intern_n(const char *s, size_t len);
+
+/* What an event is; shared/TRACE_FORMAT.md's table gives the JSON of each. */
+enum gprof_export_kind {
+	GPROF_EXPORT_STEP,	 /* X user_annotation "ProfilerStep#<u.step>" on tid */
+	GPROF_EXPORT_NVTX_RANGE, /* X user_annotation, name = message, u.nvtx.domain */
+	GPROF_EXPORT_NVTX_MARK,	 /* i user_annotation (dur_ns unused) */
+	GPROF_EXPORT_RUNTIME,	 /* X cuda_runtime, name = public API name, u.api */
+	GPROF_EXPORT_DRIVER,	 /* X cuda_driver, as RUNTIME */
+	GPROF_EXPORT_KERNEL,	 /* X kernel on (device, stream), name = demangled, u.kernel */
+	GPROF_EXPORT_MEMCPY,	 /* X gpu_memcpy on (device, stream), u.copy; name from kinds */
+	GPROF_EXPORT_MEMSET,	 /* X gpu_memset on (device, stream), u.copy.dst_kind */
+	GPROF_EXPORT_MEMORY, /* C gpu_memory on device: u.memory.allocated after an alloc/free */
+	GPROF_EXPORT_KINDS
+};
+
+enum gprof_export_flag {
+	/*
+	 * The launch -> GPU link is complete: write the ac2g flow half with id = correlation,
+	 * "s" after a RUNTIME/DRIVER event, "f" ("bp": "e") after a GPU event. Set it on both
+	 * sides, and only when both are in the window.
+	 */
+	GPROF_EXPORT_FLOW = 1u << 0,
+	/* Which optional u.api arguments are written. */
+	GPROF_EXPORT_ARG_LAUNCH = 1u << 1, /* "kernel" (if set), "grid", "block", "shared memory" */
+	GPROF_EXPORT_ARG_STREAM = 1u << 2, /* "stream handle" (never "stream": that means GPU) */
+	GPROF_EXPORT_ARG_BYTES = 1u << 3,  /* "bytes" */
+	GPROF_EXPORT_ARG_COPY_KIND = 1u << 4, /* "copy kind": "HtoD", ... */
+	GPROF_EXPORT_ARG_PTR = 1u << 5,	      /* "ptr" */
+	GPROF_EXPORT_ARG_RESULT = 1u << 6,    /* "result" */
+};
+
+/* Same values as CUPTI's CUpti_ActivityMemcpyKind. */
+enum gprof_export_copy_kind {
+	GPROF_COPY_UNKNOWN,
+	GPROF_COPY_HTOD,
+	GPROF_COPY_DTOH,
+	GPROF_COPY_HTOA,
+	GPROF_COPY_ATOH,
+	GPROF_COPY_ATOA,
+	GPROF_COPY_ATOD,
+	GPROF_COPY_DTOA,
+	GPROF_COPY_DTOD,
+	GPROF_COPY_HTOH,
+	GPROF_COPY_PTOP,
+};
+
+/* Same values as CUPTI's CUpti_ActivityMemoryKind. */
+enum gprof_export_mem_kind {
+	GPROF_MEM_UNKNOWN,
+	GPROF_MEM_PAGEABLE,
+	GPROF_MEM_PINNED,
+	GPROF_MEM_DEVICE,
+	GPROF_MEM_ARRAY,
+	GPROF_MEM_MANAGED,
+	GPROF_MEM_DEVICE_STATIC,
+	GPROF_MEM_MANAGED_STATIC,
+};
+
+struct gprof_export_api {
+	const struct gprof_export_str *api;    /* exact entry point ("__cudaLaunchKernel_ptsz") */
+	const struct gprof_export_str *kernel; /* ARG_LAUNCH: kernel name, NULL to omit */
+	uint64_t stream;		       /* ARG_STREAM: the cudaStream_t / CUstream value */
+	uint64_t bytes;			       /* ARG_BYTES */
+	uint64_t ptr;			       /* ARG_PTR: the pointer argument or result */
+	uint32_t grid[3];		       /* ARG_LAUNCH */
+	uint32_t block[3];		       /* ARG_LAUNCH */
+	uint32_t shared_bytes;		       /* ARG_LAUNCH: dynamic shared memory */
+	uint32_t cbid;			       /* CUPTI callback id */
+	int32_t result;			       /* ARG_RESULT: cudaError_t or CUresult */
+	uint8_t copy_kind;		       /* ARG_COPY_KIND: enum gprof_export_copy_kind */
+};
+
+struct gprof_export_kernel {
+	uint32_t grid[3];
+	uint32_t block[3];
+	uint32_t registers;    /* per thread */
+	uint32_t shared_bytes; /* static + dynamic, per block */
+	uint32_t context;
+};
+
+struct gprof_export_copy {
+	uint64_t bytes;
+	uint32_t context;
+	uint8_t copy_kind; /* MEMCPY: enum gprof_export_copy_kind */
+	uint8_t src_kind;  /* MEMCPY: enum gprof_export_mem_kind */
+	uint8_t dst_kind;  /* MEMCPY and MEMSET: enum gprof_export_mem_kind */
+};
+
+/* One event, 128 bytes. Fields a kind does not use are ignored. */
+struct gprof_export_event {
+	uint64_t ts_ns;			     /* start, CLOCK_REALTIME ns (CUPTI's clock) */
+	uint64_t dur_ns;		     /* X kinds: end - start (a wrapped negative is 0) */
+	const struct gprof_export_str *name; /* see enum gprof_export_kind; NULL writes "" */
+	uint32_t window;		     /* from gprof_export_window_open() */
+	uint32_t tid;			     /* host kinds: kernel thread id (gettid) */
+	uint32_t device;		     /* GPU kinds and MEMORY */
+	uint32_t stream;		     /* GPU kinds: CUPTI stream id */
+	uint32_t correlation;		     /* API and GPU kinds */
+	uint16_t kind;			     /* enum gprof_export_kind */
+	uint16_t flags;			     /* enum gprof_export_flag */
+	union {
+		uint64_t step;			       /* STEP: the step number */
+		const struct gprof_export_str *domain; /* NVTX kinds: NULL for the default */
+		struct gprof_export_api api;	       /* RUNTIME, DRIVER */
+		struct gprof_export_kernel kernel;     /* KERNEL */
+		struct gprof_export_copy copy;	       /* MEMCPY, MEMSET */
+		uint64_t allocated;		       /* MEMORY: device bytes in use */
+	} u;
+};
+
+/*
+ * Appends one event (copied) for ev->window. Returns 0, or -ENOBUFS when it was dropped and
+ * counted (memory cap reached, export not running, or the thread is exiting). Never blocks.
+ */
+int gprof_export_push(const struct gprof_export_event *ev);
+
+/* What became of a window (on_window_done). */
+struct gprof_export_result {
+	uint32_t id;
+	uint64_t number;     /* the stepper's window number */
+	int error;	     /* 0, or the negative errno that made the window fail */
+	const char *path;    /* the final file, or the file that failed ("" if none) */
+	uint64_t first_step; /* as given to open / set_last_step */
+	uint64_t last_step;
+	uint64_t events[GPROF_EXPORT_KINDS]; /* written, per kind */
+	uint64_t dropped;		     /* buffer full, for this window */
+};
+
+/* Set up by gprof_export_init(); read by the writer. */
+struct gprof_export_config {
+	const char *output;  /* GPROF_OUTPUT template: %h host, %p pid, %r rank, %q{VAR}, %% */
+	int gzip_level;	     /* 0..9 */
+	size_t buffer_bytes; /* cap on chunk memory (GPROF_BUFFER_MB); at least one chunk */
+	uint64_t base_ns;    /* baseTimeNanoseconds; 0: CLOCK_REALTIME at init */
+	/* Called on the writer thread when a window's file is done or abandoned; may be NULL. */
+	void (*on_window_done)(const struct gprof_export_result *r, void *arg);
+	void *arg;
+};
+
+/*
+ * Once per process, before anything else here (no thread is started: that waits for the first
+ * window, so it is safe in a constructor before fork). Reserves the chunk pool (address space
+ * only; pages are touched as they are used). Returns 0 or a negative errno.
+ */
+int gprof_export_init(const struct gprof_export_config *cfg);
+
+/*
+ * Process exit: finishes every open window whatever its holds, drains, writes and renames, and
+ * stops the writer. Waits at most timeout_ms; a window not done by then stays .partial. Later
+ * pushes are dropped. Returns 0 or -ETIMEDOUT.
+ */
+int gprof_export_shutdown(unsigned timeout_ms);
+
+/* Process-wide facts for the header, any time; each window's final header takes the latest. */
+#define GPROF_EXPORT_MAX_DEVICES 16
+struct gprof_export_device {
+	int id;
+	char name[256];
+	uint64_t total_global_mem;
+	int compute_major, compute_minor;
+	int max_threads_per_block, max_threads_per_mp;
+	int regs_per_block, regs_per_mp;
+	int warp_size;
+	int shared_mem_per_block, shared_mem_per_block_optin, shared_mem_per_mp;
+	int num_sms;
+};
+
+struct gprof_export_process_info {
+	int cupti_version; /* 0: unknown */
+	int cuda_runtime_version;
+	int cuda_driver_version;
+	char cupti_path[4096];	/* the libcupti in use, "" if none */
+	char cupti_status[256]; /* "in use", or why CUPTI is not used */
+	unsigned n_devices;
+	struct gprof_export_device devices[GPROF_EXPORT_MAX_DEVICES];
+};
+void gprof_export_set_process_info(const struct gprof_export_process_info *info);
+
+/* What the stepper knows when a window becomes active. */
+struct gprof_export_window_info {
+	uint64_t number; /* the stepper's window number ("window" in the metadata) */
+	uint64_t first_step;
+	const char *schedule; /* GPROF_SCHEDULE as text */
+};
+
+/*
+ * Opens a window holding one hold (the caller's); *id is what events carry. The file is
+ * created by the writer thread. Returns 0, -ENODEV (export not running), -EBUSY (too many
+ * windows not yet finished: GPROF_EXPORT_WINDOWS) or -EAGAIN (the writer could not start).
+ */
+#define GPROF_EXPORT_WINDOWS 8
+int gprof_export_window_open(const struct gprof_export_window_info *info, uint32_t *id);
+/* Another party (the collector) delays the finish until its own release. */
+void gprof_export_window_hold(uint32_t id);
+/* Drops one hold; at zero the writer drains what was committed before and finishes the file. */
+void gprof_export_window_release(uint32_t id);
+void gprof_export_window_set_last_step(uint32_t id, uint64_t step);
+/* Records CUPTI lost (cuptiActivityGetNumDroppedRecords), for the metadata. */
+void gprof_export_window_add_cupti_dropped(uint32_t id, uint64_t n);
+/* Waits until the window is finished or abandoned: 0, or -ETIMEDOUT. */
+int gprof_export_window_wait(uint32_t id, unsigned timeout_ms);
+
+struct gprof_export_stats {
+	uint64_t written; /* events written to files */
+	uint64_t dropped; /* buffer full (all windows) */
+	uint64_t late;	  /* for a window finished, failed or unknown */
+	uint64_t windows_done;
+	uint64_t windows_failed;
+};
+void gprof_export_get_stats(struct gprof_export_stats *st);
+
+/* Tests: while paused the writer reads no event (it still opens and finishes files). */
+void gprof_export_pause(bool paused);
+
+#endif

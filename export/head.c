@@ -1,0 +1,182 @@
+/*
+ * The trace's header: everything before "traceEvents", padded to a fixed size so the final
+ * version (written when the window closes) replaces the first one in place.
+ */
+#include <errno.h>
+
+#include "export/internal.h"
+
+static const char head_end[] = "\n  \"traceEvents\": [\n";
+
+/* deviceProperties' integer fields, in Kineto's order. */
+#define DEV_INT(key, field)                                      \
+	{                                                        \
+		key, offsetof(struct gprof_export_device, field) \
+	}
+static const struct {
+	const char *key;
+	size_t offset;
+} dev_ints[] = {
+    DEV_INT("computeMajor", compute_major),
+    DEV_INT("computeMinor", compute_minor),
+    DEV_INT("maxThreadsPerBlock", max_threads_per_block),
+    DEV_INT("maxThreadsPerMultiprocessor", max_threads_per_mp),
+    DEV_INT("regsPerBlock", regs_per_block),
+    DEV_INT("warpSize", warp_size),
+    DEV_INT("sharedMemPerBlock", shared_mem_per_block),
+    DEV_INT("numSms", num_sms),
+    DEV_INT("regsPerMultiprocessor", regs_per_mp),
+    DEV_INT("sharedMemPerBlockOptin", shared_mem_per_block_optin),
+    DEV_INT("sharedMemPerMultiprocessor", shared_mem_per_mp),
+};
+
+/* gprof.records' keys, indexed by enum gprof_export_kind. */
+static const char *const record_keys[GPROF_EXPORT_KINDS] = {
+    [GPROF_EXPORT_STEP] = "step",	    [GPROF_EXPORT_NVTX_RANGE] = "nvtx_range",
+    [GPROF_EXPORT_NVTX_MARK] = "nvtx_mark", [GPROF_EXPORT_RUNTIME] = "runtime",
+    [GPROF_EXPORT_DRIVER] = "driver",	    [GPROF_EXPORT_KERNEL] = "kernel",
+    [GPROF_EXPORT_MEMCPY] = "memcpy",	    [GPROF_EXPORT_MEMSET] = "memset",
+    [GPROF_EXPORT_MEMORY] = "memory",
+};
+
+static void put_cstr(struct gprof_jbuf *b, const char *s)
+{
+	gprof_jbuf_str(b, s, strlen(s));
+}
+
+/* A char array of a struct, which may lack its terminating NUL. */
+#define put_field(b, array) gprof_jbuf_str((b), (array), strnlen((array), sizeof(array)))
+
+/* `, "key": value` */
+static void put_key_u64(struct gprof_jbuf *b, const char *key, uint64_t v)
+{
+	gprof_jbuf_lit(b, ", ");
+	put_cstr(b, key);
+	gprof_jbuf_lit(b, ": ");
+	gprof_jbuf_u64(b, v);
+}
+
+static void put_device(struct gprof_jbuf *b, const struct gprof_export_device *d, bool last)
+{
+	gprof_jbuf_lit(b, "    {\"id\": ");
+	gprof_jbuf_i64(b, d->id);
+	gprof_jbuf_lit(b, ", \"name\": ");
+	put_field(b, d->name);
+	put_key_u64(b, "totalGlobalMem", d->total_global_mem);
+	for (size_t i = 0; i < ARRAY_SIZE(dev_ints); i++) {
+		gprof_jbuf_lit(b, ", ");
+		put_cstr(b, dev_ints[i].key);
+		gprof_jbuf_lit(b, ": ");
+		gprof_jbuf_i64(b, *(const int *)((const char *)d + dev_ints[i].offset));
+	}
+	if (last)
+		gprof_jbuf_lit(b, "}\n");
+	else
+		gprof_jbuf_lit(b, "},\n");
+}
+
+static void put_cupti(struct gprof_jbuf *b, const struct gprof_export_process_info *p)
+{
+	gprof_jbuf_lit(b, ", \"cupti\": {\"library\": ");
+	put_field(b, p->cupti_path);
+	gprof_jbuf_lit(b, ", \"version\": ");
+	gprof_jbuf_i64(b, p->cupti_version);
+	gprof_jbuf_lit(b, ", \"status\": ");
+	put_field(b, p->cupti_status);
+	gprof_jbuf_lit(b, "}");
+}
+
+/* The "gprof" object with the first n_warn warnings. */
+static void put_gprof(struct gprof_jbuf *b, const struct gprof_trace_meta *m,
+		      const uint64_t *counts, size_t n_warn)
+{
+	gprof_jbuf_lit(b, "  \"gprof\": {\"version\": \"" GPROF_VERSION "\", \"schedule\": ");
+	put_cstr(b, m->schedule ? m->schedule : "");
+	put_key_u64(b, "window", m->window);
+	put_key_u64(b, "first_step", m->first_step);
+	if (m->has_last_step)
+		put_key_u64(b, "last_step", m->last_step);
+	else
+		gprof_jbuf_lit(b, ", \"last_step\": null");
+	gprof_jbuf_lit(b, ",\n    \"records\": {");
+	for (size_t k = 0; k < GPROF_EXPORT_KINDS; k++) {
+		put_cstr(b, record_keys[k]);
+		gprof_jbuf_lit(b, ": ");
+		gprof_jbuf_u64(b, counts[k]);
+		if (k + 1 < GPROF_EXPORT_KINDS)
+			gprof_jbuf_lit(b, ", ");
+	}
+	gprof_jbuf_lit(b, "},\n    \"dropped\": {\"buffer_full\": ");
+	gprof_jbuf_u64(b, m->dropped_buffer);
+	put_key_u64(b, "cupti", m->dropped_cupti);
+	put_key_u64(b, "late", m->dropped_late);
+	gprof_jbuf_lit(b, "}");
+	put_cupti(b, m->proc);
+	gprof_jbuf_lit(b, ",\n    \"warnings\": [");
+	for (size_t i = 0; i < n_warn; i++) {
+		if (i)
+			gprof_jbuf_lit(b, ",");
+		gprof_jbuf_lit(b, "\n      ");
+		gprof_jbuf_str(b, m->warnings[i], strnlen(m->warnings[i], GPROF_LOG_LINE_MAX));
+	}
+	gprof_jbuf_lit(b, "]");
+	put_key_u64(b, "warnings_omitted", m->n_warnings - n_warn);
+	gprof_jbuf_lit(b, "},\n");
+}
+
+static void put_head(struct gprof_jbuf *b, const struct gprof_trace_meta *m, const uint64_t *counts,
+		     size_t n_warn)
+{
+	const struct gprof_export_process_info *p = m->proc;
+	unsigned n_dev =
+	    p->n_devices < GPROF_EXPORT_MAX_DEVICES ? p->n_devices : GPROF_EXPORT_MAX_DEVICES;
+
+	gprof_jbuf_lit(b, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n");
+	for (unsigned i = 0; i < n_dev; i++)
+		put_device(b, &p->devices[i], i + 1 == n_dev);
+	gprof_jbuf_lit(b, "  ],\n  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": ");
+	gprof_jbuf_i64(b, m->rank.rank);
+	gprof_jbuf_lit(b, ", \"world_size\": ");
+	gprof_jbuf_i64(b, m->rank.world_size);
+	gprof_jbuf_lit(b, "},\n  \"cupti_version\": ");
+	gprof_jbuf_i64(b, p->cupti_version);
+	gprof_jbuf_lit(b, ", \"cuda_runtime_version\": ");
+	gprof_jbuf_i64(b, p->cuda_runtime_version);
+	gprof_jbuf_lit(b, ", \"cuda_driver_version\": ");
+	gprof_jbuf_i64(b, p->cuda_driver_version);
+	gprof_jbuf_lit(b, ",\n");
+	put_gprof(b, m, counts, n_warn);
+	gprof_jbuf_lit(b, "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
+	gprof_jbuf_u64(b, m->base_ns);
+	gprof_jbuf_lit(b, ",");
+}
+
+/*
+ * Exactly GPROF_TRACE_HEAD_BYTES: the header, spaces, then `"traceEvents": [`. When it does
+ * not fit, the newest warnings give way and "warnings_omitted" counts them.
+ */
+int gprof_trace_head(struct gprof_jbuf *b, const struct gprof_trace_meta *m, const uint64_t *counts)
+{
+	const size_t room = GPROF_TRACE_HEAD_BYTES - (sizeof(head_end) - 1);
+	size_t n_warn = m->n_warnings;
+	char *pad;
+
+	for (;;) {
+		b->len = 0;
+		put_head(b, m, counts, n_warn);
+		if (b->failed)
+			return -ENOMEM;
+		if (b->len <= room)
+			break;
+		if (n_warn == 0)
+			return -E2BIG;
+		n_warn--;
+	}
+	pad = gprof_jbuf_room(b, GPROF_TRACE_HEAD_BYTES - b->len);
+	if (!pad)
+		return -ENOMEM;
+	memset(pad, ' ', room - b->len);
+	b->len = room;
+	gprof_jbuf_put(b, head_end, sizeof(head_end) - 1);
+	return b->failed ? -ENOMEM : 0;
+}

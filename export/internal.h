@@ -1,0 +1,185 @@
+/*
+ * What export's files share with each other (and with export's own tests). Not an interface:
+ * nothing outside export/ and test/test-{json,export}.c includes it; use export.h.
+ */
+#ifndef GPROF_EXPORT_INTERNAL_H
+#define GPROF_EXPORT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "common/compiler.h"
+#include "common/log.h"
+#include "export/export.h"
+
+/* json.c: JSON syntax into a growable buffer. Appends after a failed growth are dropped. */
+struct gprof_jbuf {
+	char *p;
+	size_t len, cap;
+	bool failed; /* an allocation failed: the content is incomplete */
+};
+
+int gprof_jbuf_init(struct gprof_jbuf *b, size_t cap);
+void gprof_jbuf_free(struct gprof_jbuf *b);
+char *gprof_jbuf_grow(struct gprof_jbuf *b, size_t n);
+
+/* Where n more bytes can be written, or NULL (then b->failed is set). */
+static inline char *gprof_jbuf_room(struct gprof_jbuf *b, size_t n)
+{
+	if (likely(b->cap - b->len >= n))
+		return b->p + b->len;
+	return gprof_jbuf_grow(b, n);
+}
+
+static inline void gprof_jbuf_put(struct gprof_jbuf *b, const void *s, size_t n)
+{
+	char *d = gprof_jbuf_room(b, n);
+
+	if (likely(d)) {
+		memcpy(d, s, n);
+		b->len += n;
+	}
+}
+
+#define gprof_jbuf_lit(b, s) gprof_jbuf_put((b), "" s, sizeof(s) - 1)
+
+void gprof_jbuf_u64(struct gprof_jbuf *b, uint64_t v);
+void gprof_jbuf_i64(struct gprof_jbuf *b, int64_t v);
+/* ns written as µs with exactly three decimals ("%lld.%03lld"). */
+void gprof_jbuf_usec(struct gprof_jbuf *b, int64_t ns);
+/* num/den rounded to `decimals` (<= 6) places, trailing zeros trimmed to one: 1.5, 6.0. */
+void gprof_jbuf_ratio(struct gprof_jbuf *b, uint64_t num, uint64_t den, unsigned decimals);
+/* "0x1f" with the quotes: pointers as strings, since JSON numbers lose bits above 2^53. */
+void gprof_jbuf_hex(struct gprof_jbuf *b, uint64_t v);
+/* A JSON string: quotes around gprof_json_escape(s). */
+void gprof_jbuf_str(struct gprof_jbuf *b, const char *s, size_t n);
+
+/*
+ * TRACE_FORMAT.md's escaping: `"` and `\` get a backslash, newline and tab become \n and \t,
+ * other control bytes (0x00-0x1f, 0x7f) are dropped, and each maximal ill-formed UTF-8
+ * subpart (overlong, surrogate, > U+10FFFF, truncated, stray continuation) becomes U+FFFD as
+ * raw UTF-8. Never writes \u. dst needs GPROF_JSON_ESCAPED_MAX(n) bytes; returns the length.
+ * With dst NULL it only counts.
+ */
+#define GPROF_JSON_ESCAPED_MAX(n) (3 * (size_t)(n))
+size_t gprof_json_escape(char *dst, const char *src, size_t n);
+
+/* strtab.c: the interned string; text is escaped, without quotes. */
+struct gprof_export_str {
+	uint64_t hash;
+	uint32_t raw_len; /* bytes kept of the original (before the cut marker) */
+	uint32_t len;	  /* bytes of text */
+	bool cut;	  /* truncated: text ends with GPROF_EXPORT_STR_CUT */
+	const char *raw;
+	char text[];
+};
+
+void gprof_strtab_lock(void);
+void gprof_strtab_unlock(void);
+
+/* buffer.c: the producers' side, drained by the writer thread. */
+#define GPROF_CHUNK_BYTES 65536u
+
+int gprof_buf_init(size_t cap_bytes);
+/* Counted drops of events for window slot `slot` (window id % GPROF_EXPORT_WINDOWS). */
+uint64_t gprof_buf_dropped(unsigned slot);
+void gprof_buf_reset_dropped(unsigned slot);
+uint64_t gprof_buf_dropped_total(void);
+/* After fork in the child (and at shutdown): every later push is dropped. */
+void gprof_buf_stop(void);
+
+/*
+ * One pass of the writer: calls fn on every run of committed events not yet read, from every
+ * producer, then recycles consumed chunks and frees producers of exited threads. Every event
+ * committed before the call started (happens-before) is passed. Writer thread only.
+ */
+typedef void (*gprof_buf_fn)(const struct gprof_export_event *ev, size_t n, void *arg);
+size_t gprof_buf_drain(gprof_buf_fn fn, void *arg);
+
+/* output.c: where files go. */
+struct gprof_rank {
+	long rank, world_size;
+};
+/* From RANK/WORLD_SIZE, OMPI_COMM_WORLD_*, SLURM_PROCID/SLURM_NTASKS, PMI_RANK/PMI_SIZE. */
+void gprof_output_rank(char *const *env, struct gprof_rank *r);
+/* Expands %h %p %r %q{VAR} %% of tmpl into out; -ENAMETOOLONG if it does not fit. */
+int gprof_output_expand(const char *tmpl, char *const *env, char *out, size_t size);
+/* `<host>_<pid>.<unix_ns>.pt.trace.json.gz` into out. */
+int gprof_output_name(uint64_t unix_ns, char *out, size_t size);
+/*
+ * Creates dir (mkdir -p) and `<dir>/<name>.partial` (O_EXCL, O_NOFOLLOW, 0644); returns the fd
+ * or a negative errno; on failure, `what` says which step failed.
+ */
+int gprof_output_create(const char *dir, const char *name, const char **what);
+/* Renames <path>.partial to path without replacing anything. */
+int gprof_output_commit(const char *path);
+
+/* sink.c: where the bytes of a trace go. */
+struct gprof_sink;
+/*
+ * The gzip member, written by hand so the header can be final yet come first: 10-byte gzip
+ * header, then `head` as one deflate STORED block (its size is fixed at open), then the body
+ * as raw deflate from zlib with a sync flush every GPROF_SINK_SYNC_BYTES of input (and on
+ * gprof_sink_sync), then a final block, CRC-32 and size. finish() pwrite()s the new head over
+ * the stored block (same length) and computes the CRC with crc32_combine(). A file cut short
+ * after a sync flush still inflates to the head and the body up to that flush.
+ */
+#define GPROF_SINK_SYNC_BYTES (1u << 20)
+/* Takes fd on success (finish or free closes it); on failure the caller keeps it. */
+struct gprof_sink *gprof_sink_gzip(int fd, int level, const char *head, size_t len, int *err);
+/* The same calls into memory (tests): the text is kept uncompressed. */
+struct gprof_sink *gprof_sink_memory(const char *head, size_t len);
+const char *gprof_sink_memory_text(const struct gprof_sink *s, size_t *len);
+int gprof_sink_write(struct gprof_sink *s, const void *buf, size_t len);
+int gprof_sink_sync(struct gprof_sink *s);
+/* Writes the end and the final head (same length as at open); the fd stays open. */
+int gprof_sink_finish(struct gprof_sink *s, const char *head, size_t len);
+void gprof_sink_free(struct gprof_sink *s);
+
+/* trace.c: the Kineto schema. */
+#define GPROF_TRACE_HEAD_BYTES 49152u /* the stored block: fixed, fits every header but warnings */
+
+/* What the header says; counts and names are filled in by the trace. */
+struct gprof_trace_meta {
+	const struct gprof_export_process_info *proc;
+	struct gprof_rank rank;
+	uint64_t base_ns;
+	uint64_t window;
+	const char *schedule;
+	uint64_t first_step, last_step;
+	bool has_last_step;
+	uint64_t dropped_buffer, dropped_cupti, dropped_late;
+	char (*warnings)[GPROF_LOG_LINE_MAX];
+	size_t n_warnings;
+	const char *trace_name;
+};
+
+struct gprof_trace;
+/*
+ * Writes the first header (m->proc is copied) into a gzip file on fd (the trace owns fd from
+ * here, also on failure), or into memory when fd < 0 (tests: gprof_trace_text).
+ */
+struct gprof_trace *gprof_trace_open(const struct gprof_trace_meta *m, uint64_t open_ns, int fd,
+				     int level, int *err);
+/* Formats events into the trace (the writer's inner loop). */
+void gprof_trace_events(struct gprof_trace *t, const struct gprof_export_event *ev, size_t n);
+/* Every pass of the writer: hands formatted text to the sink; sync-flushes every 100 ms. */
+int gprof_trace_tick(struct gprof_trace *t, uint64_t now_ns);
+/* Newer process facts (devices, versions) for the kernel numbers and the final header. */
+void gprof_trace_set_proc(struct gprof_trace *t, const struct gprof_export_process_info *p);
+/*
+ * Metadata events, traceName, the final header (counts are the trace's own, m->proc becomes
+ * the trace's copy), gzip trailer; the file is closed. Returns 0 or the first error.
+ */
+int gprof_trace_close(struct gprof_trace *t, struct gprof_trace_meta *m);
+const uint64_t *gprof_trace_counts(const struct gprof_trace *t);
+const char *gprof_trace_text(const struct gprof_trace *t, size_t *len);
+void gprof_trace_free(struct gprof_trace *t);
+/* The header text, exactly GPROF_TRACE_HEAD_BYTES long, into b (exposed for tests). */
+int gprof_trace_head(struct gprof_jbuf *b, const struct gprof_trace_meta *m,
+		     const uint64_t *counts);
+
+#endif

@@ -1,0 +1,214 @@
+/*
+ * Where traces go: the GPROF_OUTPUT template, the rank of this process, the file name the
+ * TensorBoard plugin expects, and creating and committing the file without overwriting any.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "export/internal.h"
+
+extern char **environ;
+
+static const char *env_get(char *const *env, const char *name, size_t len)
+{
+	for (env = env ? env : environ; env && *env; env++)
+		if (!strncmp(*env, name, len) && (*env)[len] == '=')
+			return *env + len + 1;
+	return NULL;
+}
+
+/* A non-negative decimal integer and nothing else, or -1. */
+static long env_count(char *const *env, const char *name)
+{
+	const char *v = env_get(env, name, strlen(name));
+	char *end;
+	long n;
+
+	if (!v || *v < '0' || *v > '9')
+		return -1;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	return errno || *end ? -1 : n;
+}
+
+/* Launchers' variables, most specific first: torchrun, Open MPI, Slurm, PMI (MPICH). */
+static const struct {
+	const char *rank, *size;
+} rank_vars[] = {
+    {"RANK", "WORLD_SIZE"},
+    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+    {"SLURM_PROCID", "SLURM_NTASKS"},
+    {"PMI_RANK", "PMI_SIZE"},
+};
+
+/*
+ * The first rank variable set wins, with its own family's size; without that size the world
+ * is taken as rank + 1. No rank variable: rank 0, size from the first size variable, or 1.
+ */
+void gprof_output_rank(char *const *env, struct gprof_rank *r)
+{
+	*r = (struct gprof_rank){.rank = 0, .world_size = 1};
+	for (size_t i = 0; i < ARRAY_SIZE(rank_vars); i++) {
+		long rank = env_count(env, rank_vars[i].rank);
+		long size = env_count(env, rank_vars[i].size);
+
+		if (rank >= 0) {
+			r->rank = rank;
+			r->world_size = size > rank ? size : rank + 1;
+			return;
+		}
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(rank_vars); i++) {
+		long size = env_count(env, rank_vars[i].size);
+
+		if (size > 0) {
+			r->world_size = size;
+			return;
+		}
+	}
+}
+
+static void host_name(char *out, size_t size)
+{
+	if (gethostname(out, size) != 0 || !out[0])
+		snprintf(out, size, "localhost");
+	out[size - 1] = '\0';
+	for (char *p = out; *p; p++)
+		if (*p == '/')
+			*p = '_';
+}
+
+/* One %-sequence at *t (just past the '%'): appends its value; returns the bytes of t used. */
+static size_t expand_one(const char *t, char *const *env, char *tmp, size_t size)
+{
+	struct gprof_rank r;
+	const char *close;
+
+	tmp[0] = '\0';
+	switch (*t) {
+	case 'h':
+		host_name(tmp, size);
+		return 1;
+	case 'p':
+		snprintf(tmp, size, "%d", (int)getpid());
+		return 1;
+	case 'r':
+		gprof_output_rank(env, &r);
+		snprintf(tmp, size, "%ld", r.rank);
+		return 1;
+	case '%':
+		snprintf(tmp, size, "%%");
+		return 1;
+	case 'q':
+		close = t[1] == '{' ? strchr(t + 2, '}') : NULL;
+		if (!close)
+			break;
+		const char *v = env_get(env, t + 2, (size_t)(close - t - 2));
+
+		snprintf(tmp, size, "%s", v ? v : "");
+		return (size_t)(close - t) + 1;
+	}
+	snprintf(tmp, size, "%%"); /* not a sequence we know: kept as it is */
+	return 0;
+}
+
+int gprof_output_expand(const char *tmpl, char *const *env, char *out, size_t size)
+{
+	char tmp[PATH_MAX];
+	size_t len = 0;
+
+	for (const char *t = tmpl; *t;) {
+		const char *piece = tmp;
+		size_t n = 1;
+
+		if (*t == '%') {
+			t += 1 + expand_one(t + 1, env, tmp, sizeof(tmp));
+			n = strlen(tmp);
+		} else {
+			piece = t++;
+		}
+		if (len + n >= size)
+			return -ENAMETOOLONG;
+		memcpy(out + len, piece, n);
+		len += n;
+	}
+	if (!size)
+		return -ENAMETOOLONG;
+	out[len] = '\0';
+	return 0;
+}
+
+int gprof_output_name(uint64_t unix_ns, char *out, size_t size)
+{
+	char host[256];
+	int n;
+
+	host_name(host, sizeof(host));
+	n = snprintf(out, size, "%s_%d.%llu.pt.trace.json.gz", host, (int)getpid(),
+		     (unsigned long long)unix_ns);
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+/* mkdir -p: every missing component, 0755. */
+static int make_dirs(const char *dir)
+{
+	char path[PATH_MAX];
+	size_t len = strlen(dir);
+
+	if (len == 0 || len >= sizeof(path))
+		return len ? -ENAMETOOLONG : -ENOENT;
+	memcpy(path, dir, len + 1);
+	for (char *p = path + 1; p <= path + len; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char c = *p;
+
+		*p = '\0';
+		if (mkdir(path, 0755) != 0 && errno != EEXIST)
+			return -errno;
+		*p = c;
+	}
+	struct stat st;
+
+	if (stat(dir, &st) != 0)
+		return -errno;
+	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+int gprof_output_create(const char *dir, const char *name, const char **what)
+{
+	char path[PATH_MAX];
+	int fd, err;
+
+	*what = "cannot create the output folder";
+	err = make_dirs(dir);
+	if (err)
+		return err;
+	*what = "cannot create the trace file";
+	if (snprintf(path, sizeof(path), "%s/%s.partial", dir, name) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	return fd >= 0 ? fd : -errno;
+}
+
+int gprof_output_commit(const char *path)
+{
+	char partial[PATH_MAX];
+
+	if (snprintf(partial, sizeof(partial), "%s.partial", path) >= (int)sizeof(partial))
+		return -ENAMETOOLONG;
+	if (renameat2(AT_FDCWD, partial, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -errno;
+	/* A file system without RENAME_NOREPLACE: link() also refuses to replace. */
+	if (link(partial, path) != 0)
+		return -errno;
+	unlink(partial);
+	return 0;
+}

@@ -1,0 +1,684 @@
+/*
+ * The Kineto trace schema (shared/TRACE_FORMAT.md): one emit function per event kind, the
+ * metadata events derived from the tracks a window used, and the end of the file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "export/internal.h"
+
+#define OUT_FLUSH_BYTES (64u << 10)  /* formatted text handed to the sink in pieces this big */
+#define SYNC_EVERY_NS	100000000ull /* a sync flush at least this often while data comes */
+
+/* Keys in first-seen order with a hash index: the tracks of a window. */
+struct seen {
+	uint64_t *keys;
+	size_t n, cap;
+	uint32_t *slot; /* index + 1 into keys, 0 when empty */
+	size_t mask;
+	uint64_t last; /* keys[n - 1] or the last key looked up: most events repeat it */
+};
+
+struct gprof_trace {
+	struct gprof_sink *sink;
+	struct gprof_jbuf out; /* formatted, not yet in the sink */
+	struct gprof_export_process_info proc;
+	uint64_t base_ns, open_ns, last_sync_ns;
+	bool unsynced; /* text went to the sink since the last sync flush */
+	int pid;
+	int err; /* the first error: the trace is lost */
+	uint64_t counts[GPROF_EXPORT_KINDS];
+	struct seen threads, streams, devices; /* streams: device << 32 | stream */
+	char (*comm)[16];		       /* thread names, parallel to threads.keys */
+	size_t comm_cap;
+};
+
+static int seen_grow(struct seen *s)
+{
+	size_t cap = s->cap ? s->cap * 2 : 16;
+	uint64_t *keys = realloc(s->keys, cap * sizeof(*keys));
+	uint32_t *slot = calloc(cap * 2, sizeof(*slot));
+
+	if (keys)
+		s->keys = keys;
+	if (!keys || !slot) {
+		free(slot);
+		return -ENOMEM;
+	}
+	free(s->slot);
+	s->slot = slot;
+	s->cap = cap;
+	s->mask = cap * 2 - 1;
+	for (size_t i = 0; i < s->n; i++) {
+		size_t h = (s->keys[i] * 0x9e3779b97f4a7c15ull) >> 20 & s->mask;
+
+		while (s->slot[h])
+			h = (h + 1) & s->mask;
+		s->slot[h] = (uint32_t)i + 1;
+	}
+	return 0;
+}
+
+/* 1 if key is new (appended), 0 if known, or a negative errno. */
+static int seen_add(struct seen *s, uint64_t key)
+{
+	size_t h;
+
+	if (s->n && key == s->last)
+		return 0;
+	s->last = key;
+	for (h = (key * 0x9e3779b97f4a7c15ull) >> 20 & s->mask; s->cap && s->slot[h];
+	     h = (h + 1) & s->mask)
+		if (s->keys[s->slot[h] - 1] == key)
+			return 0;
+	if (s->n == s->cap) {
+		if (seen_grow(s))
+			return -ENOMEM;
+		return seen_add(s, key) < 0 ? -ENOMEM : 1;
+	}
+	s->keys[s->n++] = key;
+	s->slot[h] = (uint32_t)s->n;
+	return 1;
+}
+
+static void seen_free(struct seen *s)
+{
+	free(s->keys);
+	free(s->slot);
+}
+
+/* The thread's name now, or "" if it is gone. */
+static void read_comm(uint32_t tid, char out[16])
+{
+	char path[64];
+	ssize_t n = -1;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%u/comm", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, out, 15);
+		close(fd);
+	}
+	n = n < 0 ? 0 : n;
+	while (n > 0 && out[n - 1] == '\n')
+		n--;
+	out[n] = '\0';
+}
+
+static void note_thread(struct gprof_trace *t, uint32_t tid)
+{
+	if (seen_add(&t->threads, tid) != 1)
+		return;
+	if (t->comm_cap < t->threads.cap) {
+		void *p = realloc(t->comm, t->threads.cap * sizeof(*t->comm));
+
+		if (!p) {
+			t->out.failed = true;
+			return;
+		}
+		t->comm = p;
+		t->comm_cap = t->threads.cap;
+	}
+	read_comm(tid, t->comm[t->threads.n - 1]);
+}
+
+static void note_stream(struct gprof_trace *t, uint32_t device, uint32_t stream)
+{
+	if (seen_add(&t->streams, (uint64_t)device << 32 | stream) < 0 ||
+	    seen_add(&t->devices, device) < 0)
+		t->out.failed = true;
+}
+
+static void put_text(struct gprof_jbuf *b, const struct gprof_export_str *s)
+{
+	if (s)
+		gprof_jbuf_put(b, s->text, s->len);
+}
+
+static void put_ts(struct gprof_trace *t, uint64_t ts_ns)
+{
+	gprof_jbuf_usec(&t->out, (int64_t)(ts_ns - t->base_ns));
+}
+
+/* `","pid":P,"tid":T,"ts":..` ending the name of a host event. */
+static void host_track(struct gprof_trace *t, const struct gprof_export_event *ev)
+{
+	struct gprof_jbuf *b = &t->out;
+
+	note_thread(t, ev->tid);
+	gprof_jbuf_lit(b, "\",\"pid\":");
+	gprof_jbuf_u64(b, (uint64_t)t->pid);
+	gprof_jbuf_lit(b, ",\"tid\":");
+	gprof_jbuf_u64(b, ev->tid);
+	gprof_jbuf_lit(b, ",\"ts\":");
+	put_ts(t, ev->ts_ns);
+}
+
+/* The same for a GPU event: pid is the device, tid the stream. */
+static void gpu_track(struct gprof_trace *t, const struct gprof_export_event *ev)
+{
+	struct gprof_jbuf *b = &t->out;
+
+	note_stream(t, ev->device, ev->stream);
+	gprof_jbuf_lit(b, "\",\"pid\":");
+	gprof_jbuf_u64(b, ev->device);
+	gprof_jbuf_lit(b, ",\"tid\":");
+	gprof_jbuf_u64(b, ev->stream);
+	gprof_jbuf_lit(b, ",\"ts\":");
+	put_ts(t, ev->ts_ns);
+}
+
+static void put_dur(struct gprof_trace *t, const struct gprof_export_event *ev)
+{
+	gprof_jbuf_lit(&t->out, ",\"dur\":");
+	gprof_jbuf_usec(&t->out, (int64_t)ev->dur_ns < 0 ? 0 : (int64_t)ev->dur_ns);
+}
+
+static void put_dim3(struct gprof_jbuf *b, const uint32_t d[3])
+{
+	gprof_jbuf_lit(b, "[");
+	gprof_jbuf_u64(b, d[0]);
+	gprof_jbuf_lit(b, ",");
+	gprof_jbuf_u64(b, d[1]);
+	gprof_jbuf_lit(b, ",");
+	gprof_jbuf_u64(b, d[2]);
+	gprof_jbuf_lit(b, "]");
+}
+
+/* The flow half after the event: "s" on the CPU side, "f" on the GPU side. */
+static void put_flow(struct gprof_trace *t, const struct gprof_export_event *ev, bool gpu)
+{
+	struct gprof_jbuf *b = &t->out;
+
+	if (!(ev->flags & GPROF_EXPORT_FLOW))
+		return;
+	if (gpu)
+		gprof_jbuf_lit(b, "{\"ph\":\"f\",\"id\":");
+	else
+		gprof_jbuf_lit(b, "{\"ph\":\"s\",\"id\":");
+	gprof_jbuf_u64(b, ev->correlation);
+	gprof_jbuf_lit(b, ",\"pid\":");
+	gprof_jbuf_u64(b, gpu ? ev->device : (uint64_t)t->pid);
+	gprof_jbuf_lit(b, ",\"tid\":");
+	gprof_jbuf_u64(b, gpu ? ev->stream : ev->tid);
+	gprof_jbuf_lit(b, ",\"ts\":");
+	put_ts(t, ev->ts_ns);
+	if (gpu)
+		gprof_jbuf_lit(b, ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"},\n");
+	else
+		gprof_jbuf_lit(b, ",\"cat\":\"ac2g\",\"name\":\"ac2g\"},\n");
+}
+
+static void emit_step(struct gprof_trace *t, const struct gprof_export_event *ev)
+{
+	gprof_jbuf_lit(&t->out,
+		       "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#");
+	gprof_jbuf_u64(&t->out, ev->u.step);
+	host_track(t, ev);
+	put_dur(t, ev);
+	gprof_jbuf_lit(&t->out, "},\n");
+}
+
+static void put_domain(struct gprof_jbuf *b, const struct gprof_export_event *ev)
+{
+	if (ev->u.domain && ev->u.domain->len) {
+		gprof_jbuf_lit(b, ",\"args\":{\"domain\":\"");
+		put_text(b, ev->u.domain);
+		gprof_jbuf_lit(b, "\"}");
+	}
+}
+
+static void emit_nvtx_range(struct gprof_trace *t, const struct gprof_export_event *ev)
+{
+	gprof_jbuf_lit(&t->out, "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"");
+	put_text(&t->out, ev->name);
+	host_track(t, ev);
+	put_dur(t, ev);
+	put_domain(&t->out, ev);
+	gprof_jbuf_lit(&t->out, "},\n");
+}
+
+static void emit_nvtx_mark(struct gprof_trace *t, const struct gprof_export_event *ev)
+{
+	gprof_jbuf_lit(&t->out, "{\"ph\":\"i\",\"cat\":\"user_annotation\",\"name\":\"");
+	put_text(&t->out, ev->name);
+	host_track(t, ev);
+	gprof_jbuf_lit(&t->out, ",\"s\":\"t\"");
+	put_domain(&t->out, ev);
+	gprof_jbuf_lit(&t->out, "},\n");
+}
+
+static const char *const copy_kinds[] = {
+    [GPROF_COPY_UNKNOWN] = "Unknown", [GPROF_COPY_HTOD] = "HtoD", [GPROF_COPY_DTOH] = "DtoH",
+    [GPROF_COPY_HTOA] = "HtoA",	      [GPROF_COPY_ATOH] = "AtoH", [GPROF_COPY_ATOA] = "AtoA",
+    [GPROF_COPY_ATOD] = "AtoD",	      [GPROF_COPY_DTOA] = "DtoA", [GPROF_COPY_DTOD] = "DtoD",
+    [GPROF_COPY_HTOH] = "HtoH",	      [GPROF_COPY_PTOP] = "PtoP",
+};
+
+static const char *const mem_kinds[] = {
+    [GPROF_MEM_UNKNOWN] = "Unknown",
+    [GPROF_MEM_PAGEABLE] = "Pageable",
+    [GPROF_MEM_PINNED] = "Pinned",
+    [GPROF_MEM_DEVICE] = "Device",
+    [GPROF_MEM_ARRAY] = "Array",
+    [GPROF_MEM_MANAGED] = "Managed",
+    [GPROF_MEM_DEVICE_STATIC] = "Device Static",
+    [GPROF_MEM_MANAGED_STATIC] = "Managed Static",
+};
+
+static const char *copy_kind(unsigned k)
+{
+	return k < ARRAY_SIZE(copy_kinds) ? copy_kinds[k] : copy_kinds[0];
+}
+
+static const char *mem_kind(unsigned k)
+{
+	return k < ARRAY_SIZE(mem_kinds) ? mem_kinds[k] : mem_kinds[0];
+}
+
+static void put_cstr_raw(struct gprof_jbuf *b, const char *s)
+{
+	gprof_jbuf_put(b, s, strlen(s));
+}
+
+/* The optional arguments of an API call, per its flags. */
+static void put_api_args(struct gprof_jbuf *b, const struct gprof_export_event *ev)
+{
+	const struct gprof_export_api *a = &ev->u.api;
+
+	if ((ev->flags & GPROF_EXPORT_ARG_LAUNCH) && a->kernel) {
+		gprof_jbuf_lit(b, ",\"kernel\":\"");
+		put_text(b, a->kernel);
+		gprof_jbuf_lit(b, "\"");
+	}
+	if (ev->flags & GPROF_EXPORT_ARG_LAUNCH) {
+		gprof_jbuf_lit(b, ",\"grid\":");
+		put_dim3(b, a->grid);
+		gprof_jbuf_lit(b, ",\"block\":");
+		put_dim3(b, a->block);
+		gprof_jbuf_lit(b, ",\"shared memory\":");
+		gprof_jbuf_u64(b, a->shared_bytes);
+	}
+	if (ev->flags & GPROF_EXPORT_ARG_STREAM) {
+		gprof_jbuf_lit(b, ",\"stream handle\":");
+		gprof_jbuf_hex(b, a->stream);
+	}
+	if (ev->flags & GPROF_EXPORT_ARG_BYTES) {
+		gprof_jbuf_lit(b, ",\"bytes\":");
+		gprof_jbuf_u64(b, a->bytes);
+	}
+	if (ev->flags & GPROF_EXPORT_ARG_COPY_KIND) {
+		gprof_jbuf_lit(b, ",\"copy kind\":\"");
+		put_cstr_raw(b, copy_kind(a->copy_kind));
+		gprof_jbuf_lit(b, "\"");
+	}
+	if (ev->flags & GPROF_EXPORT_ARG_PTR) {
+		gprof_jbuf_lit(b, ",\"ptr\":");
+		gprof_jbuf_hex(b, a->ptr);
+	}
+	if (ev->flags & GPROF_EXPORT_ARG_RESULT) {
+		gprof_jbuf_lit(b, ",\"result\":");
+		gprof_jbuf_i64(b, a->result);
+	}
+}
+
+/* RUNTIME and DRIVER. */
+static void emit_api(struct gprof_trace *t, const struct gprof_export_event *ev)
+{
+	struct gprof_jbuf *b = &t->out;
+
+	if (ev->kind == GPROF_EXPORT_RUNTIME)
+		gprof_jbuf_lit(b, "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"");
+	else
+		gprof_jbuf_lit(b, "{\"ph\":\"X\",\"cat\":\"cuda_driver\",\"name\":\"");
+	put_text(b, ev->name);
+	host_track(t, ev);
+	put_dur(t, ev);
+	gprof_jbuf_lit(b, ",\"args\":{");
+	if (ev->u.api.api) {
+		gprof_jbuf_lit(b, "\"api\":\"");
+		put_text(b, ev->u.api.api);
+		gprof_jbuf_lit(b, "\",");
+	}
+	gprof_jbuf_lit(b, "\"cbid\":");
+	gprof_jbuf_u64(b, ev->u.api.cbid);
+	gprof_jbuf_lit(b, ",\"correlation\":");
+	gprof_jbuf_u64(b, ev->correlation);
+	put_api_args(b, ev);
+	gprof_jbuf_lit(b, "}},\n");
+	put_flow(t, ev, false);
+}
+
+static const struct gprof_export_device *device_of(const struct gprof_trace *t, uint32_t id)
+{
+	for (unsigned i = 0; i < t->proc.n_devices && i < GPROF_EXPORT_MAX_DEVICES; i++)
+		if (t->proc.devices[i].id == (int)id)
+			return &t->proc.devices[i];
+	return NULL;
+}
+
+/*
+ * Kineto's derived kernel numbers: blocks and warps per SM over the whole device, and an
+ * estimate of achieved occupancy: the blocks an SM can hold at once (limited by warps,
+ * registers and shared memory; allocation granularity ignored), or fewer if the grid is
+ * small, times warps per block, over the SM's warp slots. Zeros when the device is unknown.
+ */
+static void put_kernel_load(struct gprof_trace *t, const struct gprof_export_event *ev)
+{
+	const struct gprof_export_kernel *k = &ev->u.kernel;
+	const struct gprof_export_device *d = device_of(t, ev->device);
+	uint64_t blocks = (uint64_t)k->grid[0] * k->grid[1] * k->grid[2];
+	uint64_t threads = (uint64_t)k->block[0] * k->block[1] * k->block[2];
+	uint64_t sms = d && d->num_sms > 0 && d->warp_size > 0 ? (uint64_t)d->num_sms : 0;
+	uint64_t warp = sms ? (uint64_t)d->warp_size : 1, occ = 0;
+
+	if (sms && threads && d->max_threads_per_mp > 0) {
+		uint64_t wpb = (threads + warp - 1) / warp, slots = d->max_threads_per_mp / warp;
+		uint64_t fit = slots / wpb, regs = (uint64_t)k->registers * warp * wpb;
+
+		if (regs && d->regs_per_mp > 0 && d->regs_per_mp / regs < fit)
+			fit = d->regs_per_mp / regs;
+		if (k->shared_bytes && d->shared_mem_per_mp > 0 &&
+		    (uint64_t)d->shared_mem_per_mp / k->shared_bytes < fit)
+			fit = (uint64_t)d->shared_mem_per_mp / k->shared_bytes;
+		fit = fit * sms < blocks ? fit * sms : blocks; /* resident blocks, device-wide */
+		occ = slots ? (fit * wpb * 100 + sms * slots / 2) / (sms * slots) : 0;
+	}
+	gprof_jbuf_lit(&t->out, ",\"blocks per SM\":");
+	gprof_jbuf_ratio(&t->out, blocks, sms, 3);
+	gprof_jbuf_lit(&t->out, ",\"warps per SM\":");
+	gprof_jbuf_ratio(&t->out, blocks * threads, sms * warp, 3);
+	gprof_jbuf_lit(&t->out, ",\"grid\":");
+	put_dim3(&t->out, k->grid);
+	gprof_jbuf_lit(&t->out, ",\"block\":");
+	put_dim3(&t->out, k->block);
+	gprof_jbuf_lit(&t->out, ",\"est. achieved occupancy %\":");
+	gprof_jbuf_u64(&t->out, occ > 100 ? 100 : occ);
+}
+
+/* `"device":D,"context":C,"stream":S,"correlation":K` of a GPU event. */
+static void put_gpu_ids(struct gprof_jbuf *b, const struct gprof_export_event *ev, uint32_t ctx)
+{
+	gprof_jbuf_lit(b, "\"device\":");
+	gprof_jbuf_u64(b, ev->device);
+	gprof_jbuf_lit(b, ",\"context\":");
+	gprof_jbuf_u64(b, ctx);
+	gprof_jbuf_lit(b, ",\"stream\":");
+	gprof_jbuf_u64(b, ev->stream);
+	gprof_jbuf_lit(b, ",\"correlation\":");
+	gprof_jbuf_u64(b, ev->correlation);
+}
+
+static void emit_kernel(struct gprof_trace *t, const struct gprof_export_event *ev)
+{
+	struct gprof_jbuf *b = &t->out;
+
+	gprof_jbuf_lit(b, "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"");
+	put_text(b, ev->name);
+	gpu_track(t, ev);
+	put_dur(t, ev);
+	/* Latency timestamps are not collected, so "queued" is always 0 (as in Kineto). */
+	gprof_jbuf_lit(b, ",\"args\":{\"queued\":0,");
+	put_gpu_ids(b, ev, ev->u.kernel.context);
+	gprof_jbuf_lit(b, ",\"registers per thread\":");
+	gprof_jbuf_u64(b, ev->u.kernel.registers);
+	gprof_jbuf_lit(b, ",\"shared memory\":");
+	gprof_jbuf_u64(b, ev->u.kernel.shared_bytes);
+	put_kernel_load(t, ev);
+	gprof_jbuf_lit(b, "}},\n");
+	put_flow(t, ev, true);
+}
+
+/* MEMCPY ("Memcpy HtoD (Pinned -> Device)") and MEMSET ("Memset (Device)"). */
+static void emit_copy(struct gprof_trace *t, const struct gprof_export_event *ev)
+{
+	const struct gprof_export_copy *c = &ev->u.copy;
+	struct gprof_jbuf *b = &t->out;
+
+	if (ev->kind == GPROF_EXPORT_MEMCPY) {
+		gprof_jbuf_lit(b, "{\"ph\":\"X\",\"cat\":\"gpu_memcpy\",\"name\":\"Memcpy ");
+		put_cstr_raw(b, copy_kind(c->copy_kind));
+		gprof_jbuf_lit(b, " (");
+		put_cstr_raw(b, mem_kind(c->src_kind));
+		gprof_jbuf_lit(b, " -> ");
+	} else {
+		gprof_jbuf_lit(b, "{\"ph\":\"X\",\"cat\":\"gpu_memset\",\"name\":\"Memset (");
+	}
+	put_cstr_raw(b, mem_kind(c->dst_kind));
+	gprof_jbuf_lit(b, ")");
+	gpu_track(t, ev);
+	put_dur(t, ev);
+	gprof_jbuf_lit(b, ",\"args\":{");
+	put_gpu_ids(b, ev, c->context);
+	gprof_jbuf_lit(b, ",\"bytes\":");
+	gprof_jbuf_u64(b, c->bytes);
+	/* bytes per ns is GB/s */
+	gprof_jbuf_lit(b, ",\"memory bandwidth (GB/s)\":");
+	gprof_jbuf_ratio(b, c->bytes, (int64_t)ev->dur_ns > 0 ? ev->dur_ns : 0, 4);
+	gprof_jbuf_lit(b, "}},\n");
+	put_flow(t, ev, true);
+}
+
+static void emit_memory(struct gprof_trace *t, const struct gprof_export_event *ev)
+{
+	struct gprof_jbuf *b = &t->out;
+
+	if (seen_add(&t->devices, ev->device) < 0)
+		b->failed = true;
+	gprof_jbuf_lit(b, "{\"ph\":\"C\",\"cat\":\"gpu_memory\",\"name\":\"GPU memory\",\"pid\":");
+	gprof_jbuf_u64(b, ev->device);
+	gprof_jbuf_lit(b, ",\"ts\":");
+	put_ts(t, ev->ts_ns);
+	gprof_jbuf_lit(b, ",\"args\":{\"allocated\":");
+	gprof_jbuf_u64(b, ev->u.allocated);
+	gprof_jbuf_lit(b, "}},\n");
+}
+
+typedef void (*emit_fn)(struct gprof_trace *t, const struct gprof_export_event *ev);
+
+static const emit_fn emitters[GPROF_EXPORT_KINDS] = {
+    [GPROF_EXPORT_STEP] = emit_step,	       [GPROF_EXPORT_NVTX_RANGE] = emit_nvtx_range,
+    [GPROF_EXPORT_NVTX_MARK] = emit_nvtx_mark, [GPROF_EXPORT_RUNTIME] = emit_api,
+    [GPROF_EXPORT_DRIVER] = emit_api,	       [GPROF_EXPORT_KERNEL] = emit_kernel,
+    [GPROF_EXPORT_MEMCPY] = emit_copy,	       [GPROF_EXPORT_MEMSET] = emit_copy,
+    [GPROF_EXPORT_MEMORY] = emit_memory,
+};
+
+/* Formatted text goes to the sink; the first error (of either) sticks in t->err. */
+static void hand_over(struct gprof_trace *t)
+{
+	if (t->out.failed && !t->err)
+		t->err = -ENOMEM;
+	if (!t->err && t->out.len) {
+		t->err = gprof_sink_write(t->sink, t->out.p, t->out.len);
+		t->unsynced = true;
+	}
+	t->out.len = 0;
+}
+
+void gprof_trace_events(struct gprof_trace *t, const struct gprof_export_event *ev, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned kind = ev[i].kind;
+
+		if (kind >= GPROF_EXPORT_KINDS)
+			continue;
+		emitters[kind](t, &ev[i]);
+		t->counts[kind]++;
+	}
+	if (t->out.len >= OUT_FLUSH_BYTES)
+		hand_over(t);
+}
+
+int gprof_trace_tick(struct gprof_trace *t, uint64_t now_ns)
+{
+	hand_over(t);
+	if (!t->err && t->unsynced && now_ns - t->last_sync_ns >= SYNC_EVERY_NS) {
+		t->err = gprof_sink_sync(t->sink);
+		t->unsynced = false;
+		t->last_sync_ns = now_ns;
+	}
+	return t->err;
+}
+
+void gprof_trace_set_proc(struct gprof_trace *t, const struct gprof_export_process_info *p)
+{
+	t->proc = *p;
+}
+
+const uint64_t *gprof_trace_counts(const struct gprof_trace *t)
+{
+	return t->counts;
+}
+
+/* `{"name":"<what>","ph":"M","ts":T,"pid":P,"tid":T,"args":{"<key>":` */
+static void meta_begin(struct gprof_trace *t, const char *what, uint64_t pid, uint64_t tid,
+		       const char *key)
+{
+	struct gprof_jbuf *b = &t->out;
+
+	gprof_jbuf_lit(b, "{\"name\":\"");
+	put_cstr_raw(b, what);
+	gprof_jbuf_lit(b, "\",\"ph\":\"M\",\"ts\":");
+	put_ts(t, t->open_ns);
+	gprof_jbuf_lit(b, ",\"pid\":");
+	gprof_jbuf_u64(b, pid);
+	gprof_jbuf_lit(b, ",\"tid\":");
+	gprof_jbuf_u64(b, tid);
+	gprof_jbuf_lit(b, ",\"args\":{\"");
+	put_cstr_raw(b, key);
+	gprof_jbuf_lit(b, "\":");
+}
+
+static void meta_str(struct gprof_trace *t, const char *what, uint64_t pid, uint64_t tid,
+		     const char *key, const char *value)
+{
+	meta_begin(t, what, pid, tid, key);
+	gprof_jbuf_str(&t->out, value, strlen(value));
+	gprof_jbuf_lit(&t->out, "}},\n");
+}
+
+static void meta_num(struct gprof_trace *t, const char *what, uint64_t pid, uint64_t tid,
+		     uint64_t value)
+{
+	meta_begin(t, what, pid, tid, "sort_index");
+	gprof_jbuf_u64(&t->out, value);
+	gprof_jbuf_lit(&t->out, "}},\n");
+}
+
+/* Names and order of the processes (host, one per GPU) and tracks (threads, streams). */
+static void put_metadata(struct gprof_trace *t)
+{
+	char label[64];
+
+	meta_str(t, "process_name", (uint64_t)t->pid, 0, "name", program_invocation_short_name);
+	meta_str(t, "process_labels", (uint64_t)t->pid, 0, "labels", "CPU");
+	meta_num(t, "process_sort_index", (uint64_t)t->pid, 0, (uint64_t)t->pid);
+	for (size_t i = 0; i < t->devices.n; i++) {
+		uint64_t dev = t->devices.keys[i];
+
+		snprintf(label, sizeof(label), "GPU %llu", (unsigned long long)dev);
+		meta_str(t, "process_name", dev, 0, "name", program_invocation_short_name);
+		meta_str(t, "process_labels", dev, 0, "labels", label);
+		meta_num(t, "process_sort_index", dev, 0, 5000000 + dev);
+	}
+	for (size_t i = 0; i < t->threads.n; i++) {
+		uint32_t tid = (uint32_t)t->threads.keys[i];
+		char name[16], text[48];
+
+		/* Threads get their names after they start: the latest wins, if still alive. */
+		read_comm(tid, name);
+		snprintf(text, sizeof(text), "thread %u (%s)", tid, name[0] ? name : t->comm[i]);
+		meta_str(t, "thread_name", (uint64_t)t->pid, tid, "name", text);
+		meta_num(t, "thread_sort_index", (uint64_t)t->pid, tid, tid);
+	}
+	for (size_t i = 0; i < t->streams.n; i++) {
+		uint64_t dev = t->streams.keys[i] >> 32, stream = (uint32_t)t->streams.keys[i];
+
+		snprintf(label, sizeof(label), "stream %llu ", (unsigned long long)stream);
+		meta_str(t, "thread_name", dev, stream, "name", label);
+		meta_num(t, "thread_sort_index", dev, stream, stream);
+	}
+	/* Every line so far ends with ",\n"; the array's last element must not. */
+	t->out.len -= 2;
+}
+
+int gprof_trace_close(struct gprof_trace *t, struct gprof_trace_meta *m)
+{
+	struct gprof_jbuf head;
+
+	put_metadata(t);
+	gprof_jbuf_lit(&t->out, "\n  ],\n  \"traceName\": ");
+	gprof_jbuf_str(&t->out, m->trace_name, strlen(m->trace_name));
+	gprof_jbuf_lit(&t->out, "\n}\n");
+	hand_over(t);
+	if (t->err)
+		return t->err;
+	m->proc = &t->proc;
+	if (gprof_jbuf_init(&head, GPROF_TRACE_HEAD_BYTES))
+		return t->err = -ENOMEM;
+	t->err = gprof_trace_head(&head, m, t->counts);
+	if (!t->err)
+		t->err = gprof_sink_finish(t->sink, head.p, head.len);
+	gprof_jbuf_free(&head);
+	return t->err;
+}
+
+/*
+ * fd >= 0: a gzip file (the trace owns fd from here, also on failure); fd < 0: memory.
+ * The first header is written at once; m->proc is copied.
+ */
+struct gprof_trace *gprof_trace_open(const struct gprof_trace_meta *m, uint64_t open_ns, int fd,
+				     int level, int *err)
+{
+	struct gprof_trace *t = calloc(1, sizeof(*t));
+	struct gprof_jbuf head = {0};
+
+	*err = -ENOMEM;
+	if (!t || gprof_jbuf_init(&t->out, 2 * OUT_FLUSH_BYTES) ||
+	    gprof_jbuf_init(&head, GPROF_TRACE_HEAD_BYTES))
+		goto fail;
+	t->proc = *m->proc;
+	t->base_ns = m->base_ns;
+	t->open_ns = t->last_sync_ns = open_ns;
+	t->pid = (int)getpid();
+	*err = gprof_trace_head(&head, m, t->counts);
+	if (*err)
+		goto fail;
+	if (fd >= 0)
+		t->sink = gprof_sink_gzip(fd, level, head.p, head.len, err);
+	else
+		t->sink = gprof_sink_memory(head.p, head.len);
+	if (!t->sink)
+		goto fail;
+	gprof_jbuf_free(&head);
+	return t;
+fail:
+	if (fd >= 0)
+		close(fd);
+	gprof_jbuf_free(&head);
+	gprof_trace_free(t);
+	return NULL;
+}
+
+const char *gprof_trace_text(const struct gprof_trace *t, size_t *len)
+{
+	return gprof_sink_memory_text(t->sink, len);
+}
+
+void gprof_trace_free(struct gprof_trace *t)
+{
+	if (!t)
+		return;
+	gprof_sink_free(t->sink);
+	gprof_jbuf_free(&t->out);
+	seen_free(&t->threads);
+	seen_free(&t->streams);
+	seen_free(&t->devices);
+	free(t->comm);
+	free(t);
+}

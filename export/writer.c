@@ -1,0 +1,556 @@
+/*
+ * The writer thread and the windows it writes: opens a window's file, routes drained events to
+ * it, and finishes it once its holders released it and everything committed before is in.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PR_FMT "export: "
+#include "export/internal.h"
+
+#define PASS_NS (5 * 1000000ull)   /* between passes while a window is in use */
+#define IDLE_NS (200 * 1000000ull) /* between passes otherwise */
+
+struct window {
+	/* Under ctl.lock; id 0 means the slot is free. */
+	uint32_t id;
+	unsigned holds;
+	bool closing; /* no holds left (or shutdown): finish after the next drain */
+	uint64_t number, first_step, last_step, cupti_dropped;
+	bool has_last_step;
+	char schedule[256];
+	unsigned long log_seq; /* warnings from this one on belong to the window */
+	uint64_t open_ns;
+	/* Writer only. */
+	uint32_t wid;		   /* the id this slot's trace was opened for, 0 if none */
+	struct gprof_trace *trace; /* NULL: not opened yet, or failed */
+	int error;		   /* why the window failed */
+	struct gprof_rank rank;
+	char path[PATH_MAX]; /* the final name; the file is path + ".partial" until done */
+};
+
+/* The writer and the control calls meet here. `lock` is never held during I/O. */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t wake; /* the writer sleeps on it */
+	pthread_cond_t done; /* window_wait and shutdown sleep on it */
+	bool inited, live, started, running, stop, paused;
+	bool kick; /* something changed: the writer makes a pass before sleeping */
+	pthread_t thread;
+	struct gprof_export_config cfg;
+	char output[PATH_MAX];
+	uint64_t base_ns;
+	uint32_t last_id;
+	struct window win[GPROF_EXPORT_WINDOWS];
+	struct gprof_export_process_info proc;
+	unsigned proc_gen;
+	struct gprof_export_stats stats; /* written, late, windows_*: published by the writer */
+} ctl = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* The writer thread's own state. */
+static struct {
+	struct gprof_export_process_info proc;
+	unsigned proc_gen;
+	uint64_t written, late, late_since_finish;
+} wr;
+
+static uint64_t now_ns(clockid_t clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static struct timespec deadline(uint64_t ns)
+{
+	uint64_t t = now_ns(CLOCK_MONOTONIC) + ns;
+
+	return (struct timespec){.tv_sec = (time_t)(t / 1000000000ull),
+				 .tv_nsec = (long)(t % 1000000000ull)};
+}
+
+static struct window *window_of(uint32_t id)
+{
+	struct window *w = &ctl.win[id % GPROF_EXPORT_WINDOWS];
+
+	return id && w->id == id ? w : NULL;
+}
+
+/* Where the events of window `id` go, from the writer's side. */
+static struct gprof_trace *trace_of(uint32_t id)
+{
+	struct window *w = &ctl.win[id % GPROF_EXPORT_WINDOWS];
+
+	return id && w->wid == id ? w->trace : NULL;
+}
+
+static void route(const struct gprof_export_event *ev, size_t n, void *arg)
+{
+	(void)arg;
+	while (n) {
+		struct gprof_trace *t = trace_of(ev->window);
+		size_t run = 1;
+
+		while (run < n && ev[run].window == ev->window)
+			run++;
+		if (t) {
+			gprof_trace_events(t, ev, run);
+			wr.written += run;
+		} else {
+			wr.late += run;
+			wr.late_since_finish += run;
+		}
+		ev += run;
+		n -= run;
+	}
+}
+
+static void partial_remove(const char *path)
+{
+	char partial[PATH_MAX + 8];
+
+	snprintf(partial, sizeof(partial), "%s.partial", path);
+	unlink(partial);
+}
+
+/* The window is lost: say so once, remove what was written; its events are dropped. */
+static void abandon(struct window *w, int err, const char *what)
+{
+	pr_err("%s '%s.partial': %s; window %llu is not recorded and the file is removed. Free "
+	       "space or point GPROF_OUTPUT at a writable folder.",
+	       what, w->path, strerror(-err), (unsigned long long)w->number);
+	gprof_trace_free(w->trace);
+	w->trace = NULL;
+	w->error = err;
+	partial_remove(w->path);
+}
+
+/* The header's facts of a window; called under ctl.lock (steps and drops change). */
+static void meta_of(const struct window *w, struct gprof_trace_meta *m)
+{
+	const char *slash = strrchr(w->path, '/');
+
+	*m = (struct gprof_trace_meta){
+	    .proc = &wr.proc,
+	    .rank = w->rank,
+	    .base_ns = ctl.base_ns,
+	    .window = w->number,
+	    .schedule = w->schedule,
+	    .first_step = w->first_step,
+	    .last_step = w->last_step,
+	    .has_last_step = w->has_last_step,
+	    .dropped_cupti = w->cupti_dropped,
+	    .trace_name = slash ? slash + 1 : w->path,
+	};
+}
+
+/* Creates the folder and the .partial file, and writes the first header. */
+static void open_window(struct window *w, struct gprof_trace_meta *m)
+{
+	char dir[PATH_MAX], name[NAME_MAX + 1];
+	const char *what = "cannot name the trace file";
+	int fd;
+
+	w->wid = w->id;
+	gprof_output_rank(NULL, &w->rank);
+	fd = gprof_output_expand(ctl.output, NULL, dir, sizeof(dir));
+	if (!fd)
+		fd = gprof_output_name(w->open_ns, name, sizeof(name));
+	if (!fd && snprintf(w->path, sizeof(w->path), "%s/%s", dir, name) >= (int)sizeof(w->path))
+		fd = -ENAMETOOLONG;
+	if (!fd)
+		fd = gprof_output_create(dir, name, &what);
+	if (fd < 0) {
+		pr_err("%s in '%s' (GPROF_OUTPUT='%s'): %s; window %llu is not recorded. Point "
+		       "GPROF_OUTPUT at a writable folder.",
+		       what, dir, ctl.output, strerror(-fd), (unsigned long long)w->number);
+		w->error = fd;
+		return;
+	}
+	m->rank = w->rank;
+	m->trace_name = name;
+	w->trace = gprof_trace_open(m, w->open_ns, fd, ctl.cfg.gzip_level, &w->error);
+	if (!w->trace)
+		abandon(w, w->error, "cannot write the trace file");
+}
+
+static void report(const struct window *w, const uint64_t *counts, int error)
+{
+	struct gprof_export_result r = {
+	    .id = w->id,
+	    .number = w->number,
+	    .error = error,
+	    .path = w->path,
+	    .first_step = w->first_step,
+	    .dropped = gprof_buf_dropped(w->id),
+	};
+
+	if (counts)
+		memcpy(r.events, counts, sizeof(r.events));
+	if (ctl.cfg.on_window_done)
+		ctl.cfg.on_window_done(&r, ctl.cfg.arg);
+}
+
+/* Everything committed before the close is in: the end, the final header, the rename. */
+static void finish_window(struct window *w, struct gprof_trace_meta *m)
+{
+	char warnings[GPROF_LOG_KEPT][GPROF_LOG_LINE_MAX];
+	int err = w->error ? w->error : -EIO;
+
+	if (!w->trace)
+		goto out;
+	m->dropped_buffer = gprof_buf_dropped(w->id);
+	m->dropped_late = wr.late_since_finish;
+	m->warnings = warnings;
+	m->n_warnings = gprof_log_warnings(w->log_seq, warnings, GPROF_LOG_KEPT);
+	err = gprof_trace_close(w->trace, m);
+	if (err) {
+		abandon(w, err, "cannot write the trace file");
+		goto out;
+	}
+	wr.late_since_finish = 0;
+	err = gprof_output_commit(w->path);
+	if (err)
+		pr_err("cannot rename '%s.partial' to its final name: %s; the trace stays there.",
+		       w->path, strerror(-err));
+out:
+	report(w, w->trace ? gprof_trace_counts(w->trace) : NULL, err);
+	gprof_trace_free(w->trace);
+	w->trace = NULL;
+	w->error = err;
+}
+
+/* What one pass does, decided under the lock. */
+struct pass {
+	bool open[GPROF_EXPORT_WINDOWS], finish[GPROF_EXPORT_WINDOWS];
+	struct gprof_trace_meta meta[GPROF_EXPORT_WINDOWS];
+	bool proc_changed, paused, in_use;
+};
+
+static void plan(struct pass *p)
+{
+	p->in_use = false;
+	for (unsigned i = 0; i < GPROF_EXPORT_WINDOWS; i++) {
+		struct window *w = &ctl.win[i];
+
+		p->open[i] = w->id && w->wid != w->id;
+		/* Paused: nothing is read, so nothing may be finished. */
+		p->finish[i] = w->id && w->closing && !ctl.paused;
+		p->in_use |= w->id != 0;
+		if (w->id)
+			meta_of(w, &p->meta[i]);
+	}
+	p->paused = ctl.paused;
+	p->proc_changed = ctl.proc_gen != wr.proc_gen;
+	if (p->proc_changed) {
+		wr.proc = ctl.proc;
+		wr.proc_gen = ctl.proc_gen;
+	}
+}
+
+static void pass(struct pass *p)
+{
+	uint64_t now = now_ns(CLOCK_REALTIME);
+	struct window *w;
+
+	for (unsigned i = 0; i < GPROF_EXPORT_WINDOWS; i++)
+		if (p->open[i])
+			open_window(&ctl.win[i], &p->meta[i]);
+	for (unsigned i = 0; i < GPROF_EXPORT_WINDOWS && p->proc_changed; i++)
+		if (ctl.win[i].trace)
+			gprof_trace_set_proc(ctl.win[i].trace, &wr.proc);
+	if (!p->paused)
+		gprof_buf_drain(route, NULL);
+	for (unsigned i = 0; i < GPROF_EXPORT_WINDOWS; i++)
+		if (p->finish[i])
+			finish_window(&ctl.win[i], &p->meta[i]);
+	for (unsigned i = 0; i < GPROF_EXPORT_WINDOWS; i++) {
+		w = &ctl.win[i];
+		int err = w->trace ? gprof_trace_tick(w->trace, now) : 0;
+
+		if (err)
+			abandon(w, err, "cannot write the trace file");
+	}
+}
+
+/* Back under the lock: finished slots become free, waiters learn of it. */
+static void publish(const struct pass *p)
+{
+	for (unsigned i = 0; i < GPROF_EXPORT_WINDOWS; i++) {
+		struct window *w = &ctl.win[i];
+
+		if (!p->finish[i])
+			continue;
+		if (w->error)
+			ctl.stats.windows_failed++;
+		else
+			ctl.stats.windows_done++;
+		w->id = w->wid = 0;
+		w->closing = false;
+	}
+	ctl.stats.written = wr.written;
+	ctl.stats.late = wr.late;
+	pthread_cond_broadcast(&ctl.done);
+}
+
+static void *writer_main(void *arg)
+{
+	struct pass p;
+
+	(void)arg;
+	pthread_setname_np(pthread_self(), "gprof-writer");
+	pthread_mutex_lock(&ctl.lock);
+	for (;;) {
+		plan(&p);
+		ctl.kick = false;
+		if (ctl.stop && !p.in_use)
+			break;
+		pthread_mutex_unlock(&ctl.lock);
+		pass(&p);
+		pthread_mutex_lock(&ctl.lock);
+		publish(&p);
+		if (!ctl.kick) {
+			struct timespec until = deadline(p.in_use ? PASS_NS : IDLE_NS);
+
+			pthread_cond_timedwait(&ctl.wake, &ctl.lock, &until);
+		}
+	}
+	ctl.running = false;
+	pthread_cond_broadcast(&ctl.done);
+	pthread_mutex_unlock(&ctl.lock);
+	return NULL;
+}
+
+/* Under ctl.lock. The thread takes no signal: they belong to the application's threads. */
+static int start_writer(void)
+{
+	sigset_t all, old;
+	int rc;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&ctl.thread, NULL, writer_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		pr_err("cannot start the trace writer thread: %s; no trace is written.",
+		       strerror(rc));
+		return -EAGAIN;
+	}
+	ctl.started = ctl.running = true;
+	return 0;
+}
+
+/* Under ctl.lock: the next id, in the slot it maps to. Writer-only fields are not touched. */
+static int claim(const struct gprof_export_window_info *info, uint32_t *id)
+{
+	uint32_t nid = ctl.last_id + 1 ? ctl.last_id + 1 : 1;
+	struct window *w = &ctl.win[nid % GPROF_EXPORT_WINDOWS];
+
+	if (w->id)
+		return -EBUSY;
+	ctl.last_id = nid;
+	w->id = nid;
+	w->holds = 1;
+	w->closing = false;
+	w->number = info->number;
+	w->first_step = w->last_step = info->first_step;
+	w->has_last_step = false;
+	w->cupti_dropped = 0;
+	snprintf(w->schedule, sizeof(w->schedule), "%s", info->schedule ? info->schedule : "");
+	w->log_seq = gprof_log_seq();
+	w->open_ns = now_ns(CLOCK_REALTIME);
+	gprof_buf_reset_dropped(nid);
+	*id = nid;
+	return 0;
+}
+
+static void kick(void)
+{
+	ctl.kick = true;
+	pthread_cond_signal(&ctl.wake);
+}
+
+int gprof_export_window_open(const struct gprof_export_window_info *info, uint32_t *id)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&ctl.lock);
+	if (!ctl.live)
+		err = -ENODEV;
+	else if (!ctl.started)
+		err = start_writer();
+	if (!err)
+		err = claim(info, id);
+	if (!err)
+		kick();
+	pthread_mutex_unlock(&ctl.lock);
+	return err;
+}
+
+void gprof_export_window_hold(uint32_t id)
+{
+	pthread_mutex_lock(&ctl.lock);
+	struct window *w = window_of(id);
+
+	if (w && !w->closing)
+		w->holds++;
+	pthread_mutex_unlock(&ctl.lock);
+}
+
+void gprof_export_window_release(uint32_t id)
+{
+	pthread_mutex_lock(&ctl.lock);
+	struct window *w = window_of(id);
+
+	if (w && w->holds && --w->holds == 0) {
+		w->closing = true;
+		kick();
+	}
+	pthread_mutex_unlock(&ctl.lock);
+}
+
+void gprof_export_window_set_last_step(uint32_t id, uint64_t step)
+{
+	pthread_mutex_lock(&ctl.lock);
+	struct window *w = window_of(id);
+
+	if (w) {
+		w->last_step = step;
+		w->has_last_step = true;
+	}
+	pthread_mutex_unlock(&ctl.lock);
+}
+
+void gprof_export_window_add_cupti_dropped(uint32_t id, uint64_t n)
+{
+	pthread_mutex_lock(&ctl.lock);
+	struct window *w = window_of(id);
+
+	if (w)
+		w->cupti_dropped += n;
+	pthread_mutex_unlock(&ctl.lock);
+}
+
+int gprof_export_window_wait(uint32_t id, unsigned timeout_ms)
+{
+	struct timespec until = deadline(timeout_ms * 1000000ull);
+	int err = 0;
+
+	pthread_mutex_lock(&ctl.lock);
+	while (window_of(id) && ctl.running && !err)
+		err = -pthread_cond_timedwait(&ctl.done, &ctl.lock, &until);
+	pthread_mutex_unlock(&ctl.lock);
+	return err;
+}
+
+void gprof_export_set_process_info(const struct gprof_export_process_info *info)
+{
+	pthread_mutex_lock(&ctl.lock);
+	ctl.proc = *info;
+	ctl.proc_gen++;
+	pthread_mutex_unlock(&ctl.lock);
+}
+
+void gprof_export_get_stats(struct gprof_export_stats *st)
+{
+	pthread_mutex_lock(&ctl.lock);
+	*st = ctl.stats;
+	pthread_mutex_unlock(&ctl.lock);
+	st->dropped = gprof_buf_dropped_total();
+}
+
+void gprof_export_pause(bool paused)
+{
+	pthread_mutex_lock(&ctl.lock);
+	ctl.paused = paused;
+	kick();
+	pthread_mutex_unlock(&ctl.lock);
+}
+
+int gprof_export_shutdown(unsigned timeout_ms)
+{
+	struct timespec until = deadline(timeout_ms * 1000000ull);
+	bool join = false;
+	int err = 0;
+
+	pthread_mutex_lock(&ctl.lock);
+	ctl.live = false;
+	ctl.stop = true;
+	ctl.paused = false;
+	for (unsigned i = 0; i < GPROF_EXPORT_WINDOWS; i++)
+		ctl.win[i].closing |= ctl.win[i].id != 0;
+	kick();
+	while (ctl.running && !err)
+		err = -pthread_cond_timedwait(&ctl.done, &ctl.lock, &until);
+	join = ctl.started && !ctl.running;
+	ctl.started = join ? false : ctl.started;
+	pthread_mutex_unlock(&ctl.lock);
+	gprof_buf_stop();
+	if (join)
+		pthread_join(ctl.thread, NULL);
+	if (err)
+		pr_warn("the trace writer did not finish within %u ms: unfinished traces stay as "
+			".partial files",
+			timeout_ms);
+	return err;
+}
+
+/*
+ * fork(): no lock may be inherited held. A child of a process whose writer runs gets no
+ * thread and writes nothing (pushes are dropped); a child forked before any window (say a
+ * launcher's worker) keeps a working exporter of its own.
+ */
+static void fork_prepare(void)
+{
+	gprof_strtab_lock();
+	pthread_mutex_lock(&ctl.lock);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&ctl.lock);
+	gprof_strtab_unlock();
+}
+
+static void fork_child(void)
+{
+	if (ctl.started) {
+		ctl.live = false;
+		gprof_buf_stop();
+	}
+	ctl.started = ctl.running = false;
+	fork_parent();
+}
+
+int gprof_export_init(const struct gprof_export_config *cfg)
+{
+	pthread_condattr_t attr;
+	int err;
+
+	pthread_mutex_lock(&ctl.lock);
+	err = ctl.inited ? -EALREADY : gprof_buf_init(cfg->buffer_bytes);
+	if (err)
+		goto out;
+	ctl.cfg = *cfg;
+	ctl.cfg.gzip_level = cfg->gzip_level < 0 ? 0 : cfg->gzip_level > 9 ? 9 : cfg->gzip_level;
+	snprintf(ctl.output, sizeof(ctl.output), "%s", cfg->output ? cfg->output : ".");
+	ctl.cfg.output = ctl.output;
+	ctl.base_ns = cfg->base_ns ? cfg->base_ns : now_ns(CLOCK_REALTIME);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&ctl.wake, &attr);
+	pthread_cond_init(&ctl.done, &attr);
+	pthread_condattr_destroy(&attr);
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	ctl.inited = ctl.live = true;
+out:
+	pthread_mutex_unlock(&ctl.lock);
+	return err;
+}

@@ -1,0 +1,816 @@
+/*
+ * Tests of export: the trace schema (memory sink), the gzip framing and a file cut short,
+ * the writer thread end to end, producers under concurrency, the memory cap and thread exit,
+ * output names and errors, interning, and the trace checker itself.
+ */
+#include <cupti_activity.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "export/internal.h"
+#include "task.h"
+#include "util/trace.h"
+
+/* The export enums mirror CUPTI's, so the collector can pass its values through. */
+_Static_assert((int)GPROF_COPY_PTOP == (int)CUPTI_ACTIVITY_MEMCPY_KIND_PTOP, "copy kinds");
+_Static_assert((int)GPROF_COPY_HTOD == (int)CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, "copy kinds");
+_Static_assert((int)GPROF_MEM_PINNED == (int)CUPTI_ACTIVITY_MEMORY_KIND_PINNED, "memory kinds");
+_Static_assert((int)GPROF_MEM_MANAGED_STATIC == (int)CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC,
+	       "memory kinds");
+
+#define BASE_NS 1751410836000000000ull	       /* baseTimeNanoseconds of the synthetic traces */
+#define US(x)	((uint64_t)((x)*1000.0 + 0.5)) /* µs after BASE_NS, in ns */
+
+static char why[512];
+
+#define ASSERT_TRACE_OK(t) ASSERT_MSG(trace_check((t), why, sizeof(why)) == 0, "%s", why)
+
+static uint32_t my_tid(void)
+{
+	return (uint32_t)syscall(SYS_gettid);
+}
+
+static void make_tmpdir(char *path, size_t size)
+{
+	snprintf(path, size, "/tmp/gprof-test-export-XXXXXX");
+	ASSERT(mkdtemp(path));
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	return remove(path);
+}
+
+static void rm_rf(const char *path)
+{
+	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* stderr into a temp file, to count the gprof: lines a test provokes. */
+static int capture_stderr(void)
+{
+	char path[] = "/tmp/gprof-test-stderr-XXXXXX";
+	int fd = mkstemp(path);
+
+	ASSERT(fd >= 0);
+	unlink(path);
+	ASSERT(dup2(fd, STDERR_FILENO) >= 0);
+	return fd;
+}
+
+static char *captured(int fd)
+{
+	static char buf[16384];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+	buf[n > 0 ? n : 0] = '\0';
+	return buf;
+}
+
+static int count_lines(const char *s, const char *prefix)
+{
+	int n = 0;
+
+	for (const char *p = s; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		n += !strncmp(p, prefix, strlen(prefix));
+	return n;
+}
+
+/* The results the writer reports, for the tests to read after a wait. */
+static struct gprof_export_result last_result;
+static char last_path[4096];
+
+static void on_done(const struct gprof_export_result *r, void *arg)
+{
+	(void)arg;
+	last_result = *r;
+	snprintf(last_path, sizeof(last_path), "%s", r->path);
+	last_result.path = last_path;
+}
+
+static void start_export(const char *output, size_t cap)
+{
+	struct gprof_export_config cfg = {
+	    .output = output,
+	    .gzip_level = 1,
+	    .buffer_bytes = cap,
+	    .base_ns = BASE_NS,
+	    .on_window_done = on_done,
+	};
+
+	ASSERT_EQ(gprof_export_init(&cfg), 0);
+}
+
+static uint32_t open_window(uint64_t number, uint64_t first_step)
+{
+	struct gprof_export_window_info info = {
+	    .number = number,
+	    .first_step = first_step,
+	    .schedule = "wait=1,warmup=1,active=3,repeat=1",
+	};
+	uint32_t id = 0;
+
+	ASSERT_EQ(gprof_export_window_open(&info, &id), 0);
+	ASSERT_NE(id, 0);
+	return id;
+}
+
+static void close_window(uint32_t id)
+{
+	gprof_export_window_release(id);
+	ASSERT_EQ(gprof_export_window_wait(id, 20000), 0);
+}
+
+/* A device like the reference trace's H100. */
+static void set_h100(void)
+{
+	struct gprof_export_process_info *p = calloc(1, sizeof(*p));
+
+	*p = (struct gprof_export_process_info){
+	    .cupti_version = 24,
+	    .cuda_runtime_version = 13000,
+	    .cuda_driver_version = 13000,
+	    .cupti_path = "/opt/cuda/lib64/libcupti.so.13",
+	    .cupti_status = "in use",
+	    .n_devices = 1,
+	    .devices[0] = {.id = 0,
+			   .name = "NVIDIA H100 80GB HBM3",
+			   .total_global_mem = 85029158912ull,
+			   .compute_major = 9,
+			   .max_threads_per_block = 1024,
+			   .max_threads_per_mp = 2048,
+			   .regs_per_block = 65536,
+			   .regs_per_mp = 65536,
+			   .warp_size = 32,
+			   .shared_mem_per_block = 49152,
+			   .shared_mem_per_block_optin = 232448,
+			   .shared_mem_per_mp = 233472,
+			   .num_sms = 132},
+	};
+	gprof_export_set_process_info(p);
+	free(p);
+}
+
+/*
+ * One event of every kind, on one host thread and GPU 0 stream 7 (times in µs after the
+ * base, chosen so tracks nest and the stream has no overlap; two flows link a launch and a
+ * copy to their GPU work).
+ */
+static size_t every_kind(uint32_t w, uint32_t tid, struct gprof_export_event *ev)
+{
+	const struct gprof_export_str *kname =
+	    gprof_export_intern("void gemm_kernel<float>(float*, float const*, int)");
+	size_t n = 0;
+
+	ev[n++] = (struct gprof_export_event){.kind = GPROF_EXPORT_STEP,
+					      .window = w,
+					      .tid = tid,
+					      .ts_ns = BASE_NS + US(1001000),
+					      .dur_ns = US(900),
+					      .u.step = 12};
+	ev[n++] = (struct gprof_export_event){.kind = GPROF_EXPORT_NVTX_RANGE,
+					      .window = w,
+					      .tid = tid,
+					      .ts_ns = BASE_NS + US(1001005),
+					      .dur_ns = US(600),
+					      .name = gprof_export_intern("forward"),
+					      .u.domain = gprof_export_intern("my \"domain\"")};
+	ev[n++] = (struct gprof_export_event){.kind = GPROF_EXPORT_NVTX_MARK,
+					      .window = w,
+					      .tid = tid,
+					      .ts_ns = BASE_NS + US(1001006),
+					      .name = gprof_export_intern("mark\tme")};
+	ev[n++] = (struct gprof_export_event){
+	    .kind = GPROF_EXPORT_RUNTIME,
+	    .window = w,
+	    .tid = tid,
+	    .ts_ns = BASE_NS + US(1001010),
+	    .dur_ns = US(5.25),
+	    .correlation = 1000,
+	    .flags = GPROF_EXPORT_FLOW | GPROF_EXPORT_ARG_LAUNCH | GPROF_EXPORT_ARG_STREAM |
+		     GPROF_EXPORT_ARG_RESULT,
+	    .name = gprof_export_intern("cudaLaunchKernel"),
+	    .u.api = {.api = gprof_export_intern("__cudaLaunchKernel_ptsz"),
+		      .kernel = kname,
+		      .cbid = 211,
+		      .grid = {198, 1, 1},
+		      .block = {128, 1, 1},
+		      .shared_bytes = 1024,
+		      .stream = 0x5555deadbeefull,
+		      .result = 0}};
+	ev[n++] = (struct gprof_export_event){
+	    .kind = GPROF_EXPORT_KERNEL,
+	    .window = w,
+	    .device = 0,
+	    .stream = 7,
+	    .ts_ns = BASE_NS + US(1001020),
+	    .dur_ns = US(300.125),
+	    .correlation = 1000,
+	    .flags = GPROF_EXPORT_FLOW,
+	    .name = kname,
+	    .u.kernel = {.grid = {198, 1, 1}, .block = {128, 1, 1}, .registers = 32, .context = 1}};
+	ev[n++] = (struct gprof_export_event){
+	    .kind = GPROF_EXPORT_DRIVER,
+	    .window = w,
+	    .tid = tid,
+	    .ts_ns = BASE_NS + US(1001400),
+	    .dur_ns = US(8),
+	    .correlation = 1001,
+	    .flags = GPROF_EXPORT_FLOW | GPROF_EXPORT_ARG_BYTES | GPROF_EXPORT_ARG_COPY_KIND |
+		     GPROF_EXPORT_ARG_PTR | GPROF_EXPORT_ARG_RESULT,
+	    .name = gprof_export_intern("cuMemcpyHtoDAsync"),
+	    .u.api = {.api = gprof_export_intern("cuMemcpyHtoDAsync_v2"),
+		      .cbid = 279,
+		      .bytes = 1048576,
+		      .copy_kind = GPROF_COPY_HTOD,
+		      .ptr = 0x7f0000001000ull,
+		      .result = 700}};
+	ev[n++] = (struct gprof_export_event){.kind = GPROF_EXPORT_MEMCPY,
+					      .window = w,
+					      .device = 0,
+					      .stream = 7,
+					      .ts_ns = BASE_NS + US(1001410),
+					      .dur_ns = US(20),
+					      .correlation = 1001,
+					      .flags = GPROF_EXPORT_FLOW,
+					      .u.copy = {.bytes = 1048576,
+							 .context = 1,
+							 .copy_kind = GPROF_COPY_HTOD,
+							 .src_kind = GPROF_MEM_PINNED,
+							 .dst_kind = GPROF_MEM_DEVICE}};
+	ev[n++] = (struct gprof_export_event){
+	    .kind = GPROF_EXPORT_MEMSET,
+	    .window = w,
+	    .device = 0,
+	    .stream = 7,
+	    .ts_ns = BASE_NS + US(1001440),
+	    .dur_ns = US(2),
+	    .correlation = 1002,
+	    .u.copy = {.bytes = 4096, .context = 1, .dst_kind = GPROF_MEM_DEVICE}};
+	ev[n++] = (struct gprof_export_event){.kind = GPROF_EXPORT_MEMORY,
+					      .window = w,
+					      .device = 0,
+					      .ts_ns = BASE_NS + US(1001450),
+					      .u.allocated = 1 << 20};
+	return n;
+}
+
+/* The event of traceEvents with this ph and cat (and name, if given); fails if none. */
+static json_t *find_event(const struct trace *t, const char *ph, const char *cat, const char *name)
+{
+	size_t i;
+	json_t *ev;
+
+	json_array_foreach(t->events, i, ev)
+	{
+		if (!strcmp(trace_str(ev, "ph"), ph) && !strcmp(trace_str(ev, "cat"), cat) &&
+		    (!name || !strcmp(trace_str(ev, "name"), name)))
+			return ev;
+	}
+	FAIL("no event ph=%s cat=%s name=%s", ph, cat, name ? name : "*");
+}
+
+static json_t *find_meta(const struct trace *t, const char *name, long long pid, long long tid)
+{
+	size_t i;
+	json_t *ev;
+
+	json_array_foreach(t->events, i, ev)
+	{
+		if (!strcmp(trace_str(ev, "ph"), "M") && !strcmp(trace_str(ev, "name"), name) &&
+		    json_integer_value(json_object_get(ev, "pid")) == pid &&
+		    json_integer_value(json_object_get(ev, "tid")) == tid)
+			return json_object_get(ev, "args");
+	}
+	FAIL("no metadata %s pid=%lld tid=%lld", name, pid, tid);
+}
+
+static long long int_at(const json_t *obj, const char *key)
+{
+	const json_t *v = json_object_get(obj, key);
+
+	ASSERT_MSG(json_is_integer(v), "\"%s\" is not an integer", key);
+	return json_integer_value(v);
+}
+
+static double num_at(const json_t *obj, const char *key)
+{
+	const json_t *v = json_object_get(obj, key);
+
+	ASSERT_MSG(json_is_number(v), "\"%s\" is not a number", key);
+	return json_number_value(v);
+}
+
+static void expect_dim3(const json_t *obj, const char *key, int x, int y, int z)
+{
+	const json_t *a = json_object_get(obj, key);
+
+	ASSERT_EQ(json_array_size(a), 3);
+	ASSERT_EQ(json_integer_value(json_array_get(a, 0)), x);
+	ASSERT_EQ(json_integer_value(json_array_get(a, 1)), y);
+	ASSERT_EQ(json_integer_value(json_array_get(a, 2)), z);
+}
+
+/* Every field of every kind, as TRACE_FORMAT.md's table and export.h say. */
+static void check_every_kind(const struct trace *t, long long pid, uint32_t tid)
+{
+	json_t *ev, *a;
+
+	ev = find_event(t, "X", "user_annotation", "ProfilerStep#12");
+	ASSERT_EQ(int_at(ev, "pid"), pid);
+	ASSERT_EQ(int_at(ev, "tid"), tid);
+	ASSERT(num_at(ev, "ts") == 1001000.0 && num_at(ev, "dur") == 900.0);
+	ev = find_event(t, "X", "user_annotation", "forward");
+	ASSERT_STR_EQ(trace_str(json_object_get(ev, "args"), "domain"), "my \"domain\"");
+	ev = find_event(t, "i", "user_annotation", "mark\tme");
+	ASSERT(num_at(ev, "ts") == 1001006.0 && !json_object_get(ev, "dur"));
+
+	ev = find_event(t, "X", "cuda_runtime", "cudaLaunchKernel");
+	ASSERT(num_at(ev, "ts") == 1001010.0 && num_at(ev, "dur") == 5.25);
+	a = json_object_get(ev, "args");
+	ASSERT_STR_EQ(trace_str(a, "api"), "__cudaLaunchKernel_ptsz");
+	ASSERT_EQ(int_at(a, "cbid"), 211);
+	ASSERT_EQ(int_at(a, "correlation"), 1000);
+	ASSERT_STR_EQ(trace_str(a, "kernel"), "void gemm_kernel<float>(float*, float const*, int)");
+	expect_dim3(a, "grid", 198, 1, 1);
+	expect_dim3(a, "block", 128, 1, 1);
+	ASSERT_EQ(int_at(a, "shared memory"), 1024);
+	ASSERT_STR_EQ(trace_str(a, "stream handle"), "0x5555deadbeef");
+	ASSERT_EQ(int_at(a, "result"), 0);
+	ASSERT(!json_object_get(a, "stream") && !json_object_get(a, "bytes"));
+
+	ev = find_event(t, "X", "cuda_driver", "cuMemcpyHtoDAsync");
+	a = json_object_get(ev, "args");
+	ASSERT_STR_EQ(trace_str(a, "api"), "cuMemcpyHtoDAsync_v2");
+	ASSERT_EQ(int_at(a, "bytes"), 1048576);
+	ASSERT_STR_EQ(trace_str(a, "copy kind"), "HtoD");
+	ASSERT_STR_EQ(trace_str(a, "ptr"), "0x7f0000001000");
+	ASSERT_EQ(int_at(a, "result"), 700);
+	ASSERT(!json_object_get(a, "grid") && !json_object_get(a, "stream handle"));
+
+	ev = find_event(t, "X", "kernel", NULL);
+	ASSERT_STR_EQ(trace_str(ev, "name"), "void gemm_kernel<float>(float*, float const*, int)");
+	ASSERT_EQ(int_at(ev, "pid"), 0);
+	ASSERT_EQ(int_at(ev, "tid"), 7);
+	ASSERT(num_at(ev, "ts") == 1001020.0 && num_at(ev, "dur") == 300.125);
+	a = json_object_get(ev, "args");
+	ASSERT(int_at(a, "queued") == 0 && int_at(a, "device") == 0 && int_at(a, "context") == 1);
+	ASSERT(int_at(a, "stream") == 7 && int_at(a, "correlation") == 1000);
+	ASSERT(int_at(a, "registers per thread") == 32 && int_at(a, "shared memory") == 0);
+	/* 198 blocks on 132 SMs; 4 warps a block; 6 of 64 warp slots: 9.375 % */
+	ASSERT(num_at(a, "blocks per SM") == 1.5 && num_at(a, "warps per SM") == 6.0);
+	expect_dim3(a, "grid", 198, 1, 1);
+	expect_dim3(a, "block", 128, 1, 1);
+	ASSERT_EQ(int_at(a, "est. achieved occupancy %"), 9);
+
+	ev = find_event(t, "X", "gpu_memcpy", "Memcpy HtoD (Pinned -> Device)");
+	a = json_object_get(ev, "args");
+	ASSERT(int_at(a, "device") == 0 && int_at(a, "context") == 1 && int_at(a, "stream") == 7);
+	ASSERT(int_at(a, "correlation") == 1001 && int_at(a, "bytes") == 1048576);
+	ASSERT(num_at(a, "memory bandwidth (GB/s)") == 52.4288); /* 1048576 B / 20000 ns */
+	ev = find_event(t, "X", "gpu_memset", "Memset (Device)");
+	a = json_object_get(ev, "args");
+	ASSERT(int_at(a, "bytes") == 4096 && num_at(a, "memory bandwidth (GB/s)") == 2.048);
+
+	ev = find_event(t, "C", "gpu_memory", NULL);
+	ASSERT(int_at(ev, "pid") == 0 &&
+	       int_at(json_object_get(ev, "args"), "allocated") == 1 << 20);
+
+	/* The two links, each side on its own track at its own event's start. */
+	ev = find_event(t, "s", "ac2g", NULL);
+	ASSERT(int_at(ev, "id") == 1000 && int_at(ev, "pid") == pid &&
+	       num_at(ev, "ts") == 1001010.0);
+	ev = find_event(t, "f", "ac2g", NULL);
+	ASSERT(int_at(ev, "id") == 1000 && int_at(ev, "tid") == 7 && num_at(ev, "ts") == 1001020.0);
+	ASSERT_STR_EQ(trace_str(ev, "bp"), "e");
+
+	ASSERT_STR_EQ(trace_str(find_meta(t, "process_labels", pid, 0), "labels"), "CPU");
+	ASSERT_EQ(int_at(find_meta(t, "process_sort_index", pid, 0), "sort_index"), pid);
+	ASSERT_STR_EQ(trace_str(find_meta(t, "process_labels", 0, 0), "labels"), "GPU 0");
+	ASSERT_EQ(int_at(find_meta(t, "process_sort_index", 0, 0), "sort_index"), 5000000);
+	ASSERT_STR_EQ(trace_str(find_meta(t, "thread_name", 0, 7), "name"), "stream 7 ");
+	ASSERT_EQ(int_at(find_meta(t, "thread_sort_index", 0, 7), "sort_index"), 7);
+	ASSERT_EQ(int_at(find_meta(t, "thread_sort_index", pid, tid), "sort_index"), tid);
+	ASSERT_STR_EQ(trace_str(find_meta(t, "process_name", pid, 0), "name"),
+		      program_invocation_short_name);
+}
+
+/* The header in TRACE_FORMAT.md's order, with these values. */
+static void check_header(const struct trace *t, long rank, long world)
+{
+	char want[64];
+	const char *p = t->raw;
+	static const char *const keys[] = {"\"schemaVersion\"",
+					   "\"deviceProperties\"",
+					   "\"distributedInfo\"",
+					   "\"cupti_version\"",
+					   "\"cuda_runtime_version\"",
+					   "\"cuda_driver_version\"",
+					   "\"gprof\"",
+					   "\"displayTimeUnit\"",
+					   "\"baseTimeNanoseconds\"",
+					   "\"traceEvents\"",
+					   "\"traceName\""};
+
+	/* Key order read from the text itself, independently of the checker. */
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+		p = strstr(p, keys[i]);
+		ASSERT_MSG(p, "%s missing or out of order", keys[i]);
+	}
+	snprintf(want, sizeof(want), "\"rank\": %ld, \"world_size\": %ld", rank, world);
+	ASSERT_STR_CONTAINS(t->raw, want);
+	ASSERT_EQ(int_at(t->root, "baseTimeNanoseconds"), (long long)BASE_NS);
+	ASSERT_STR_EQ(trace_str(t->root, "displayTimeUnit"), "ms");
+}
+
+TEST(export_trace_every_kind)
+{
+	struct gprof_export_process_info proc = {.n_devices = 1,
+						 .devices[0] = {.num_sms = 132,
+								.warp_size = 32,
+								.max_threads_per_mp = 2048,
+								.regs_per_mp = 65536,
+								.shared_mem_per_mp = 233472}};
+	struct gprof_trace_meta m = {.proc = &proc,
+				     .rank = {0, 1},
+				     .base_ns = BASE_NS,
+				     .trace_name = "host_1.2.pt.trace.json.gz"};
+	struct gprof_export_event ev[16];
+	size_t n = every_kind(1, 4242, ev), len;
+	struct gprof_trace *tr;
+	struct trace t;
+	int err;
+
+	tr = gprof_trace_open(&m, BASE_NS + US(1000000), -1, 0, &err);
+	ASSERT(tr);
+	gprof_trace_events(tr, ev, n);
+	ASSERT_EQ(gprof_trace_close(tr, &m), 0);
+	const char *text = gprof_trace_text(tr, &len);
+
+	ASSERT_EQ(trace_parse(text, len, &t, why, sizeof(why)), 0);
+	ASSERT_TRACE_OK(&t);
+	check_header(&t, 0, 1);
+	check_every_kind(&t, getpid(), 4242);
+	/* One event per line; the header is exactly its reserved size. */
+	ASSERT(!strncmp(text + GPROF_TRACE_HEAD_BYTES - 17, "\"traceEvents\": [\n", 17));
+	ASSERT_EQ(count_lines(text + GPROF_TRACE_HEAD_BYTES, "{"), json_array_size(t.events));
+	ASSERT_EQ(int_at(json_object_get(json_object_get(t.root, "gprof"), "records"), "kernel"),
+		  1);
+	trace_free(&t);
+	gprof_trace_free(tr);
+}
+
+/* The one trace file in dir (no .partial left, nothing else); its name into name. */
+static void the_trace(const char *dir, char *path, size_t size)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int n = 0;
+
+	ASSERT_MSG(d, "no folder %s", dir);
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		ASSERT_MSG(!strstr(de->d_name, ".partial"), "left behind: %s", de->d_name);
+		snprintf(path, size, "%s/%s", dir, de->d_name);
+		n++;
+	}
+	closedir(d);
+	ASSERT_EQ(n, 1);
+}
+
+/* `<host>_<pid>.<unix_ns>.pt.trace.json.gz`, ns within the last minute. */
+static void check_name(const char *path, const char *suffix)
+{
+	char host[256], want[300];
+	const char *name = strrchr(path, '/') + 1, *ns;
+	unsigned long long when;
+	struct timespec now;
+
+	gethostname(host, sizeof(host));
+	snprintf(want, sizeof(want), "%s_%d.", host, (int)getpid());
+	ASSERT_MSG(!strncmp(name, want, strlen(want)), "%s vs %s...", name, want);
+	ns = name + strlen(want);
+	ASSERT(strspn(ns, "0123456789") == 19);
+	ASSERT_STR_EQ(ns + 19, suffix);
+	when = strtoull(ns, NULL, 10);
+	clock_gettime(CLOCK_REALTIME, &now);
+	ASSERT(when <=
+	       (unsigned long long)now.tv_sec * 1000000000ull + (unsigned long long)now.tv_nsec);
+	ASSERT(when + 60000000000ull > (unsigned long long)now.tv_sec * 1000000000ull);
+}
+
+/* Waits (polling) for a file whose name ends with suffix in dir. */
+static void wait_for_file(const char *dir, const char *suffix, char *path, size_t size)
+{
+	for (int i = 0; i < 2000; i++) {
+		DIR *d = opendir(dir);
+		struct dirent *de;
+
+		while (d && (de = readdir(d))) {
+			size_t n = strlen(de->d_name);
+
+			if (n > strlen(suffix) &&
+			    !strcmp(de->d_name + n - strlen(suffix), suffix)) {
+				snprintf(path, size, "%s/%s", dir, de->d_name);
+				closedir(d);
+				return;
+			}
+		}
+		if (d)
+			closedir(d);
+		usleep(5000);
+	}
+	FAIL("no *%s in %s", suffix, dir);
+}
+
+static const json_t *gprof_meta(const struct trace *t, const char *key)
+{
+	return json_object_get(json_object_get(t->root, "gprof"), key);
+}
+
+static void clear_rank_env(void)
+{
+	static const char *const vars[] = {"RANK",
+					   "WORLD_SIZE",
+					   "OMPI_COMM_WORLD_RANK",
+					   "OMPI_COMM_WORLD_SIZE",
+					   "SLURM_PROCID",
+					   "SLURM_NTASKS",
+					   "PMI_RANK",
+					   "PMI_SIZE"};
+
+	for (size_t i = 0; i < ARRAY_SIZE(vars); i++)
+		unsetenv(vars[i]);
+}
+
+/* Every kind through the writer thread into a file; the file, its name, every field. */
+TEST(export_writer_roundtrip)
+{
+	char dir[64], tmpl[128], out[128], path[512], partial[512], thread[64];
+	struct gprof_export_event ev[16];
+	const json_t *dev, *records;
+	struct trace t;
+	uint32_t w;
+	size_t n;
+
+	clear_rank_env();
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(tmpl, sizeof(tmpl), "%s/a/b/%%p", dir);
+	snprintf(out, sizeof(out), "%s/a/b/%d", dir, (int)getpid());
+	start_export(tmpl, 8u << 20);
+	set_h100();
+	pthread_setname_np(pthread_self(), "roundtrip-main");
+	w = open_window(3, 12);
+	/* The file exists as .partial while the window is open. */
+	wait_for_file(out, ".pt.trace.json.gz.partial", partial, sizeof(partial));
+	check_name(partial, ".pt.trace.json.gz.partial");
+	n = every_kind(w, my_tid(), ev);
+	for (size_t i = 0; i < n; i++)
+		ASSERT_EQ(gprof_export_push(&ev[i]), 0);
+	gprof_export_window_set_last_step(w, 14);
+	gprof_export_window_add_cupti_dropped(w, 5);
+	close_window(w);
+	ASSERT_EQ(last_result.error, 0);
+	the_trace(out, path, sizeof(path));
+	check_name(path, ".pt.trace.json.gz");
+	ASSERT_EQ(strlen(path) + strlen(".partial"), strlen(partial));
+	ASSERT(!strncmp(path, partial, strlen(path)));
+	ASSERT_STR_EQ(last_result.path, path);
+	ASSERT_EQ(trace_load(path, &t, why, sizeof(why)), 0);
+	ASSERT_TRACE_OK(&t);
+	check_header(&t, 0, 1);
+	check_every_kind(&t, getpid(), my_tid());
+	snprintf(thread, sizeof(thread), "thread %u (roundtrip-main)", my_tid());
+	ASSERT_STR_EQ(trace_str(find_meta(&t, "thread_name", getpid(), my_tid()), "name"), thread);
+	ASSERT_STR_EQ(trace_str(t.root, "traceName"), strrchr(path, '/') + 1);
+	ASSERT_EQ(int_at(t.root, "cupti_version"), 24);
+	ASSERT_EQ(int_at(t.root, "cuda_runtime_version"), 13000);
+	dev = json_array_get(json_object_get(t.root, "deviceProperties"), 0);
+	ASSERT_STR_EQ(trace_str(dev, "name"), "NVIDIA H100 80GB HBM3");
+	ASSERT(int_at(dev, "numSms") == 132 && int_at(dev, "totalGlobalMem") == 85029158912ll);
+	ASSERT(int_at(dev, "sharedMemPerMultiprocessor") == 233472 && int_at(dev, "id") == 0);
+	ASSERT_STR_EQ(json_string_value(gprof_meta(&t, "version")), GPROF_VERSION);
+	ASSERT_STR_EQ(json_string_value(gprof_meta(&t, "schedule")),
+		      "wait=1,warmup=1,active=3,repeat=1");
+	ASSERT_EQ(json_integer_value(gprof_meta(&t, "window")), 3);
+	ASSERT_EQ(json_integer_value(gprof_meta(&t, "first_step")), 12);
+	ASSERT_EQ(json_integer_value(gprof_meta(&t, "last_step")), 14);
+	records = gprof_meta(&t, "records");
+	ASSERT_EQ(json_object_size(records), GPROF_EXPORT_KINDS);
+	for (const char *k = "step\0nvtx_range\0nvtx_mark\0runtime\0driver\0kernel\0memcpy\0memset"
+			     "\0memory\0";
+	     *k; k += strlen(k) + 1)
+		ASSERT_MSG(int_at(records, k) == 1, "records.%s", k);
+	ASSERT_EQ(int_at(gprof_meta(&t, "dropped"), "cupti"), 5);
+	ASSERT_EQ(int_at(gprof_meta(&t, "dropped"), "buffer_full"), 0);
+	ASSERT_STR_EQ(trace_str(gprof_meta(&t, "cupti"), "library"),
+		      "/opt/cuda/lib64/libcupti.so.13");
+	ASSERT_EQ(last_result.events[GPROF_EXPORT_KERNEL], 1);
+	trace_free(&t);
+	ASSERT_EQ(gprof_export_shutdown(5000), 0);
+	rm_rf(dir);
+}
+
+TEST(export_rank_and_names)
+{
+	static const struct {
+		const char *env[4];
+		long rank, world;
+	} cases[] = {
+	    {{NULL}, 0, 1},
+	    {{"RANK=3", "WORLD_SIZE=8"}, 3, 8},
+	    {{"OMPI_COMM_WORLD_RANK=5", "OMPI_COMM_WORLD_SIZE=6"}, 5, 6},
+	    {{"SLURM_PROCID=2", "SLURM_NTASKS=4"}, 2, 4},
+	    {{"PMI_RANK=7", "PMI_SIZE=16"}, 7, 16},
+	    {{"PMI_RANK=1", "RANK=2", "WORLD_SIZE=4"}, 2, 4},	     /* torchrun's first */
+	    {{"RANK=x1", "SLURM_PROCID=3", "SLURM_NTASKS=5"}, 3, 5}, /* junk is ignored */
+	    {{"RANK=3"}, 3, 4},					     /* no size: rank + 1 */
+	    {{"WORLD_SIZE=4"}, 0, 4},
+	};
+	char *const env[] = {"FOO=bar", "RANK=5", NULL};
+	char host[256], want[512], got[512];
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct gprof_rank r;
+
+		gprof_output_rank((char *const *)cases[i].env, &r);
+		ASSERT_MSG(r.rank == cases[i].rank && r.world_size == cases[i].world,
+			   "case %zu: %ld/%ld", i, r.rank, r.world_size);
+	}
+	gethostname(host, sizeof(host));
+	ASSERT_EQ(
+	    gprof_output_expand("o/%h/%p/%r/%q{FOO}/%q{NOPE}/%%/%x/%q{", env, got, sizeof(got)), 0);
+	snprintf(want, sizeof(want), "o/%s/%d/5/bar//%%/%%x/%%q{", host, (int)getpid());
+	ASSERT_STR_EQ(got, want);
+	ASSERT_EQ(gprof_output_expand("0123456789", env, got, 8), -ENAMETOOLONG);
+	ASSERT_EQ(gprof_output_expand("%q{FOO}%q{FOO}%q{FOO}", env, got, 9), -ENAMETOOLONG);
+	ASSERT_EQ(gprof_output_name(1751410836123456789ull, got, sizeof(got)), 0);
+	snprintf(want, sizeof(want), "%s_%d.1751410836123456789.pt.trace.json.gz", host,
+		 (int)getpid());
+	ASSERT_STR_EQ(got, want);
+}
+
+/* The rank from the environment reaches the folder (%r) and the header, spaced for HTA. */
+TEST(export_rank_in_header)
+{
+	char dir[64], tmpl[128], out[128], path[512];
+	struct trace t;
+	uint32_t w;
+
+	clear_rank_env();
+	setenv("SLURM_PROCID", "3", 1);
+	setenv("SLURM_NTASKS", "8", 1);
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(tmpl, sizeof(tmpl), "%s/rank%%r", dir);
+	snprintf(out, sizeof(out), "%s/rank3", dir);
+	start_export(tmpl, 1u << 20);
+	w = open_window(0, 0);
+	close_window(w);
+	the_trace(out, path, sizeof(path));
+	ASSERT_EQ(trace_load(path, &t, why, sizeof(why)), 0);
+	ASSERT_TRACE_OK(&t);
+	check_header(&t, 3, 8);
+	trace_free(&t);
+	rm_rf(dir);
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+
+	ASSERT(f);
+	fseek(f, 0, SEEK_END);
+	*len = (size_t)ftell(f);
+	rewind(f);
+	buf = malloc(*len + 1);
+	ASSERT(buf && fread(buf, 1, *len, f) == *len);
+	fclose(f);
+	return buf;
+}
+
+static size_t lines(char *buf, const char *fmt, int from, int to)
+{
+	size_t n = 0;
+
+	for (int i = from; i < to; i++)
+		n += (size_t)sprintf(buf + n, fmt, i);
+	return n;
+}
+
+/*
+ * The gzip framing: the file at a sync flush inflates to exactly the head and the body up
+ * to it; finished, it is one valid member (CRC and size checked by zlib) with the new head.
+ */
+TEST(export_cut_after_sync_flush)
+{
+	char dir[64], path[128], head[1000], head2[1000];
+	size_t a_len, b_len, cut_len, full_len, len;
+	char *a = malloc(1 << 20), *b = malloc(4 << 20), *cut, *full, *text;
+	struct gprof_sink *s;
+	int fd, err;
+
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/t.gz", dir);
+	memset(head, ' ', sizeof(head));
+	memcpy(head, "{\"first\": 1,", 12);
+	memset(head2, ' ', sizeof(head2));
+	memcpy(head2, "{\"final\": 2,", 12);
+	a_len = lines(a, "{\"event\": %d, \"before\": \"the flush\"},\n", 0, 20000);
+	b_len = lines(b, "{\"event\": %d, \"after\": \"the flush\"},\n", 20000, 80000);
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0644);
+	ASSERT(fd >= 0);
+	s = gprof_sink_gzip(fd, 1, head, sizeof(head), &err);
+	ASSERT(s);
+	ASSERT_EQ(gprof_sink_write(s, a, a_len), 0);
+	ASSERT_EQ(gprof_sink_sync(s), 0);
+	/* A crash here: the file as it is now. */
+	cut = read_file(path, &cut_len);
+	ASSERT_EQ(gprof_sink_write(s, b, b_len), 0); /* > 1 MiB: syncs on its own too */
+	ASSERT_EQ(gprof_sink_finish(s, head2, sizeof(head2)), 0);
+	gprof_sink_free(s);
+
+	ASSERT_EQ(trace_gunzip(cut, cut_len, true, &text, &len, why, sizeof(why)), 0);
+	ASSERT_EQ(len, sizeof(head) + a_len);
+	ASSERT(!memcmp(text, head, sizeof(head)) && !memcmp(text + sizeof(head), a, a_len));
+	free(text);
+	ASSERT(trace_gunzip(cut, cut_len, false, &text, &len, why, sizeof(why)) != 0);
+	free(text);
+
+	full = read_file(path, &full_len);
+	ASSERT_EQ(trace_gunzip(full, full_len, false, &text, &len, why, sizeof(why)), 0);
+	ASSERT_EQ(len, sizeof(head2) + a_len + b_len);
+	ASSERT(!memcmp(text, head2, sizeof(head2)));
+	ASSERT(!memcmp(text + sizeof(head2), a, a_len));
+	ASSERT(!memcmp(text + sizeof(head2) + a_len, b, b_len));
+	free(text);
+	/* Cut anywhere later: still the head, all of a, and a prefix of b. */
+	for (size_t at = cut_len; at < full_len; at += (full_len - cut_len) / 7 + 1) {
+		ASSERT_EQ(trace_gunzip(full, at, true, &text, &len, why, sizeof(why)), 0);
+		ASSERT(len >= sizeof(head2) + a_len && len <= sizeof(head2) + a_len + b_len);
+		ASSERT(!memcmp(text + sizeof(head2) + a_len, b, len - sizeof(head2) - a_len));
+		free(text);
+	}
+	free(a), free(b), free(cut), free(full);
+	rm_rf(dir);
+}
+
+/* The writer's .partial, copied while the window is open, holds every event pushed so far. */
+TEST(export_partial_file_readable)
+{
+	char dir[64], partial[512];
+	size_t len, text_len;
+	char *data, *text = NULL;
+	uint32_t w;
+	int found = 0;
+
+	make_tmpdir(dir, sizeof(dir));
+	start_export(dir, 4u << 20);
+	w = open_window(0, 0);
+	for (uint32_t i = 0; i < 2000; i++) {
+		struct gprof_export_event ev = {.kind = GPROF_EXPORT_NVTX_MARK,
+						.window = w,
+						.tid = 1,
+						.ts_ns = BASE_NS + i * 1000ull,
+						.name = gprof_export_intern("tick")};
+
+		ASSERT_EQ(gprof_export_push(&ev), 0);
+	}
+	wait_for_file(dir, ".partial", partial, sizeof(partial));
+	/* The writer syncs within 100 ms of new data: poll the file as a crash would leave it. */
+	for (int tries = 0; tries < 1000 && found < 2000; tries++, usleep(10000)) {
+		free(text);
+		data = read_file(partial, &len);
+		text = NULL;
+		trace_gunzip(data, len, true, &text, &text_len, why, sizeof(why));
+		free(data);
+		found = count_lines(text + GPROF_TRACE_HEAD_BYTES, "{\"ph\":\"i\"");
+	}
+	ASSERT_EQ(found, 2000);
+	ASSERT_MSG(!strncmp(text, "{\n  \"schemaVersion\": 1,", 23), "%.40s", text);
+	/* Each of those lines is a complete JSON object. */
+	for (char *line = text + GPROF_TRACE_HEAD_BYTES, *end; *line; line = end + 1) {
+		json_error_t err;
+		json_t *j;
+
+		end = strchr(line, '\n');
+		ASSERT(end && end[-1] == ',');
+		j = json_loadb(line, (size_t)(end - 1 - line), 0, &err);
+		ASSERT_MSG(j, "%s", err.text);
+		json_decref(j);
+	}
+	free(text);
+	close_window(w);
+	rm_rf(dir);
+}
