@@ -1,8 +1,8 @@
 /*
- * Tests of the simulated runtime, driver and GPU timeline: the test programs' record streams
- * (through the fake libcupti and the ground-truth log), the timeline's guarantees, fault
- * injection and error semantics. Expected values come from the programs' documented behaviour,
- * the CUDA headers and the real libcudart, never from the simulation's own output.
+ * Tests of the simulated runtime, driver and GPU timeline, loaded into the test's process: the
+ * exports, the timeline's guarantees, the cost model, fault injection and error semantics.
+ * Expected values come from the environment given, the CUDA headers and the real libcudart.
+ * The test programs' record streams are tested in test-fakecuda-apps.c.
  */
 #include <dlfcn.h>
 #include <limits.h>
@@ -19,46 +19,6 @@
 #include "task.h"
 #include "util/gtlog.h"
 #include "util/proc.h"
-
-/* ---- paths and temporary files ---- */
-
-static const char *build_path(const char *rel)
-{
-	static char bufs[8][PATH_MAX];
-	static unsigned next;
-	char *buf = bufs[next++ % 8];
-	const char *build = getenv("TEST_BUILD");
-
-	if (!build)
-		SKIP("TEST_BUILD is not set");
-	snprintf(buf, PATH_MAX, "%s/%s", build, rel);
-	return buf;
-}
-
-static char tmp_files[8][64];
-static int n_tmp_files;
-
-static void remove_tmp_files(void)
-{
-	for (int i = 0; i < n_tmp_files; i++)
-		unlink(tmp_files[i]);
-}
-
-/* A new empty file under /tmp, removed when the test's process exits. */
-static const char *tmp_file(void)
-{
-	char *path = tmp_files[n_tmp_files];
-	int fd;
-
-	ASSERT(n_tmp_files < 8);
-	snprintf(path, sizeof(tmp_files[0]), "/tmp/fakecuda-test-XXXXXX");
-	fd = mkstemp(path);
-	ASSERT(fd >= 0);
-	close(fd);
-	if (n_tmp_files++ == 0)
-		atexit(remove_tmp_files);
-	return path;
-}
 
 static uint64_t now_ns(void)
 {
@@ -158,13 +118,13 @@ static void kernel_slow(void)
 static const char *load_runtime(const char *const env[])
 {
 	static char fatbin[16];
-	const char *log = tmp_file();
+	const char *log = proc_tmp_file();
 	void *lib, **handle;
 
 	setenv("FAKEGPU_LOG", log, 1);
 	for (; env && *env; env++)
 		ASSERT(putenv((char *)*env) == 0);
-	lib = dlopen(build_path("fakecuda/libcudart.so.13"), RTLD_NOW | RTLD_LOCAL);
+	lib = dlopen(proc_build_path("fakecuda/libcudart.so.13"), RTLD_NOW | RTLD_LOCAL);
 	ASSERT_MSG(lib, "%s", dlerror());
 	for (size_t i = 0; i < sizeof(rt_syms) / sizeof(rt_syms[0]); i++) {
 		void *sym = dlsym(lib, rt_syms[i].name);
@@ -193,20 +153,7 @@ static cudaError_t launch(void (*kernel)(void), unsigned int grid, unsigned int 
 /* The kernels of a log, in launch (correlation) order. */
 static json_t *kernels_by_corr(json_t *log)
 {
-	json_t *k = gtlog_filter(log, "{\"type\":\"gpu\",\"kind\":\"kernel\"}");
-	size_t n = json_array_size(k);
-
-	for (size_t i = 1; i < n; i++)
-		for (size_t j = i; j > 0; j--) {
-			json_t *a = json_array_get(k, j - 1), *b = json_array_get(k, j);
-
-			if (gtlog_int(a, "corr") < gtlog_int(b, "corr"))
-				break;
-			json_incref(a);
-			json_array_set(k, j - 1, b);
-			json_array_set_new(k, j, a);
-		}
-	return k;
+	return gtlog_sorted(log, "{\"type\":\"gpu\",\"kind\":\"kernel\"}", "corr");
 }
 
 #define KERNEL(arr, i) json_array_get(arr, i)
@@ -304,8 +251,8 @@ static const char *const driver_exports[] = {
 /* Every name under the version node libcudart.so.13, as in the real library, which has it too. */
 TEST(fakecuda_exports)
 {
-	void *fake = dlopen(build_path("fakecuda/libcudart.so.13"), RTLD_NOW | RTLD_LOCAL);
-	void *drv = dlopen(build_path("fakecuda/libcuda.so.1"), RTLD_NOW | RTLD_LOCAL);
+	void *fake = dlopen(proc_build_path("fakecuda/libcudart.so.13"), RTLD_NOW | RTLD_LOCAL);
+	void *drv = dlopen(proc_build_path("fakecuda/libcuda.so.1"), RTLD_NOW | RTLD_LOCAL);
 	char real_path[PATH_MAX];
 	void *real;
 
@@ -537,7 +484,7 @@ TEST(fakecuda_malloc_fault_and_last_error)
 	ASSERT_EQ(rt.free(q), cudaErrorInvalidValue); /* no longer an allocation */
 	ASSERT_EQ(rt.get_last_error(), cudaErrorInvalidValue);
 
-	drv = dlopen(build_path("fakecuda/libcuda.so.1"), RTLD_NOW | RTLD_LOCAL);
+	drv = dlopen(proc_build_path("fakecuda/libcuda.so.1"), RTLD_NOW | RTLD_LOCAL);
 	*(void **)&mem_alloc = dlsym(drv, "cuMemAlloc_v2");
 	*(void **)&init = dlsym(drv, "cuInit");
 	ASSERT(mem_alloc && init);
@@ -655,316 +602,4 @@ TEST(fakecuda_log_escapes_names)
 	ASSERT_STR_EQ(gtlog_str(KERNEL(k, 0), "name"), "q\"b\\c\x01\n\xef\xbf\xbd\xc3\xa9");
 	json_decref(k);
 	json_decref(log);
-}
-
-/* ---- the test programs, unmodified on the simulated runtime ---- */
-
-/* Runs a program of $TEST_BUILD/test/apps; fails the test unless it exits 0. */
-static void run_app(const char *const argv[], const char *const env[])
-{
-	struct proc_result res;
-
-	if (access(argv[0], X_OK))
-		SKIP("%s was not built (no nvcc?)", argv[0]);
-	ASSERT_EQ(proc_run(argv, env, 60, &res), 0);
-	ASSERT_MSG(res.status == 0, "%s exited %d: %s", argv[0], res.status, res.err);
-	proc_result_free(&res);
-}
-
-static size_t count(json_t *log, const char *match)
-{
-	return gtlog_count(log, match);
-}
-
-/* The record of type `type` ("RUNTIME", "DRIVER") with correlation `corr`, or NULL. */
-static json_t *find_corr(json_t *dump, const char *type, long long corr)
-{
-	size_t i;
-	json_t *e;
-
-	json_array_foreach(dump, i, e)
-	{
-		if (!strcmp(gtlog_str(e, "type"), type) && gtlog_int(e, "corr") == corr)
-			return e;
-	}
-	return NULL;
-}
-
-/*
- * Every API record has exactly one enter and one exit callback with its correlation id and
- * cbid, and there are no other callbacks; every GPU record belongs to an API record of `api`
- * ("RUNTIME" or "DRIVER") that started before the work did.
- */
-static void check_correlation(json_t *dump, const char *api)
-{
-	size_t i, n_api = 0;
-	json_t *e;
-
-	json_array_foreach(dump, i, e)
-	{
-		const char *type = gtlog_str(e, "type");
-		char match[160];
-		json_t *call;
-
-		if (!strcmp(type, "RUNTIME") || !strcmp(type, "DRIVER")) {
-			n_api++;
-			for (int site = 0; site < 2; site++) {
-				snprintf(
-				    match, sizeof(match),
-				    "{\"type\":\"CB\",\"site\":\"%s\",\"corr\":%lld,\"cbid\":%lld}",
-				    site ? "exit" : "enter", gtlog_int(e, "corr"),
-				    gtlog_int(e, "cbid"));
-				ASSERT_MSG(count(dump, match) == 1, "%s", match);
-			}
-		}
-		if (strcmp(type, "KERNEL") && strcmp(type, "MEMCPY") && strcmp(type, "MEMSET"))
-			continue;
-		call = find_corr(dump, api, gtlog_int(e, "corr"));
-		ASSERT_MSG(call, "%s record %lld has no %s record", type, gtlog_int(e, "corr"),
-			   api);
-		ASSERT_GE(START(e), gtlog_int(call, "start"));
-	}
-	ASSERT_EQ(count(dump, "{\"type\":\"CB\"}"), 2 * n_api);
-	ASSERT_GT(n_api, 0);
-	ASSERT_EQ(count(dump, "{\"type\":\"END\"}"), 1);
-	ASSERT_EQ(count(dump, "{\"type\":\"DROPPED\"}"), 0);
-}
-
-/* Every kernel record of the dump is in the ground-truth log with the same values. */
-static void check_against_log(json_t *dump, json_t *log)
-{
-	size_t i;
-	json_t *e;
-
-	json_array_foreach(dump, i, e)
-	{
-		char match[4096];
-
-		if (strcmp(gtlog_str(e, "type"), "KERNEL"))
-			continue;
-		snprintf(match, sizeof(match),
-			 "{\"type\":\"gpu\",\"kind\":\"kernel\",\"corr\":%lld,\"name\":\"%s\","
-			 "\"start\":%lld,\"end\":%lld,\"stream\":%lld,\"device\":%lld}",
-			 gtlog_int(e, "corr"), gtlog_str(e, "name"), START(e), END(e),
-			 gtlog_int(e, "stream"), gtlog_int(e, "device"));
-		ASSERT_MSG(count(log, match) == 1, "%s", match);
-	}
-}
-
-/* The one entry matching `match`'s stream id, asserting all such entries share it. */
-static long long stream_of(json_t *log, const char *match)
-{
-	json_t *hits = gtlog_filter(log, match);
-	long long id = gtlog_int(json_array_get(hits, 0), "stream");
-	size_t i;
-	json_t *e;
-
-	ASSERT_MSG(json_array_size(hits) > 0, "%s", match);
-	json_array_foreach(hits, i, e)
-	{
-		ASSERT_EQ(gtlog_int(e, "stream"), id);
-	}
-	json_decref(hits);
-	return id;
-}
-
-/* nvcc-app, 3 steps (see its header comment for what one step does). */
-static void check_nvcc_app(const char *app, bool per_thread)
-{
-	const char *dump_path = tmp_file(), *log_path = tmp_file();
-	char out_env[80], log_env[80];
-	const char *argv[] = {build_path(app), "3", NULL};
-	const char *env[] = {proc_preload(build_path("test/apps/libcuptidump.so")), out_env,
-			     log_env, "LD_BIND_NOW=1", NULL};
-	long long s1, s2, legacy;
-	json_t *dump, *log;
-
-	snprintf(out_env, sizeof(out_env), "CUPTI_DUMP_OUT=%s", dump_path);
-	snprintf(log_env, sizeof(log_env), "FAKEGPU_LOG=%s", log_path);
-	run_app(argv, env);
-	dump = gtlog_load_dump(dump_path);
-	log = gtlog_load(log_path);
-	ASSERT(dump && log);
-	ASSERT_EQ(count(dump, "{\"type\":\"KERNEL\"}"), 9);
-	ASSERT_EQ(count(dump, "{\"type\":\"KERNEL\",\"name\":\"_Z4fillPffi\",\"grid\":\"4,1,1\","
-			      "\"block\":\"256,1,1\"}"),
-		  3);
-	ASSERT_EQ(count(dump, "{\"type\":\"KERNEL\",\"name\":\"_Z5scaleIfEvPT_S0_i\"}"), 3);
-	ASSERT_EQ(count(dump, "{\"type\":\"KERNEL\",\"name\":\"_Z5scaleIdEvPT_S0_i\","
-			      "\"grid\":\"2,1,1\"}"),
-		  3);
-	ASSERT_EQ(count(dump, "{\"type\":\"MEMCPY\",\"copy_kind\":1,\"src_kind\":2,\"dst_kind\":3,"
-			      "\"bytes\":4096}"),
-		  3);
-	ASSERT_EQ(count(dump, "{\"type\":\"MEMCPY\",\"copy_kind\":8,\"bytes\":4096}"), 3);
-	ASSERT_EQ(count(dump, "{\"type\":\"MEMCPY\",\"copy_kind\":2,\"src_kind\":3,\"dst_kind\":1,"
-			      "\"bytes\":4096}"),
-		  3);
-	ASSERT_EQ(count(dump, "{\"type\":\"MEMSET\",\"bytes\":4096,\"value\":0}"), 3);
-	ASSERT_EQ(count(dump, "{\"type\":\"MEMORY2\",\"op\":1,\"memory_kind\":3,\"bytes\":4096}"),
-		  3);
-	ASSERT_EQ(count(dump, "{\"type\":\"MEMORY2\",\"op\":2,\"memory_kind\":3}"), 3);
-	ASSERT_EQ(count(dump, "{\"type\":\"MEMORY2\",\"op\":1,\"memory_kind\":2}"), 1);
-	ASSERT_EQ(count(dump, "{\"type\":\"MEMORY2\",\"op\":2,\"memory_kind\":2}"), 1);
-	/* cbids from cupti_runtime_cbid.h */
-	ASSERT_EQ(count(dump, per_thread ? "{\"type\":\"RUNTIME\",\"cbid\":506}"
-					 : "{\"type\":\"RUNTIME\",\"cbid\":505}"),
-		  9);
-	ASSERT_EQ(count(dump, per_thread ? "{\"type\":\"RUNTIME\",\"cbid\":225}"
-					 : "{\"type\":\"RUNTIME\",\"cbid\":41}"),
-		  6);
-	ASSERT_EQ(count(dump, per_thread ? "{\"type\":\"RUNTIME\",\"cbid\":215}"
-					 : "{\"type\":\"RUNTIME\",\"cbid\":31}"),
-		  3);
-	ASSERT_EQ(count(dump, per_thread ? "{\"type\":\"RUNTIME\",\"cbid\":233}"
-					 : "{\"type\":\"RUNTIME\",\"cbid\":49}"),
-		  3);
-	ASSERT_EQ(count(dump, "{\"type\":\"DRIVER\"}"), 0);
-	s1 = stream_of(dump, "{\"type\":\"KERNEL\",\"name\":\"_Z4fillPffi\"}");
-	s2 = stream_of(dump, "{\"type\":\"KERNEL\",\"name\":\"_Z5scaleIfEvPT_S0_i\"}");
-	legacy = stream_of(dump, "{\"type\":\"KERNEL\",\"name\":\"_Z5scaleIdEvPT_S0_i\"}");
-	ASSERT_EQ(stream_of(dump, "{\"type\":\"MEMCPY\",\"copy_kind\":1}"), s1);
-	ASSERT_EQ(stream_of(dump, "{\"type\":\"MEMCPY\",\"copy_kind\":8}"), s2);
-	ASSERT_EQ(stream_of(dump, "{\"type\":\"MEMCPY\",\"copy_kind\":2}"), legacy);
-	ASSERT_EQ(stream_of(dump, "{\"type\":\"MEMSET\"}"), legacy);
-	ASSERT(s1 != s2 && s1 != legacy && s2 != legacy);
-	ASSERT(per_thread ? legacy != 7 : legacy == 7);
-	check_correlation(dump, "RUNTIME");
-	check_against_log(dump, log);
-	json_decref(dump);
-	json_decref(log);
-}
-
-TEST(fakecuda_nvcc_app)
-{
-	check_nvcc_app("test/apps/nvcc-app", false);
-}
-
-TEST(fakecuda_nvcc_app_per_thread_stream)
-{
-	check_nvcc_app("test/apps/nvcc-app-pt", true);
-}
-
-/* rt-app -s 4 -t 3 (see its header comment), through the ground-truth log. */
-TEST(fakecuda_rt_app_threads)
-{
-	const char *log_path = tmp_file();
-	char log_env[80];
-	const char *argv[] = {build_path("test/apps/rt-app"), "-s", "4", "-t", "3", NULL};
-	const char *env[] = {log_env, NULL};
-	json_t *log, *k, *streams = json_object(), *threads = json_object();
-	size_t i;
-	json_t *e;
-
-	snprintf(log_env, sizeof(log_env), "FAKEGPU_LOG=%s", log_path);
-	run_app(argv, env);
-	log = gtlog_load(log_path);
-	ASSERT(log);
-	ASSERT_EQ(count(log, "{\"kind\":\"kernel\",\"name\":\"_Z7vec_addPfPKfS1_i\","
-			     "\"grid\":[64,1,1],\"block\":[256,1,1]}"),
-		  12);
-	ASSERT_EQ(count(log, "{\"kind\":\"kernel\",\"name\":\"_Z4reluPfi\",\"grid\":[32,1,1],"
-			     "\"block\":[128,1,1]}"),
-		  12);
-	ASSERT_EQ(count(log, "{\"kind\":\"memcpy\",\"copy_kind\":\"HtoD\",\"src_kind\":\"pinned\","
-			     "\"bytes\":65536}"),
-		  12);
-	ASSERT_EQ(count(log,
-			"{\"kind\":\"memcpy\",\"copy_kind\":\"DtoH\",\"dst_kind\":\"pageable\","
-			"\"bytes\":65536}"),
-		  12);
-	ASSERT_EQ(count(log, "{\"kind\":\"memset\",\"bytes\":1048576}"), 12);
-	ASSERT_EQ(count(log, "{\"type\":\"memory\",\"op\":\"alloc\",\"memory_kind\":\"device\"}"),
-		  15);
-	ASSERT_EQ(count(log, "{\"type\":\"memory\",\"op\":\"free\",\"memory_kind\":\"device\"}"),
-		  15);
-	ASSERT_EQ(count(log, "{\"type\":\"memory\",\"op\":\"alloc\",\"memory_kind\":\"pinned\"}"),
-		  3);
-	/* three streams of eight kernels each, none overlapping on its stream */
-	k = kernels_by_corr(log);
-	json_array_foreach(k, i, e)
-	{
-		char key[16], match[96];
-
-		snprintf(key, sizeof(key), "%lld", gtlog_int(e, "stream"));
-		json_object_set_new(streams, key, json_true());
-		snprintf(match, sizeof(match), "{\"kind\":\"kernel\",\"stream\":%s}", key);
-		ASSERT_EQ(count(log, match), 8);
-		for (size_t j = 0; j < i; j++)
-			if (gtlog_int(KERNEL(k, j), "stream") == gtlog_int(e, "stream"))
-				ASSERT_GE(START(e), END(KERNEL(k, j)));
-	}
-	ASSERT_EQ(json_object_size(streams), 3);
-	/* launched from three threads */
-	json_array_foreach(log, i, e)
-	{
-		char key[16];
-
-		snprintf(key, sizeof(key), "%lld", gtlog_int(e, "tid"));
-		if (!strcmp(gtlog_str(e, "name"), "cudaLaunchKernel"))
-			json_object_set_new(threads, key, json_true());
-	}
-	ASSERT_EQ(json_object_size(threads), 3);
-	json_decref(threads);
-	json_decref(streams);
-	json_decref(k);
-	json_decref(log);
-}
-
-/* drv-app, 3 steps: only driver records, kernels named by cuModuleGetFunction. */
-TEST(fakecuda_drv_app)
-{
-	const char *dump_path = tmp_file();
-	char out_env[80];
-	const char *argv[] = {build_path("test/apps/drv-app"), "3", NULL};
-	const char *env[] = {proc_preload(build_path("test/apps/libcuptidump.so")), out_env, NULL};
-	json_t *dump;
-
-	snprintf(out_env, sizeof(out_env), "CUPTI_DUMP_OUT=%s", dump_path);
-	run_app(argv, env);
-	dump = gtlog_load_dump(dump_path);
-	ASSERT(dump);
-	ASSERT_EQ(count(dump, "{\"type\":\"RUNTIME\"}"), 0);
-	/* cbids from cupti_driver_cbid.h */
-	ASSERT_EQ(count(dump, "{\"type\":\"DRIVER\",\"cbid\":307}"), 3);
-	ASSERT_EQ(count(dump, "{\"type\":\"DRIVER\",\"cbid\":652}"), 3);
-	ASSERT_EQ(count(dump, "{\"type\":\"DRIVER\",\"cbid\":677}"), 14);
-	ASSERT_EQ(count(dump, "{\"type\":\"DRIVER\",\"cbid\":243}"), 2);
-	ASSERT_EQ(count(dump, "{\"type\":\"CB\",\"domain\":2}"), 0);
-	ASSERT_EQ(count(dump, "{\"type\":\"KERNEL\",\"name\":\"triton_poi_fused_add_0\","
-			      "\"grid\":\"8,1,1\",\"block\":\"128,1,1\",\"stream\":7}"),
-		  3);
-	ASSERT_EQ(count(dump, "{\"type\":\"KERNEL\",\"name\":\"triton_red_fused_sum_1\","
-			      "\"grid\":\"4,1,1\",\"block\":\"64,1,1\",\"shared_dynamic\":256}"),
-		  3);
-	ASSERT_EQ(count(dump, "{\"type\":\"MEMCPY\",\"copy_kind\":1,\"src_kind\":1,\"bytes\":4096,"
-			      "\"runtime_corr\":0}"),
-		  1);
-	ASSERT_EQ(count(dump, "{\"type\":\"MEMCPY\",\"copy_kind\":2,\"dst_kind\":1,\"bytes\":4096,"
-			      "\"runtime_corr\":0}"),
-		  1);
-	check_correlation(dump, "DRIVER");
-	json_decref(dump);
-}
-
-/* CUDA_INJECTION64_PATH is loaded by cuInit: the client sees nothing from before it. */
-TEST(fakecuda_injection_at_cuinit)
-{
-	const char *dump_path = tmp_file();
-	char out_env[80], inject_env[PATH_MAX + 32];
-	const char *argv[] = {build_path("test/apps/drv-app"), "3", NULL};
-	const char *env[] = {out_env, inject_env, NULL};
-	json_t *dump;
-
-	snprintf(out_env, sizeof(out_env), "CUPTI_DUMP_OUT=%s", dump_path);
-	snprintf(inject_env, sizeof(inject_env), "CUDA_INJECTION64_PATH=%s",
-		 build_path("test/apps/libcuptidump.so"));
-	run_app(argv, env);
-	dump = gtlog_load_dump(dump_path);
-	ASSERT(dump);
-	ASSERT_EQ(count(dump, "{\"type\":\"INJECTION\"}"), 1);
-	ASSERT_EQ(count(dump, "{\"type\":\"DRIVER\",\"cbid\":677}"), 0); /* before cuInit */
-	ASSERT_EQ(count(dump, "{\"type\":\"DRIVER\",\"cbid\":1}"), 1);
-	ASSERT_EQ(count(dump, "{\"type\":\"KERNEL\"}"), 6);
-	json_decref(dump);
 }

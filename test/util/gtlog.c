@@ -115,6 +115,26 @@ json_t *gtlog_filter(json_t *log, const char *match)
 	return out;
 }
 
+/* Insertion sort: the arrays of a test are small, and it keeps equal keys in order. */
+json_t *gtlog_sorted(json_t *log, const char *match, const char *key)
+{
+	json_t *out = gtlog_filter(log, match);
+	size_t n = json_array_size(out);
+
+	for (size_t i = 1; i < n; i++) {
+		for (size_t j = i; j > 0; j--) {
+			json_t *a = json_array_get(out, j - 1), *b = json_array_get(out, j);
+
+			if (gtlog_int(a, key) <= gtlog_int(b, key))
+				break;
+			json_incref(a);
+			json_array_set(out, j - 1, b);
+			json_array_set_new(out, j, a);
+		}
+	}
+	return out;
+}
+
 size_t gtlog_count(json_t *log, const char *match)
 {
 	json_t *hits = gtlog_filter(log, match);

@@ -23,6 +23,8 @@ json_t *gtlog_load_dump(const char *path);
  * {"type":"gpu","kind":"kernel"} (a new array; json_decref it). NULL if match is not JSON.
  */
 json_t *gtlog_filter(json_t *log, const char *match);
+/* gtlog_filter's entries sorted by integer member `key`, ascending (stable). */
+json_t *gtlog_sorted(json_t *log, const char *match, const char *key);
 /* How many entries gtlog_filter would return (0 for bad JSON). */
 size_t gtlog_count(json_t *log, const char *match);
 

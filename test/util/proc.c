@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "test/task.h"
 #include "test/util/proc.h"
 
 extern char **environ;
@@ -197,4 +198,36 @@ const char *proc_preload(const char *lib)
 
 	snprintf(buf, sizeof(buf), "LD_PRELOAD=%s%s%s", rt ? rt : "", rt ? " " : "", lib);
 	return buf;
+}
+
+const char *proc_build_path(const char *rel)
+{
+	static char bufs[8][PATH_MAX];
+	static unsigned int next;
+	char *buf = bufs[next++ % 8];
+	const char *build = getenv("TEST_BUILD");
+
+	if (!build)
+		SKIP("TEST_BUILD is not set");
+	snprintf(buf, PATH_MAX, "%s/%s", build, rel);
+	return buf;
+}
+
+/*
+ * The file is unlinked at once and reached through /proc/<pid>/fd, which other processes can
+ * open too: nothing is left behind however the test's process ends (tests end in _exit).
+ */
+const char *proc_tmp_file(void)
+{
+	static char paths[8][64];
+	static int n;
+	char tmpl[] = "/tmp/gprof-test-XXXXXX";
+	int fd;
+
+	ASSERT(n < 8);
+	fd = mkstemp(tmpl);
+	ASSERT(fd >= 0);
+	unlink(tmpl);
+	snprintf(paths[n], sizeof(paths[n]), "/proc/%d/fd/%d", (int)getpid(), fd);
+	return paths[n++];
 }

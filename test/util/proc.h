@@ -34,4 +34,13 @@ const char *proc_sanitizer_runtime(void);
 /* "LD_PRELOAD=[sanitizer runtime ]lib" in a static buffer, for proc_run's env. */
 const char *proc_preload(const char *lib);
 
+/* $TEST_BUILD/rel, in one of 8 static buffers used in turn; the test skips without TEST_BUILD. */
+const char *proc_build_path(const char *rel);
+
+/*
+ * The path of a new empty file (at most 8 per test) that any process may open while this one
+ * runs, and that disappears with this process: no clean-up needed.
+ */
+const char *proc_tmp_file(void);
+
 #endif

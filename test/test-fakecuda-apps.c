@@ -1,0 +1,367 @@
+/*
+ * The test programs of test/apps/ run unmodified on the simulated runtime and driver and give
+ * the record streams their header comments promise, through the fake libcupti (cupti-dump) and
+ * the ground-truth log. cbids are those of cupti_runtime_cbid.h and cupti_driver_cbid.h.
+ */
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "task.h"
+#include "util/gtlog.h"
+#include "util/proc.h"
+
+#define START(e) gtlog_int(e, "start")
+#define END(e)	 gtlog_int(e, "end")
+
+/* How many entries must match a filter. */
+struct expect {
+	const char *match;
+	size_t n;
+};
+
+static void check_counts(json_t *log, const struct expect *e, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		ASSERT_MSG(gtlog_count(log, e[i].match) == e[i].n, "%zu entries %s, not %zu",
+			   gtlog_count(log, e[i].match), e[i].match, e[i].n);
+}
+
+#define CHECK_COUNTS(log, table) check_counts(log, table, sizeof(table) / sizeof(table[0]))
+
+/* Runs argv (a program of $TEST_BUILD) with env; fails the test unless it exits 0. */
+static void run_app(const char *const argv[], const char *const env[])
+{
+	struct proc_result res;
+
+	if (access(argv[0], X_OK))
+		SKIP("%s was not built (no nvcc?)", argv[0]);
+	ASSERT_EQ(proc_run(argv, env, 60, &res), 0);
+	ASSERT_MSG(res.status == 0, "%s exited %d: %s", argv[0], res.status, res.err);
+	proc_result_free(&res);
+}
+
+/* Runs argv under cupti-dump (and FAKEGPU_LOG if log_path); returns the dump. */
+static json_t *run_dumped(const char *const argv[], const char *log_path)
+{
+	const char *dump_path = proc_tmp_file();
+	char out_env[80], log_env[80];
+	const char *env[] = {proc_preload(proc_build_path("test/apps/libcuptidump.so")), out_env,
+			     "LD_BIND_NOW=1", log_path ? log_env : NULL, NULL};
+	json_t *dump;
+
+	snprintf(out_env, sizeof(out_env), "CUPTI_DUMP_OUT=%s", dump_path);
+	snprintf(log_env, sizeof(log_env), "FAKEGPU_LOG=%s", log_path ? log_path : "");
+	run_app(argv, env);
+	dump = gtlog_load_dump(dump_path);
+	ASSERT(dump);
+	return dump;
+}
+
+/* The record of type `type` ("RUNTIME", "DRIVER") with correlation `corr`, or NULL. */
+static json_t *find_corr(json_t *dump, const char *type, long long corr)
+{
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(dump, i, e)
+	{
+		if (!strcmp(gtlog_str(e, "type"), type) && gtlog_int(e, "corr") == corr)
+			return e;
+	}
+	return NULL;
+}
+
+/* An API record has one enter and one exit callback with its correlation id and cbid. */
+static void check_callbacks_of(json_t *dump, json_t *api)
+{
+	for (int site = 0; site < 2; site++) {
+		char match[160];
+
+		snprintf(match, sizeof(match),
+			 "{\"type\":\"CB\",\"site\":\"%s\",\"corr\":%lld,\"cbid\":%lld}",
+			 site ? "exit" : "enter", gtlog_int(api, "corr"), gtlog_int(api, "cbid"));
+		ASSERT_MSG(gtlog_count(dump, match) == 1, "%s", match);
+	}
+}
+
+static bool is_gpu_record(const char *type)
+{
+	return !strcmp(type, "KERNEL") || !strcmp(type, "MEMCPY") || !strcmp(type, "MEMSET");
+}
+
+/*
+ * Every API record has its pair of callbacks and there are no others; every GPU record belongs
+ * to an API record of `api` ("RUNTIME" or "DRIVER") that started before the work did. The dump
+ * is complete (END) with nothing dropped.
+ */
+static void check_correlation(json_t *dump, const char *api)
+{
+	size_t i, n_api = 0;
+	json_t *e, *call;
+
+	json_array_foreach(dump, i, e)
+	{
+		const char *type = gtlog_str(e, "type");
+
+		if (!strcmp(type, "RUNTIME") || !strcmp(type, "DRIVER")) {
+			n_api++;
+			check_callbacks_of(dump, e);
+		}
+		if (!is_gpu_record(type))
+			continue;
+		call = find_corr(dump, api, gtlog_int(e, "corr"));
+		ASSERT_MSG(call, "%s record %lld has no %s record", type, gtlog_int(e, "corr"),
+			   api);
+		ASSERT_GE(START(e), START(call));
+	}
+	ASSERT_GT(n_api, 0);
+	ASSERT_EQ(gtlog_count(dump, "{\"type\":\"CB\"}"), 2 * n_api);
+	ASSERT_EQ(gtlog_count(dump, "{\"type\":\"END\"}"), 1);
+	ASSERT_EQ(gtlog_count(dump, "{\"type\":\"DROPPED\"}"), 0);
+}
+
+/* Every kernel record of the dump is in the ground-truth log with the same values. */
+static void check_against_log(json_t *dump, json_t *log)
+{
+	json_t *kernels = gtlog_filter(dump, "{\"type\":\"KERNEL\"}"), *e;
+	size_t i;
+
+	ASSERT_GT(json_array_size(kernels), 0);
+	json_array_foreach(kernels, i, e)
+	{
+		char match[4096];
+
+		snprintf(match, sizeof(match),
+			 "{\"type\":\"gpu\",\"kind\":\"kernel\",\"corr\":%lld,\"name\":\"%s\","
+			 "\"start\":%lld,\"end\":%lld,\"stream\":%lld,\"device\":%lld}",
+			 gtlog_int(e, "corr"), gtlog_str(e, "name"), START(e), END(e),
+			 gtlog_int(e, "stream"), gtlog_int(e, "device"));
+		ASSERT_MSG(gtlog_count(log, match) == 1, "%s", match);
+	}
+	json_decref(kernels);
+}
+
+/* The stream id that every entry matching `match` has (there must be some). */
+static long long stream_of(json_t *log, const char *match)
+{
+	json_t *hits = gtlog_filter(log, match), *e;
+	long long id = gtlog_int(json_array_get(hits, 0), "stream");
+	size_t i;
+
+	ASSERT_MSG(json_array_size(hits) > 0, "%s", match);
+	json_array_foreach(hits, i, e)
+	{
+		ASSERT_EQ(gtlog_int(e, "stream"), id);
+	}
+	json_decref(hits);
+	return id;
+}
+
+/* ---- nvcc-app, 3 steps (its header comment says what one step does) ---- */
+
+static const struct expect nvcc_app_records[] = {
+    {"{\"type\":\"KERNEL\"}", 9},
+    {"{\"type\":\"KERNEL\",\"name\":\"_Z4fillPffi\",\"grid\":\"4,1,1\",\"block\":\"256,1,1\"}", 3},
+    {"{\"type\":\"KERNEL\",\"name\":\"_Z5scaleIfEvPT_S0_i\",\"grid\":\"4,1,1\"}", 3},
+    {"{\"type\":\"KERNEL\",\"name\":\"_Z5scaleIdEvPT_S0_i\",\"grid\":\"2,1,1\"}", 3},
+    /* copy kinds HTOD 1, DTOH 2, DTOD 8; memory kinds PAGEABLE 1, PINNED 2, DEVICE 3 */
+    {"{\"type\":\"MEMCPY\",\"copy_kind\":1,\"src_kind\":2,\"dst_kind\":3,\"bytes\":4096}", 3},
+    {"{\"type\":\"MEMCPY\",\"copy_kind\":8,\"src_kind\":3,\"dst_kind\":3,\"bytes\":4096}", 3},
+    {"{\"type\":\"MEMCPY\",\"copy_kind\":2,\"src_kind\":3,\"dst_kind\":1,\"bytes\":4096}", 3},
+    {"{\"type\":\"MEMSET\",\"bytes\":4096,\"value\":0}", 3},
+    /* op: ALLOCATION 1, RELEASE 2 */
+    {"{\"type\":\"MEMORY2\",\"op\":1,\"memory_kind\":3,\"bytes\":4096}", 3},
+    {"{\"type\":\"MEMORY2\",\"op\":2,\"memory_kind\":3,\"bytes\":4096}", 3},
+    {"{\"type\":\"MEMORY2\",\"op\":1,\"memory_kind\":2,\"bytes\":4096}", 1},
+    {"{\"type\":\"MEMORY2\",\"op\":2,\"memory_kind\":2,\"bytes\":4096}", 1},
+    {"{\"type\":\"RUNTIME\",\"cbid\":20}", 3},	/* cudaMalloc */
+    {"{\"type\":\"RUNTIME\",\"cbid\":27}", 1},	/* cudaHostAlloc */
+    {"{\"type\":\"RUNTIME\",\"cbid\":451}", 1}, /* cudaFuncGetName */
+    {"{\"type\":\"DRIVER\"}", 0},
+};
+
+/* The launch, copy and memset entry points of the legacy build, then the per-thread one. */
+static const struct expect nvcc_app_entries[2][4] = {
+    {{"{\"type\":\"RUNTIME\",\"cbid\":505}", 9},  /* __cudaLaunchKernel */
+     {"{\"type\":\"RUNTIME\",\"cbid\":41}", 6},	  /* cudaMemcpyAsync */
+     {"{\"type\":\"RUNTIME\",\"cbid\":31}", 3},	  /* cudaMemcpy */
+     {"{\"type\":\"RUNTIME\",\"cbid\":49}", 3}},  /* cudaMemset */
+    {{"{\"type\":\"RUNTIME\",\"cbid\":506}", 9},  /* __cudaLaunchKernel_ptsz */
+     {"{\"type\":\"RUNTIME\",\"cbid\":225}", 6},  /* cudaMemcpyAsync_ptsz */
+     {"{\"type\":\"RUNTIME\",\"cbid\":215}", 3},  /* cudaMemcpy_ptds */
+     {"{\"type\":\"RUNTIME\",\"cbid\":233}", 3}}, /* cudaMemset_ptds */
+};
+
+/* Stream 1, stream 2 and the default stream (legacy: id 7; per-thread: another) as promised. */
+static void check_nvcc_app_streams(json_t *dump, bool per_thread)
+{
+	long long s1 = stream_of(dump, "{\"type\":\"KERNEL\",\"name\":\"_Z4fillPffi\"}");
+	long long s2 = stream_of(dump, "{\"type\":\"KERNEL\",\"name\":\"_Z5scaleIfEvPT_S0_i\"}");
+	long long dflt = stream_of(dump, "{\"type\":\"KERNEL\",\"name\":\"_Z5scaleIdEvPT_S0_i\"}");
+
+	ASSERT_EQ(stream_of(dump, "{\"type\":\"MEMCPY\",\"copy_kind\":1}"), s1);
+	ASSERT_EQ(stream_of(dump, "{\"type\":\"MEMCPY\",\"copy_kind\":8}"), s2);
+	ASSERT_EQ(stream_of(dump, "{\"type\":\"MEMCPY\",\"copy_kind\":2}"), dflt);
+	ASSERT_EQ(stream_of(dump, "{\"type\":\"MEMSET\"}"), dflt);
+	ASSERT(s1 != s2 && s1 != dflt && s2 != dflt);
+	ASSERT(per_thread ? dflt != 7 : dflt == 7);
+}
+
+static void check_nvcc_app(const char *app, bool per_thread)
+{
+	const char *log_path = proc_tmp_file();
+	const char *argv[] = {proc_build_path(app), "3", NULL};
+	json_t *dump = run_dumped(argv, log_path), *log = gtlog_load(log_path);
+
+	ASSERT(log);
+	CHECK_COUNTS(dump, nvcc_app_records);
+	CHECK_COUNTS(dump, nvcc_app_entries[per_thread]);
+	check_nvcc_app_streams(dump, per_thread);
+	check_correlation(dump, "RUNTIME");
+	check_against_log(dump, log);
+	json_decref(dump);
+	json_decref(log);
+}
+
+TEST(fakecuda_nvcc_app)
+{
+	check_nvcc_app("test/apps/nvcc-app", false);
+}
+
+TEST(fakecuda_nvcc_app_per_thread_stream)
+{
+	check_nvcc_app("test/apps/nvcc-app-pt", true);
+}
+
+/* ---- rt-app -s 4 -t 3, through the ground-truth log ---- */
+
+static const struct expect rt_app_log[] = {
+    {"{\"kind\":\"kernel\",\"name\":\"_Z7vec_addPfPKfS1_i\",\"grid\":[64,1,1],"
+     "\"block\":[256,1,1]}",
+     12},
+    {"{\"kind\":\"kernel\",\"name\":\"_Z4reluPfi\",\"grid\":[32,1,1],\"block\":[128,1,1]}", 12},
+    {"{\"kind\":\"memcpy\",\"copy_kind\":\"HtoD\",\"src_kind\":\"pinned\",\"bytes\":65536}", 12},
+    {"{\"kind\":\"memcpy\",\"copy_kind\":\"DtoH\",\"dst_kind\":\"pageable\",\"bytes\":65536}", 12},
+    {"{\"kind\":\"memset\",\"bytes\":1048576}", 12},
+    {"{\"type\":\"memory\",\"op\":\"alloc\",\"memory_kind\":\"device\"}", 15},
+    {"{\"type\":\"memory\",\"op\":\"free\",\"memory_kind\":\"device\"}", 15},
+    {"{\"type\":\"memory\",\"op\":\"alloc\",\"memory_kind\":\"pinned\"}", 3},
+    {"{\"type\":\"api\",\"name\":\"cudaLaunchKernel\",\"result\":0}", 24},
+};
+
+/* How many distinct values integer member `key` takes over the entries matching `match`. */
+static size_t distinct(json_t *log, const char *match, const char *key)
+{
+	json_t *hits = gtlog_filter(log, match), *seen = json_object(), *e;
+	size_t i, n;
+
+	json_array_foreach(hits, i, e)
+	{
+		char k[24];
+
+		snprintf(k, sizeof(k), "%lld", gtlog_int(e, key));
+		json_object_set_new(seen, k, json_true());
+	}
+	n = json_object_size(seen);
+	json_decref(seen);
+	json_decref(hits);
+	return n;
+}
+
+/* No two kernels of one stream overlap (kernels in launch order). */
+static void check_no_overlap(json_t *kernels)
+{
+	size_t n = json_array_size(kernels);
+
+	for (size_t i = 0; i < n; i++) {
+		json_t *e = json_array_get(kernels, i);
+
+		for (size_t j = 0; j < i; j++) {
+			json_t *before = json_array_get(kernels, j);
+
+			if (gtlog_int(before, "stream") == gtlog_int(e, "stream"))
+				ASSERT_GE(START(e), END(before));
+		}
+	}
+}
+
+TEST(fakecuda_rt_app_threads)
+{
+	const char *log_path = proc_tmp_file();
+	char log_env[80];
+	const char *argv[] = {proc_build_path("test/apps/rt-app"), "-s", "4", "-t", "3", NULL};
+	const char *env[] = {log_env, NULL};
+	json_t *log, *kernels;
+
+	snprintf(log_env, sizeof(log_env), "FAKEGPU_LOG=%s", log_path);
+	run_app(argv, env);
+	log = gtlog_load(log_path);
+	ASSERT(log);
+	CHECK_COUNTS(log, rt_app_log);
+	/* one stream per thread, eight kernels on each */
+	ASSERT_EQ(distinct(log, "{\"kind\":\"kernel\"}", "stream"), 3);
+	ASSERT_EQ(distinct(log, "{\"name\":\"cudaLaunchKernel\"}", "tid"), 3);
+	kernels = gtlog_sorted(log, "{\"kind\":\"kernel\"}", "corr");
+	check_no_overlap(kernels);
+	json_decref(kernels);
+	json_decref(log);
+}
+
+/* ---- drv-app, 3 steps: only driver records, kernels named by cuModuleGetFunction ---- */
+
+static const struct expect drv_app_records[] = {
+    {"{\"type\":\"RUNTIME\"}", 0},
+    {"{\"type\":\"CB\",\"domain\":2}", 0},	/* CUPTI_CB_DOMAIN_RUNTIME_API */
+    {"{\"type\":\"DRIVER\",\"cbid\":307}", 3},	/* cuLaunchKernel */
+    {"{\"type\":\"DRIVER\",\"cbid\":652}", 3},	/* cuLaunchKernelEx */
+    {"{\"type\":\"DRIVER\",\"cbid\":677}", 14}, /* cuGetProcAddress_v2 */
+    {"{\"type\":\"DRIVER\",\"cbid\":243}", 2},	/* cuMemAlloc_v2 */
+    {"{\"type\":\"DRIVER\",\"cbid\":1}", 1},	/* cuInit */
+    {"{\"type\":\"KERNEL\",\"name\":\"triton_poi_fused_add_0\",\"grid\":\"8,1,1\","
+     "\"block\":\"128,1,1\",\"stream\":7}",
+     3},
+    {"{\"type\":\"KERNEL\",\"name\":\"triton_red_fused_sum_1\",\"grid\":\"4,1,1\","
+     "\"block\":\"64,1,1\",\"shared_dynamic\":256,\"stream\":7}",
+     3},
+    {"{\"type\":\"MEMCPY\",\"copy_kind\":1,\"src_kind\":1,\"bytes\":4096,\"runtime_corr\":0}", 1},
+    {"{\"type\":\"MEMCPY\",\"copy_kind\":2,\"dst_kind\":1,\"bytes\":4096,\"runtime_corr\":0}", 1},
+};
+
+TEST(fakecuda_drv_app)
+{
+	const char *argv[] = {proc_build_path("test/apps/drv-app"), "3", NULL};
+	json_t *dump = run_dumped(argv, NULL);
+
+	CHECK_COUNTS(dump, drv_app_records);
+	check_correlation(dump, "DRIVER");
+	json_decref(dump);
+}
+
+/* CUDA_INJECTION64_PATH is loaded by cuInit: the client sees nothing from before it. */
+static const struct expect injected_records[] = {
+    {"{\"type\":\"INJECTION\"}", 1},
+    {"{\"type\":\"DRIVER\",\"cbid\":677}", 0}, /* cuGetProcAddress_v2, all before cuInit */
+    {"{\"type\":\"DRIVER\",\"cbid\":1}", 1},   /* cuInit: enabled while it ran */
+    {"{\"type\":\"KERNEL\"}", 6},
+};
+
+TEST(fakecuda_injection_at_cuinit)
+{
+	const char *dump_path = proc_tmp_file();
+	char out_env[80], inject_env[PATH_MAX + 32];
+	const char *argv[] = {proc_build_path("test/apps/drv-app"), "3", NULL};
+	const char *env[] = {out_env, inject_env, NULL};
+	json_t *dump;
+
+	snprintf(out_env, sizeof(out_env), "CUPTI_DUMP_OUT=%s", dump_path);
+	snprintf(inject_env, sizeof(inject_env), "CUDA_INJECTION64_PATH=%s",
+		 proc_build_path("test/apps/libcuptidump.so"));
+	run_app(argv, env);
+	dump = gtlog_load_dump(dump_path);
+	ASSERT(dump);
+	CHECK_COUNTS(dump, injected_records);
+	json_decref(dump);
+}
