@@ -814,3 +814,526 @@ TEST(export_partial_file_readable)
 	close_window(w);
 	rm_rf(dir);
 }
+
+/* Producers: thread `idx` pushes `count` RUNTIME events numbered by correlation. */
+struct producer_arg {
+	uint32_t window, idx, count;
+	uint32_t ok, dropped;
+};
+
+static void *produce(void *p)
+{
+	struct producer_arg *a = p;
+	const struct gprof_export_str *name = gprof_export_intern("cudaLaunchKernel");
+
+	for (uint32_t seq = 0; seq < a->count; seq++) {
+		struct gprof_export_event ev = {
+		    .kind = GPROF_EXPORT_RUNTIME,
+		    .window = a->window,
+		    .tid = 100000 + a->idx,
+		    .ts_ns = BASE_NS + US(2000000) + seq * 1000ull,
+		    .dur_ns = 500,
+		    .correlation = seq,
+		    .name = name,
+		    .u.api.cbid = 211,
+		};
+		int rc = gprof_export_push(&ev);
+
+		ASSERT(rc == 0 || rc == -ENOBUFS);
+		a->ok += rc == 0;
+		a->dropped += rc != 0;
+	}
+	return NULL;
+}
+
+static void run_producers(struct producer_arg *args, unsigned n)
+{
+	pthread_t th[16];
+
+	for (unsigned i = 0; i < n; i++)
+		ASSERT_EQ(pthread_create(&th[i], NULL, produce, &args[i]), 0);
+	for (unsigned i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+}
+
+/* Of the runtime events per producer tid, which correlations (sequence numbers) came out. */
+static void count_sequences(const struct trace *t, unsigned threads, uint32_t per_thread,
+			    uint8_t *seen)
+{
+	size_t i;
+	json_t *ev;
+
+	json_array_foreach(t->events, i, ev)
+	{
+		long long tid = json_integer_value(json_object_get(ev, "tid")) - 100000;
+		long long seq =
+		    json_integer_value(json_object_get(json_object_get(ev, "args"), "correlation"));
+
+		if (strcmp(trace_str(ev, "cat"), "cuda_runtime"))
+			continue;
+		ASSERT_MSG(tid >= 0 && tid < threads && seq >= 0 && seq < per_thread,
+			   "event %zu: tid %lld seq %lld", i, tid, seq);
+		ASSERT_MSG(!seen[tid * per_thread + seq]++, "duplicate: tid %lld seq %lld", tid,
+			   seq);
+	}
+}
+
+static void load_only_trace(const char *dir, struct trace *t)
+{
+	char path[512];
+
+	the_trace(dir, path, sizeof(path));
+	ASSERT_EQ(trace_load(path, t, why, sizeof(why)), 0);
+	ASSERT_TRACE_OK(t);
+}
+
+TEST(export_concurrent_producers)
+{
+	enum {
+		THREADS = 8,
+		PER_THREAD = 10000
+	};
+	struct producer_arg args[THREADS];
+	uint8_t *seen = calloc(THREADS, PER_THREAD);
+	char dir[64];
+	struct trace t;
+	uint32_t w;
+
+	make_tmpdir(dir, sizeof(dir));
+	start_export(dir, 64u << 20);
+	w = open_window(0, 0);
+	for (uint32_t i = 0; i < THREADS; i++)
+		args[i] = (struct producer_arg){.window = w, .idx = i, .count = PER_THREAD};
+	run_producers(args, THREADS);
+	close_window(w);
+	load_only_trace(dir, &t);
+	count_sequences(&t, THREADS, PER_THREAD, seen);
+	for (size_t i = 0; i < (size_t)THREADS * PER_THREAD; i++)
+		ASSERT_MSG(seen[i] == 1, "tid %zu seq %zu missing", i / PER_THREAD, i % PER_THREAD);
+	ASSERT_EQ(int_at(gprof_meta(&t, "records"), "runtime"), THREADS * PER_THREAD);
+	ASSERT_EQ(int_at(gprof_meta(&t, "dropped"), "buffer_full"), 0);
+	trace_free(&t);
+	free(seen);
+	rm_rf(dir);
+}
+
+/*
+ * A pool of 4 chunks and a writer that reads nothing: producers fill what they can, drop the
+ * rest without waiting, and the file (once the writer reads again) counts exactly the drops.
+ */
+TEST(export_cap_drops_counted)
+{
+	enum {
+		THREADS = 4,
+		PER_THREAD = 5000
+	};
+	struct producer_arg args[THREADS];
+	struct gprof_export_stats st;
+	uint32_t w, ok = 0, dropped = 0;
+	uint8_t *seen = calloc(THREADS, PER_THREAD);
+	char dir[64];
+	struct trace t;
+
+	make_tmpdir(dir, sizeof(dir));
+	start_export(dir, 4 * GPROF_CHUNK_BYTES);
+	w = open_window(0, 0);
+	gprof_export_pause(true);
+	for (uint32_t i = 0; i < THREADS; i++)
+		args[i] = (struct producer_arg){.window = w, .idx = i, .count = PER_THREAD};
+	run_producers(args, THREADS);
+	for (uint32_t i = 0; i < THREADS; i++) {
+		ok += args[i].ok;
+		dropped += args[i].dropped;
+	}
+	/* 4 chunks of 64 KiB hold at most 4 * 511 events of 128 bytes. */
+	ASSERT(ok <= 4 * 511 && ok > 0);
+	ASSERT_EQ(ok + dropped, THREADS * PER_THREAD);
+	gprof_export_get_stats(&st);
+	ASSERT_EQ(st.dropped, dropped);
+	gprof_export_pause(false);
+	close_window(w);
+	ASSERT_EQ(last_result.dropped, dropped);
+	load_only_trace(dir, &t);
+	ASSERT_EQ(int_at(gprof_meta(&t, "dropped"), "buffer_full"), dropped);
+	ASSERT_EQ(int_at(gprof_meta(&t, "records"), "runtime"), ok);
+	count_sequences(&t, THREADS, PER_THREAD, seen);
+	trace_free(&t);
+	free(seen);
+	rm_rf(dir);
+}
+
+static void wait_written(uint64_t n)
+{
+	struct gprof_export_stats st;
+
+	for (int i = 0; i < 4000; i++, usleep(2500)) {
+		gprof_export_get_stats(&st);
+		if (st.written >= n)
+			return;
+	}
+	FAIL("written %llu of %llu", (unsigned long long)st.written, (unsigned long long)n);
+}
+
+/*
+ * Threads that exit mid-window (one round while the writer reads nothing) keep their events,
+ * and their chunks come back: 5 rounds of 3 threads take 15 chunks from a pool of 6.
+ */
+TEST(export_thread_exit_mid_window)
+{
+	enum {
+		ROUNDS = 5,
+		THREADS = 3,
+		PER_THREAD = 500
+	};
+	struct producer_arg args[THREADS];
+	uint8_t *seen = calloc(ROUNDS * THREADS, PER_THREAD);
+	char dir[64];
+	struct trace t;
+	uint32_t w;
+
+	make_tmpdir(dir, sizeof(dir));
+	start_export(dir, 6 * GPROF_CHUNK_BYTES);
+	w = open_window(0, 0);
+	for (uint32_t r = 0; r < ROUNDS; r++) {
+		gprof_export_pause(r == 0);
+		for (uint32_t i = 0; i < THREADS; i++)
+			args[i] = (struct producer_arg){
+			    .window = w, .idx = r * THREADS + i, .count = PER_THREAD};
+		run_producers(args, THREADS);
+		for (uint32_t i = 0; i < THREADS; i++)
+			ASSERT_EQ(args[i].ok, PER_THREAD);
+		gprof_export_pause(false);
+		wait_written((r + 1) * THREADS * PER_THREAD);
+	}
+	close_window(w);
+	load_only_trace(dir, &t);
+	count_sequences(&t, ROUNDS * THREADS, PER_THREAD, seen);
+	for (size_t i = 0; i < ROUNDS * THREADS * PER_THREAD; i++)
+		ASSERT_MSG(seen[i] == 1, "tid %zu seq %zu missing", i / PER_THREAD, i % PER_THREAD);
+	ASSERT_EQ(int_at(gprof_meta(&t, "dropped"), "buffer_full"), 0);
+	trace_free(&t);
+	free(seen);
+	rm_rf(dir);
+}
+
+static void push_marks(uint32_t w, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct gprof_export_event ev = {.kind = GPROF_EXPORT_NVTX_MARK,
+						.window = w,
+						.tid = 1,
+						.ts_ns = BASE_NS + i * 1000ull,
+						.name = gprof_export_intern("m")};
+
+		ASSERT_EQ(gprof_export_push(&ev), 0);
+	}
+}
+
+/* Output under a regular file: one clear line, the window is lost, nothing crashes. */
+TEST(export_unwritable_folder)
+{
+	char dir[64], file[128], out[160];
+	struct gprof_export_stats st;
+	int fd = capture_stderr(), f;
+	const char *err;
+	uint32_t w;
+
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(file, sizeof(file), "%s/file", dir);
+	f = open(file, O_WRONLY | O_CREAT, 0644);
+	ASSERT(f >= 0);
+	close(f);
+	snprintf(out, sizeof(out), "%s/sub", file);
+	start_export(out, 1u << 20);
+	w = open_window(4, 0);
+	push_marks(w, 10);
+	close_window(w);
+	ASSERT_EQ(last_result.error, -ENOTDIR);
+	err = captured(fd);
+	ASSERT_MSG(count_lines(err, "gprof: ") == 1, "%s", err);
+	ASSERT_EQ(count_lines(err, ""), 1);
+	ASSERT_STR_CONTAINS(err, "cannot create the output folder");
+	ASSERT_STR_CONTAINS(err, out);
+	ASSERT_STR_CONTAINS(err, "window 4");
+	ASSERT_STR_CONTAINS(err, "GPROF_OUTPUT");
+	gprof_export_get_stats(&st);
+	ASSERT_EQ(st.windows_failed, 1);
+	ASSERT_EQ(st.late, 10); /* its events were dropped */
+	rm_rf(dir);
+}
+
+/* The disk fills mid-window (a file size limit): one line, the .partial removed, no crash. */
+TEST(export_disk_full)
+{
+	struct rlimit lim = {.rlim_cur = 256 << 10, .rlim_max = 256 << 10};
+	char dir[64];
+	int fd = capture_stderr();
+	const char *err;
+	DIR *d;
+	uint32_t w;
+
+	make_tmpdir(dir, sizeof(dir));
+	signal(SIGXFSZ, SIG_IGN);
+	ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	start_export(dir, 64u << 20);
+	w = open_window(0, 0);
+	for (uint32_t i = 0; i < 200000; i++) {
+		struct gprof_export_event ev = {.kind = GPROF_EXPORT_KERNEL,
+						.window = w,
+						.stream = 7,
+						.ts_ns = BASE_NS + i * 1733ull,
+						.dur_ns = 1000 + i % 700,
+						.correlation = i,
+						.name = gprof_export_intern("k")};
+
+		ASSERT_EQ(gprof_export_push(&ev), 0);
+		if (i % 20000 == 0)
+			usleep(1000);
+	}
+	close_window(w);
+	ASSERT_EQ(last_result.error, -EFBIG);
+	err = captured(fd);
+	ASSERT_MSG(count_lines(err, "gprof: ") == 1 && count_lines(err, "") == 1, "%s", err);
+	ASSERT_STR_CONTAINS(err, strerror(EFBIG));
+	ASSERT_STR_CONTAINS(err, ".partial");
+	d = opendir(dir);
+	for (struct dirent *de; (de = readdir(d));)
+		ASSERT_MSG(de->d_name[0] == '.', "left behind: %s", de->d_name);
+	closedir(d);
+	rm_rf(dir);
+}
+
+/* Events for a finished window are dropped, counted, and reported by the next file. */
+TEST(export_late_events_dropped)
+{
+	struct gprof_export_stats st;
+	char dir[64];
+	struct trace t;
+	uint32_t w1, w2;
+
+	make_tmpdir(dir, sizeof(dir));
+	start_export(dir, 1u << 20);
+	w1 = open_window(0, 0);
+	push_marks(w1, 10);
+	close_window(w1);
+	the_trace(dir, last_path, sizeof(last_path));
+	unlink(last_path);
+	push_marks(w1, 7);
+	for (int i = 0; i < 4000; i++, usleep(2500)) {
+		gprof_export_get_stats(&st);
+		if (st.late >= 7)
+			break;
+	}
+	ASSERT_EQ(st.late, 7);
+	ASSERT_EQ(st.written, 10);
+	w2 = open_window(1, 5);
+	ASSERT_NE(w2, w1);
+	push_marks(w2, 3);
+	close_window(w2);
+	load_only_trace(dir, &t);
+	ASSERT_EQ(int_at(gprof_meta(&t, "dropped"), "late"), 7);
+	ASSERT_EQ(int_at(gprof_meta(&t, "records"), "nvtx_mark"), 3);
+	trace_free(&t);
+	rm_rf(dir);
+}
+
+/* Warnings that don't fit the reserved header give way, and the header says how many. */
+TEST(export_header_shortens_warnings)
+{
+	static char warnings[GPROF_LOG_KEPT][GPROF_LOG_LINE_MAX];
+	struct gprof_export_process_info proc = {.cupti_status = "not used"};
+	struct gprof_trace_meta m = {.proc = &proc,
+				     .rank = {0, 1},
+				     .base_ns = BASE_NS,
+				     .trace_name = "h_1.2.pt.trace.json.gz",
+				     .warnings = warnings,
+				     .n_warnings = GPROF_LOG_KEPT};
+	struct gprof_trace *tr;
+	const json_t *kept;
+	const char *text;
+	struct trace t;
+	size_t len;
+	int err;
+
+	/* Each 0xff becomes a 3-byte U+FFFD: 32 of these need about 49 KB. */
+	for (int i = 0; i < GPROF_LOG_KEPT; i++)
+		memset(warnings[i], 0xff, GPROF_LOG_LINE_MAX - 1);
+	tr = gprof_trace_open(&m, BASE_NS, -1, 0, &err);
+	ASSERT(tr);
+	ASSERT_EQ(gprof_trace_close(tr, &m), 0);
+	text = gprof_trace_text(tr, &len);
+	ASSERT_EQ(trace_parse(text, len, &t, why, sizeof(why)), 0);
+	ASSERT_TRACE_OK(&t);
+	kept = gprof_meta(&t, "warnings");
+	ASSERT(json_array_size(kept) > 0 && json_array_size(kept) < GPROF_LOG_KEPT);
+	ASSERT_EQ(json_array_size(kept) +
+		      (size_t)json_integer_value(gprof_meta(&t, "warnings_omitted")),
+		  GPROF_LOG_KEPT);
+	ASSERT(!strncmp(text + GPROF_TRACE_HEAD_BYTES - 17, "\"traceEvents\": [\n", 17));
+	trace_free(&t);
+	gprof_trace_free(tr);
+}
+
+struct intern_arg {
+	const struct gprof_export_str *got[1000];
+	unsigned offset;
+};
+
+static void *intern_many(void *p)
+{
+	struct intern_arg *a = p;
+	char s[32];
+
+	for (unsigned i = 0; i < 1000; i++) {
+		unsigned k = (i + a->offset) % 1000;
+
+		snprintf(s, sizeof(s), "name %u", k);
+		a->got[k] = gprof_export_intern(s);
+	}
+	return NULL;
+}
+
+TEST(export_intern_strings)
+{
+	static struct intern_arg args[4];
+	size_t n = 1u << 20;
+	char *big = malloc(n + 1);
+	const struct gprof_export_str *a, *cut;
+	pthread_t th[4];
+	int fd = capture_stderr(), full = 0;
+
+	a = gprof_export_intern("abc");
+	ASSERT(a == gprof_export_intern_n("abcdef", 3));
+	ASSERT(a->len == 3 && !memcmp(a->text, "abc", 3));
+	ASSERT(gprof_export_intern("")->len == 0 && gprof_export_intern(NULL)->len == 0);
+	a = gprof_export_intern("a\"b\x01\xff");
+	ASSERT(a->len == 7 && !memcmp(a->text, "a\\\"b\xef\xbf\xbd", 7));
+	/* 1 MiB: "x" then é (2 bytes) repeated; byte 8192 is inside an é, so the cut backs off. */
+	big[0] = 'x';
+	for (size_t i = 1; i < n; i += 2)
+		memcpy(big + i, "\xc3\xa9", 2);
+	big[n] = '\0';
+	cut = gprof_export_intern(big);
+	ASSERT_EQ(cut->len, GPROF_EXPORT_STR_MAX - 1 + strlen(GPROF_EXPORT_STR_CUT));
+	ASSERT(!memcmp(cut->text, big, GPROF_EXPORT_STR_MAX - 1));
+	ASSERT(!memcmp(cut->text + GPROF_EXPORT_STR_MAX - 1, GPROF_EXPORT_STR_CUT,
+		       strlen(GPROF_EXPORT_STR_CUT)));
+	ASSERT(cut == gprof_export_intern(big));
+	ASSERT(cut != gprof_export_intern_n(big, GPROF_EXPORT_STR_MAX - 1));
+	/* Threads interning the same names in different orders get the same entries. */
+	for (unsigned i = 0; i < 4; i++) {
+		args[i].offset = i * 250;
+		ASSERT_EQ(pthread_create(&th[i], NULL, intern_many, &args[i]), 0);
+	}
+	for (unsigned i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	for (unsigned k = 0; k < 1000; k++)
+		for (unsigned i = 1; i < 4; i++)
+			ASSERT(args[i].got[k] == args[0].got[k] && args[0].got[k]->len > 5);
+	/* The table's byte cap: new strings become the placeholder, with one warning. */
+	for (unsigned i = 0; i < 2 * GPROF_EXPORT_STR_BYTES / 4096; i++) {
+		snprintf(big, 16, "%08u", i);
+		big[8] = 'y';
+		a = gprof_export_intern_n(big, 4096);
+		full += a->len && !strcmp(a->text, "[gprof: string table full]");
+	}
+	ASSERT(full > 0);
+	ASSERT_EQ(count_lines(captured(fd), "gprof: "), 1);
+	ASSERT_STR_CONTAINS(captured(fd), "string table is full");
+	free(big);
+}
+
+/* A small trace that keeps every rule, written by hand from TRACE_FORMAT.md. */
+#define KERNEL_ARGS(corr)                                                                      \
+	"\"args\":{\"queued\":0,\"device\":0,\"context\":1,\"stream\":7,\"correlation\":" corr \
+	",\"registers per thread\":8,\"shared memory\":0,\"blocks per SM\":1.0,\"warps per "   \
+	"SM\":1.0,\"grid\":[1,1,1],\"block\":[32,1,1],\"est. achieved occupancy %\":1}"
+static const char good_trace[] =
+    "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n"
+    "  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, \"world_size\": 1},\n"
+    "  \"cupti_version\": 24, \"cuda_runtime_version\": 13000, \"cuda_driver_version\": 13000,\n"
+    "  \"gprof\": {\"version\": \"t\", \"window\": 0, \"records\": {}, \"dropped\": {}, "
+    "\"warnings\": []},\n"
+    "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": 1000,\n  \"traceEvents\": [\n"
+    "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\",\"pid\":1,\"tid\":1,"
+    "\"ts\":10.000,\"dur\":100.000},\n"
+    "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,"
+    "\"ts\":20.000,\"dur\":5.000,\"args\":{\"cbid\":211,\"correlation\":7}},\n"
+    "{\"ph\":\"s\",\"id\":7,\"pid\":1,\"tid\":1,\"ts\":20.000,\"cat\":\"ac2g\",\"name\":\"ac2g\"},"
+    "\n"
+    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":30.000,"
+    "\"dur\":10.000," KERNEL_ARGS(
+	"7") "},\n"
+	     "{\"ph\":\"f\",\"id\":7,\"pid\":0,\"tid\":7,\"ts\":30.000,\"cat\":\"ac2g\",\"name\":"
+	     "\"ac2g\","
+	     "\"bp\":\"e\"},\n"
+	     "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k2\",\"pid\":0,\"tid\":7,\"ts\":40.000,"
+	     "\"dur\":10.000," KERNEL_ARGS(
+		 "8") "},\n"
+		      "{\"ph\":\"C\",\"cat\":\"gpu_memory\",\"name\":\"GPU "
+		      "memory\",\"pid\":0,\"ts\":41.000,"
+		      "\"args\":{\"allocated\":64}},\n"
+		      "{\"name\":\"process_name\",\"ph\":\"M\",\"ts\":0.000,\"pid\":1,\"tid\":0,"
+		      "\"args\":{\"name\":\"p\"}}\n"
+		      "  ],\n  \"traceName\": \"h_1.5.pt.trace.json.gz\"\n}\n";
+
+/* The checker must be able to fail: each breakage of one rule, and what it must say. */
+static const struct {
+	const char *from, *to, *reason;
+} breakages[] = {
+    {"\"ts\":20.000,\"dur\":5.000", "\"ts\":105.000,\"dur\":10.000", "overlap on track 1/1"},
+    /* nested: fine on a track, not on a stream */
+    {"\"ts\":40.000,\"dur\":10.000", "\"ts\":32.000,\"dur\":3.000", "GPU events"},
+    {"\"dur\":100.000", "\"dur\":-100.000", "negative dur"},
+    {"\"cat\":\"cuda_runtime\",", "", "X without cat"},
+    {"\"tid\":1,\"ts\":10.000", "\"ts\":10.000", "X without cat, ts, dur, pid or tid"},
+    {"\"queued\":0,", "", "no args.\"queued\""},
+    {"{\"cbid\":211,", "{\"stream\":7,\"cbid\":211,", "\"stream\" on a host event"},
+    {"\"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": 1000,",
+     "\"baseTimeNanoseconds\": 1000,\n  \"displayTimeUnit\": \"ms\",", "top-level key 7"},
+    {"  \"gprof\": {", "  \"traceName\": \"x.pt.trace.json.gz\", \"gprof\": {", "top-level key"},
+    {"\"rank\": 0", "\"rank\":0", "\"rank\": N"},
+    {"\"rank\": 0", "\"rank\":  0", "\"rank\": N"},
+    {"\"name\":\"k\"", "\"name\":\"k\x01\"", "raw control byte 0x01"},
+    {"\"name\":\"k\"", "\"name\":\"k\\u0041\"", "escape \\u"},
+    {"\"name\":\"k\"", "\"name\":\"k\\r\"", "escape \\r"},
+    {"\"ts\":30.000,\"dur\"", "\"ts\":30.00,\"dur\"", "three decimals"},
+    {"\"dur\":10.000,\"args\":{\"queued\":0,\"device\":0,\"context\":1,\"stream\":7,"
+     "\"correlation\":8",
+     "\"dur\":1e1,\"args\":{\"queued\":0,\"device\":0,\"context\":1,\"stream\":7,\"correlation\":8",
+     "three decimals"},
+    {"ProfilerStep#1", "ProfilerStep 1", "step name"},
+    {"{\"ph\":\"f\",\"id\":7,", "{\"ph\":\"f\",\"id\":9,", "flow id"},
+    {"\"ts\":30.000,\"cat\":\"ac2g\"", "\"ts\":19.000,\"cat\":\"ac2g\"", "ends before it starts"},
+    {",\"bp\":\"e\"", "", "bp"},
+    {"\"displayTimeUnit\": \"ms\"", "\"displayTimeUnit\": \"ns\"", "displayTimeUnit"},
+    {"h_1.5.pt.trace.json.gz", "h_1.5.json", "traceName"},
+    {"\"allocated\":64", "\"used\":64", "allocated"},
+    {"\"name\":\"process_name\"", "\"name\":\"process_nom\"", "unknown metadata"},
+    {"\"ph\":\"C\"", "\"ph\":\"B\"", "ph \"B\""},
+    {"\"rank\": 0, \"world_size\": 1", "\"rank\": 2, \"world_size\": 1", "rank 2 of 1"},
+    {"\n}\n", "\n}\n{}", "after the top-level object"},
+};
+
+TEST(export_trace_checker_rejects)
+{
+	char broken[sizeof(good_trace) + 256];
+	struct trace t;
+
+	ASSERT_EQ(trace_parse(good_trace, strlen(good_trace), &t, why, sizeof(why)), 0);
+	ASSERT_TRACE_OK(&t);
+	trace_free(&t);
+	for (size_t i = 0; i < ARRAY_SIZE(breakages); i++) {
+		const char *at = strstr(good_trace, breakages[i].from);
+		size_t pre = (size_t)(at - good_trace);
+
+		ASSERT_MSG(at, "case %zu: no \"%s\"", i, breakages[i].from);
+		snprintf(broken, sizeof(broken), "%.*s%s%s", (int)pre, good_trace, breakages[i].to,
+			 at + strlen(breakages[i].from));
+		trace_parse(broken, strlen(broken), &t, why, sizeof(why));
+		ASSERT_MSG(trace_check(&t, why, sizeof(why)) != 0, "case %zu passed", i);
+		ASSERT_MSG(strstr(why, breakages[i].reason), "case %zu: \"%s\", want \"%s\"", i,
+			   why, breakages[i].reason);
+		trace_free(&t);
+	}
+}
