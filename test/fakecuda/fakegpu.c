@@ -24,31 +24,27 @@ struct layout {
 	size_t ts[3];
 };
 
-#define TS(type, ...)               \
-	{                           \
-		sizeof(type),       \
-		{                   \
-			__VA_ARGS__ \
-		}                   \
-	}
-#define KERNEL                                                              \
-	TS(CUpti_ActivityKernel10, offsetof(CUpti_ActivityKernel10, start), \
-	   offsetof(CUpti_ActivityKernel10, end), offsetof(CUpti_ActivityKernel10, completed))
-#define API \
-	TS(CUpti_ActivityAPI, offsetof(CUpti_ActivityAPI, start), offsetof(CUpti_ActivityAPI, end))
+#define KERNEL_TS                                                                       \
+	offsetof(CUpti_ActivityKernel10, start), offsetof(CUpti_ActivityKernel10, end), \
+	    offsetof(CUpti_ActivityKernel10, completed)
+#define API_TS offsetof(CUpti_ActivityAPI, start), offsetof(CUpti_ActivityAPI, end)
 
 static const struct layout layouts[N_KINDS] = {
-    [CUPTI_ACTIVITY_KIND_KERNEL] = KERNEL,
-    [CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] = KERNEL,
-    [CUPTI_ACTIVITY_KIND_MEMCPY] = TS(CUpti_ActivityMemcpy6, offsetof(CUpti_ActivityMemcpy6, start),
-				      offsetof(CUpti_ActivityMemcpy6, end)),
-    [CUPTI_ACTIVITY_KIND_MEMSET] = TS(CUpti_ActivityMemset4, offsetof(CUpti_ActivityMemset4, start),
-				      offsetof(CUpti_ActivityMemset4, end)),
-    [CUPTI_ACTIVITY_KIND_MEMORY2] =
-	TS(CUpti_ActivityMemory4, offsetof(CUpti_ActivityMemory4, timestamp)),
-    [CUPTI_ACTIVITY_KIND_RUNTIME] = API,
-    [CUPTI_ACTIVITY_KIND_DRIVER] = API,
-    [CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION] = TS(CUpti_ActivityExternalCorrelation, 0),
+    [CUPTI_ACTIVITY_KIND_KERNEL] = {.size = sizeof(CUpti_ActivityKernel10), .ts = {KERNEL_TS}},
+    [CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] = {.size = sizeof(CUpti_ActivityKernel10),
+					       .ts = {KERNEL_TS}},
+    [CUPTI_ACTIVITY_KIND_MEMCPY] = {.size = sizeof(CUpti_ActivityMemcpy6),
+				    .ts = {offsetof(CUpti_ActivityMemcpy6, start),
+					   offsetof(CUpti_ActivityMemcpy6, end)}},
+    [CUPTI_ACTIVITY_KIND_MEMSET] = {.size = sizeof(CUpti_ActivityMemset4),
+				    .ts = {offsetof(CUpti_ActivityMemset4, start),
+					   offsetof(CUpti_ActivityMemset4, end)}},
+    [CUPTI_ACTIVITY_KIND_MEMORY2] = {.size = sizeof(CUpti_ActivityMemory4),
+				     .ts = {offsetof(CUpti_ActivityMemory4, timestamp)}},
+    [CUPTI_ACTIVITY_KIND_RUNTIME] = {.size = sizeof(CUpti_ActivityAPI), .ts = {API_TS}},
+    [CUPTI_ACTIVITY_KIND_DRIVER] = {.size = sizeof(CUpti_ActivityAPI), .ts = {API_TS}},
+    [CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION] = {.size =
+						      sizeof(CUpti_ActivityExternalCorrelation)},
 };
 
 /* Fault injection, read from the environment when the library loads; read-only after. */
@@ -141,6 +137,7 @@ static __thread uint64_t ext_stack[N_EXT_KINDS][EXT_DEPTH];
 static __thread unsigned ext_depth[N_EXT_KINDS];
 
 static void lane_thread_exit(void *arg);
+static void flush_lanes(void);
 
 /* "all" or a comma-separated list of kind numbers. */
 static void parse_kind_list(const char *s, bool *out)
@@ -252,10 +249,15 @@ static void queue_push(uint8_t *buf, size_t size, size_t valid)
 	pthread_mutex_unlock(&q.mu);
 }
 
-/* Calls the completion callback for every queued buffer, in order. */
-static void deliver_pending(void)
+/*
+ * Calls the completion callback for every queued buffer, in order. With `flush`, first returns
+ * every lane's buffer, under the same lock, so that they are delivered here and not by the worker.
+ */
+static void deliver_pending(bool flush)
 {
 	pthread_mutex_lock(&q.deliver);
+	if (flush)
+		flush_lanes();
 	in_delivery = true;
 	for (;;) {
 		CUpti_BuffersCallbackCompleteFunc complete;
@@ -294,7 +296,7 @@ static void *worker_main(void *arg)
 			pthread_cond_wait(&q.wake, &q.mu);
 		}
 		pthread_mutex_unlock(&q.mu);
-		deliver_pending();
+		deliver_pending(false);
 		pthread_mutex_lock(&q.mu);
 	}
 	pthread_mutex_unlock(&q.mu);
@@ -514,10 +516,11 @@ int fakegpu_activity_flush_all(void)
 	pthread_mutex_unlock(&q.mu);
 	if (!registered)
 		return -EPERM;
-	flush_lanes();
 	/* From inside a completion callback, the delivery loop under way returns them. */
-	if (!in_delivery)
-		deliver_pending();
+	if (in_delivery)
+		flush_lanes();
+	else
+		deliver_pending(true);
 	return 0;
 }
 
@@ -689,7 +692,7 @@ void fakegpu_finalize(void)
 	flush_lanes();
 	stop_worker();
 	if (!in_delivery)
-		deliver_pending();
+		deliver_pending(false);
 	pthread_mutex_lock(&q.mu);
 	q.request = NULL;
 	q.complete = NULL;
