@@ -946,6 +946,10 @@ TEST(fakecupti_external_correlation)
 	    CUPTI_ERROR_INVALID_PARAMETER);
 	d = api_call();
 	ASSERT(a >= 1 && b == a + 1 && c == b + 1 && d == c + 1);
+	/* Without RUNTIME or DRIVER records there is nothing to precede. */
+	ASSERT_EQ(fk.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME), CUPTI_SUCCESS);
+	ASSERT_EQ(fk.cuptiActivityPushExternalCorrelationId(c0, 30), CUPTI_SUCCESS);
+	api_call();
 	ASSERT_EQ(fk.cuptiActivityFlushAll(0), CUPTI_SUCCESS);
 	/* Each API record is preceded by one record per kind whose stack is not empty. */
 	const struct ext want[] = {

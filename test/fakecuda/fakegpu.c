@@ -557,7 +557,10 @@ uint32_t fakegpu_next_correlation(void)
 {
 	uint32_t id = __atomic_add_fetch(&correlation, 1, __ATOMIC_RELAXED);
 
-	if (!fakegpu_activity_enabled(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION))
+	/* They precede an API record: none while neither RUNTIME nor DRIVER is recorded. */
+	if (!fakegpu_activity_enabled(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) ||
+	    !(fakegpu_activity_enabled(CUPTI_ACTIVITY_KIND_RUNTIME) ||
+	      fakegpu_activity_enabled(CUPTI_ACTIVITY_KIND_DRIVER)))
 		return id;
 	for (int kind = CUPTI_EXTERNAL_CORRELATION_KIND_UNKNOWN; kind < N_EXT_KINDS; kind++) {
 		CUpti_ActivityExternalCorrelation r = {
