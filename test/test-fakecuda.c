@@ -40,6 +40,10 @@ static struct {
 	__typeof__(cudaFree) *free;
 	__typeof__(cudaMemcpy) *copy;
 	__typeof__(cudaLaunchKernel) *launch;
+	__typeof__(cudaLaunchKernelExC) *launch_ex;
+	__typeof__(cudaMallocAsync) *malloc_async;
+	__typeof__(cudaFreeAsync) *free_async;
+	__typeof__(cudaStreamWaitEvent) *wait_event;
 	__typeof__(cudaStreamCreate) *stream_create;
 	__typeof__(cudaStreamCreateWithFlags) *stream_create_flags;
 	__typeof__(cudaStreamSynchronize) *stream_sync;
@@ -61,38 +65,40 @@ static struct {
 	__typeof__(__cudaRegisterFunction) *register_function;
 } rt;
 
-#define RT_SYM(field, name)                            \
-	{                                              \
-#name, offsetof(__typeof__(rt), field) \
-	}
+/* Which runtime symbol fills which member of `rt`. */
+#define RT_SYM(member, sym) #sym, offsetof(__typeof__(rt), member)
 
 static const struct {
 	const char *name;
 	size_t offset;
 } rt_syms[] = {
-    RT_SYM(malloc, cudaMalloc),
-    RT_SYM(free, cudaFree),
-    RT_SYM(copy, cudaMemcpy),
-    RT_SYM(launch, cudaLaunchKernel),
-    RT_SYM(stream_create, cudaStreamCreate),
-    RT_SYM(stream_create_flags, cudaStreamCreateWithFlags),
-    RT_SYM(stream_sync, cudaStreamSynchronize),
-    RT_SYM(device_sync, cudaDeviceSynchronize),
-    RT_SYM(event_create, cudaEventCreate),
-    RT_SYM(event_record, cudaEventRecord),
-    RT_SYM(event_sync, cudaEventSynchronize),
-    RT_SYM(event_elapsed, cudaEventElapsedTime),
-    RT_SYM(event_destroy, cudaEventDestroy),
-    RT_SYM(get_last_error, cudaGetLastError),
-    RT_SYM(peek_last_error, cudaPeekAtLastError),
-    RT_SYM(error_string, cudaGetErrorString),
-    RT_SYM(error_name, cudaGetErrorName),
-    RT_SYM(device_count, cudaGetDeviceCount),
-    RT_SYM(device_props, cudaGetDeviceProperties),
-    RT_SYM(set_device, cudaSetDevice),
-    RT_SYM(func_name, cudaFuncGetName),
-    RT_SYM(register_fatbin, __cudaRegisterFatBinary),
-    RT_SYM(register_function, __cudaRegisterFunction),
+    {RT_SYM(malloc, cudaMalloc)},
+    {RT_SYM(free, cudaFree)},
+    {RT_SYM(copy, cudaMemcpy)},
+    {RT_SYM(launch_ex, cudaLaunchKernelExC)},
+    {RT_SYM(malloc_async, cudaMallocAsync)},
+    {RT_SYM(free_async, cudaFreeAsync)},
+    {RT_SYM(wait_event, cudaStreamWaitEvent)},
+    {RT_SYM(launch, cudaLaunchKernel)},
+    {RT_SYM(stream_create, cudaStreamCreate)},
+    {RT_SYM(stream_create_flags, cudaStreamCreateWithFlags)},
+    {RT_SYM(stream_sync, cudaStreamSynchronize)},
+    {RT_SYM(device_sync, cudaDeviceSynchronize)},
+    {RT_SYM(event_create, cudaEventCreate)},
+    {RT_SYM(event_record, cudaEventRecord)},
+    {RT_SYM(event_sync, cudaEventSynchronize)},
+    {RT_SYM(event_elapsed, cudaEventElapsedTime)},
+    {RT_SYM(event_destroy, cudaEventDestroy)},
+    {RT_SYM(get_last_error, cudaGetLastError)},
+    {RT_SYM(peek_last_error, cudaPeekAtLastError)},
+    {RT_SYM(error_string, cudaGetErrorString)},
+    {RT_SYM(error_name, cudaGetErrorName)},
+    {RT_SYM(device_count, cudaGetDeviceCount)},
+    {RT_SYM(device_props, cudaGetDeviceProperties)},
+    {RT_SYM(set_device, cudaSetDevice)},
+    {RT_SYM(func_name, cudaFuncGetName)},
+    {RT_SYM(register_fatbin, __cudaRegisterFatBinary)},
+    {RT_SYM(register_function, __cudaRegisterFunction)},
 };
 
 /* Host stubs for the kernels of the in-process tests; distinct bodies keep them apart. */
@@ -458,6 +464,51 @@ TEST(fakecuda_cost_model)
 	json_decref(k);
 	json_decref(log);
 	ASSERT_EQ(rt.free(dev), cudaSuccess);
+}
+
+/*
+ * cudaStreamWaitEvent makes a stream wait for work of another; cudaLaunchKernelExC and the
+ * stream-ordered allocator record their stream.
+ */
+TEST(fakecuda_wait_event_launch_ex_async_alloc)
+{
+	const char *env[] = {"FAKEGPU_KERNEL_TABLE=mid=20000000", NULL};
+	const char *path = load_runtime(env);
+	cudaLaunchConfig_t config = {
+	    .gridDim = {3, 2, 1}, .blockDim = {32, 4, 1}, .dynamicSmemBytes = 128};
+	cudaStream_t a, b;
+	cudaEvent_t ev;
+	json_t *log, *k, *mem, *grid;
+	char match[96];
+	void *p = NULL;
+
+	ASSERT_EQ(rt.stream_create(&a), cudaSuccess);
+	ASSERT_EQ(rt.stream_create_flags(&b, cudaStreamNonBlocking), cudaSuccess);
+	ASSERT_EQ(rt.event_create(&ev), cudaSuccess);
+	ASSERT_EQ(launch(kernel_mid, 1, 32, a), cudaSuccess);
+	ASSERT_EQ(rt.event_record(ev, a), cudaSuccess);
+	ASSERT_EQ(rt.wait_event(b, ev, 0), cudaSuccess);
+	config.stream = b;
+	ASSERT_EQ(rt.launch_ex(&config, (const void *)kernel_fast, NULL), cudaSuccess);
+	ASSERT_EQ(rt.malloc_async(&p, 4096, b), cudaSuccess);
+	ASSERT_EQ(rt.free_async(p, b), cudaSuccess);
+	ASSERT_EQ(rt.device_sync(), cudaSuccess);
+	log = gtlog_load(path);
+	k = kernels_by_corr(log);
+	ASSERT_EQ(json_array_size(k), 2);
+	ASSERT_GE(START(KERNEL(k, 1)), END(KERNEL(k, 0)));
+	ASSERT_EQ(gtlog_int(KERNEL(k, 1), "shared"), 128);
+	grid = json_pack("[iii]", 3, 2, 1);
+	ASSERT(json_equal(json_object_get(KERNEL(k, 1), "grid"), grid));
+	json_decref(grid);
+	snprintf(match, sizeof(match), "{\"type\":\"memory\",\"stream\":%lld,\"bytes\":4096}",
+		 gtlog_int(KERNEL(k, 1), "stream"));
+	mem = gtlog_filter(log, match);
+	ASSERT_EQ(json_array_size(mem), 2);
+	json_decref(mem);
+	json_decref(k);
+	json_decref(log);
+	ASSERT_EQ(rt.event_destroy(ev), cudaSuccess);
 }
 
 /* ---- errors and fault injection ---- */
