@@ -93,6 +93,7 @@ $(TEST_BIN): $(TEST_OBJS) $(CORE_LIB)
 -include test/fakecuda/fakecuda.mk
 -include test/fakecuda/runtime.mk
 -include test/apps/apps.mk
+-include test/apps/preload.mk
 
 # Tests find what they need through these variables.
 TEST_ENV := TEST_BUILD=$(abspath $(BUILD)) TEST_SRC=$(abspath .) \

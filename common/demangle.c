@@ -1,0 +1,29 @@
+/* Demangling through __cxa_demangle, found at run time: libgprof itself links no C++ runtime. */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/demangle.h"
+
+typedef char *(*cxa_demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
+
+const char *gprof_demangle(const char *name, char *out, size_t size)
+{
+	static cxa_demangle_fn demangle;
+	const char *src = name ? name : "";
+	char *d = NULL;
+	int status = -1;
+
+	if (!size)
+		return out;
+	if (!demangle)
+		demangle = (cxa_demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+	if (demangle && src[0] == '_' && src[1] == 'Z')
+		d = demangle(src, NULL, NULL, &status);
+	if (d && status == 0)
+		src = d;
+	strncpy(out, src, size - 1);
+	out[size - 1] = '\0';
+	free(d);
+	return out;
+}

@@ -1,0 +1,346 @@
+/*
+ * The session ties preload/ together: it owns the configuration and the stepper, opens and
+ * releases export windows on the stepper's transitions, and turns hooked calls and NVTX events
+ * into trace events of the current window.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#define PR_FMT ""
+#include "common/config.h"
+#include "common/demangle.h"
+#include "common/log.h"
+#include "export/export.h"
+#include "preload/preload.h"
+#include "preload/ptrmap.h"
+#include "preload/session.h"
+#include "scheduler/scheduler.h"
+
+#include <cuda_runtime_api.h>
+
+/* Written once by gprof_session_init (before any other thread), read everywhere. */
+static struct gprof_config cfg;
+static char schedule_str[GPROF_SCHEDULE_STR_MAX];
+static struct gprof_stepper stepper;
+static bool inert = true;
+
+/* The current export window: written by the stepper's callback, read by any thread. */
+static uint32_t cur_window;
+static int window_open;
+static int cuda_used;
+
+/* Kernel names by host stub or cudaKernel_t, and live allocations by pointer (bytes). */
+static struct gprof_ptrmap kernel_names;
+static struct gprof_ptrmap allocations;
+static uint64_t allocated_bytes; /* change since the window opened */
+
+static void hot_set(int bit, bool on)
+{
+	if (on)
+		__atomic_fetch_or(&gprof_hot, bit, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_and(&gprof_hot, ~bit, __ATOMIC_RELAXED);
+}
+
+static bool window_get(uint32_t *id)
+{
+	if (!__atomic_load_n(&window_open, __ATOMIC_ACQUIRE))
+		return false;
+	*id = __atomic_load_n(&cur_window, __ATOMIC_RELAXED);
+	return true;
+}
+
+static void push_step(const struct gprof_sched_event *ev)
+{
+	struct gprof_export_event e = {
+	    .kind = GPROF_EXPORT_STEP,
+	    .window = cur_window,
+	    .ts_ns = ev->begin_ns,
+	    .dur_ns = ev->end_ns - ev->begin_ns,
+	    .tid = (uint32_t)ev->tid,
+	    .u.step = ev->first_step,
+	};
+
+	gprof_export_push(&e);
+}
+
+static void window_begin(const struct gprof_sched_event *ev)
+{
+	struct gprof_export_window_info info = {
+	    .number = ev->window, .first_step = ev->first_step, .schedule = schedule_str};
+	uint32_t id;
+	int err = gprof_export_window_open(&info, &id);
+
+	if (err) {
+		pr_warn("window %llu (from step %llu) is not recorded: %s",
+			(unsigned long long)ev->window, (unsigned long long)ev->first_step,
+			strerror(-err));
+		return;
+	}
+	__atomic_store_n(&allocated_bytes, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&cur_window, id, __ATOMIC_RELAXED);
+	__atomic_store_n(&window_open, 1, __ATOMIC_RELEASE);
+	hot_set(GPROF_HOT_RECORDING, true);
+}
+
+static void window_end(const struct gprof_sched_event *ev)
+{
+	if (!__atomic_load_n(&window_open, __ATOMIC_ACQUIRE))
+		return;
+	hot_set(GPROF_HOT_RECORDING, false);
+	__atomic_store_n(&window_open, 0, __ATOMIC_RELEASE);
+	gprof_export_window_set_last_step(cur_window, ev->last_step);
+	gprof_export_window_release(cur_window);
+}
+
+/* The stepper's callback, under its lock. */
+static void on_sched_event(const struct gprof_sched_event *ev, void *ctx)
+{
+	(void)ctx;
+	switch (ev->kind) {
+	case GPROF_SCHED_EV_ACTIVE:
+		window_begin(ev);
+		break;
+	case GPROF_SCHED_EV_STEP:
+		if (window_open)
+			push_step(ev);
+		break;
+	case GPROF_SCHED_EV_SAVE:
+		window_end(ev);
+		break;
+	case GPROF_SCHED_EV_WARMUP:
+	case GPROF_SCHED_EV_DISCARD:
+		break;
+	}
+}
+
+/* On the writer thread, when a window's file is complete (or failed). */
+static void on_window_done(const struct gprof_export_result *r, void *arg)
+{
+	uint64_t n = 0;
+
+	(void)arg;
+	for (int k = 0; k < GPROF_EXPORT_KINDS; k++)
+		n += r->events[k];
+	if (r->error || strcmp(cfg.summary, "off") == 0)
+		return;
+	gprof_log(GPROF_LOG_WARN, "trace written: %s (steps %llu-%llu, %llu events)", r->path,
+		  (unsigned long long)r->first_step, (unsigned long long)r->last_step,
+		  (unsigned long long)n);
+}
+
+int gprof_session_init(void)
+{
+	struct gprof_export_config ecfg = {0};
+
+	if (gprof_config_load(&cfg, NULL) != 0 || cfg.disable)
+		return -1;
+	gprof_log_level = cfg.log_level;
+	gprof_config_schedule_str(&cfg.schedule, schedule_str, sizeof(schedule_str));
+	ecfg = (struct gprof_export_config){
+	    .output = cfg.output,
+	    .gzip_level = cfg.gzip_level,
+	    .buffer_bytes = (size_t)cfg.buffer_mb << 20,
+	    .on_window_done = on_window_done,
+	};
+	if (gprof_export_init(&ecfg) != 0 ||
+	    gprof_stepper_init(&stepper, &cfg.schedule, on_sched_event, NULL) != 0) {
+		pr_err("cannot start (out of memory?); libgprof is off for this process");
+		return -1;
+	}
+	inert = false;
+	__atomic_store_n(&gprof_hot, GPROF_HOT_FIRST_CALL, __ATOMIC_RELEASE);
+	return 0;
+}
+
+void gprof_session_first_cuda_call(void)
+{
+	if (inert)
+		return;
+	if (__atomic_fetch_and(&gprof_hot, ~GPROF_HOT_FIRST_CALL, __ATOMIC_ACQ_REL) &
+	    GPROF_HOT_FIRST_CALL) {
+		__atomic_store_n(&cuda_used, 1, __ATOMIC_RELAXED);
+		gprof_stepper_start(&stepper, gprof_now_ns());
+	}
+}
+
+void gprof_session_step_marker(uint64_t ts_ns)
+{
+	if (!inert)
+		gprof_stepper_mark(&stepper, ts_ns, gprof_tid());
+}
+
+/* While recording or warming up: NVTX keeps copies of messages for ranges still open. */
+bool gprof_session_recording(void)
+{
+	if (inert)
+		return false;
+	enum gprof_sched_phase p = gprof_stepper_phase(&stepper);
+
+	return p == GPROF_PHASE_ACTIVE || p == GPROF_PHASE_WARMUP;
+}
+
+bool gprof_nvtx_is_step(const char *msg, size_t len)
+{
+	(void)len;
+	return !inert && gprof_sched_marker_match(cfg.step_marker, msg);
+}
+
+void gprof_session_nvtx(const char *domain, const char *msg, size_t len, uint64_t start_ns,
+			uint64_t end_ns, bool is_mark)
+{
+	struct gprof_export_event e = {
+	    .kind = is_mark ? GPROF_EXPORT_NVTX_MARK : GPROF_EXPORT_NVTX_RANGE,
+	    .ts_ns = start_ns,
+	    .dur_ns = end_ns - start_ns,
+	    .tid = (uint32_t)gprof_tid(),
+	};
+
+	if (!(cfg.activities & GPROF_ACT_NVTX) || !window_get(&e.window))
+		return;
+	e.name = gprof_export_intern_n(msg, len);
+	e.u.domain = domain ? gprof_export_intern(domain) : NULL;
+	gprof_export_push(&e);
+}
+
+/* The demangled name of a kernel, resolved once per host stub or cudaKernel_t. */
+static const struct gprof_export_str *kernel_name(const void *func)
+{
+	typedef cudaError_t (*get_name_fn)(const char **, const void *);
+	static get_name_fn get_name;
+	const struct gprof_export_str *s;
+	const char *raw = NULL;
+	char buf[GPROF_EXPORT_STR_MAX];
+
+	s = (const void *)(uintptr_t)gprof_ptrmap_get(&kernel_names, (uintptr_t)func);
+	if (s)
+		return s;
+	if (!__atomic_load_n(&get_name, __ATOMIC_RELAXED))
+		__atomic_store_n(&get_name, (get_name_fn)gprof_resolve("cudaFuncGetName"),
+				 __ATOMIC_RELAXED);
+	if (!get_name || get_name(&raw, func) != cudaSuccess || !raw)
+		return NULL;
+	s = gprof_export_intern(gprof_demangle(raw, buf, sizeof(buf)));
+	gprof_ptrmap_set(&kernel_names, (uintptr_t)func, (uintptr_t)s);
+	return s;
+}
+
+/* The device-memory counter: bytes allocated in this window minus those freed. */
+static void push_memory(const struct gprof_api_call *c, uint32_t window)
+{
+	typedef cudaError_t (*get_device_fn)(int *);
+	static get_device_fn get_device;
+	int64_t delta = 0;
+	int device = 0;
+
+	if (c->result != cudaSuccess || !c->ptr)
+		return;
+	if (gprof_hook_info[c->hook].family == GPROF_FAMILY_ALLOC) {
+		if (gprof_ptrmap_set(&allocations, (uintptr_t)c->ptr, c->bytes))
+			delta = (int64_t)c->bytes;
+	} else {
+		delta = -(int64_t)gprof_ptrmap_get(&allocations, (uintptr_t)c->ptr);
+		gprof_ptrmap_set(&allocations, (uintptr_t)c->ptr, 0);
+	}
+	if (!delta)
+		return;
+	if (!__atomic_load_n(&get_device, __ATOMIC_RELAXED))
+		__atomic_store_n(&get_device, (get_device_fn)gprof_resolve("cudaGetDevice"),
+				 __ATOMIC_RELAXED);
+	if (get_device)
+		get_device(&device);
+	struct gprof_export_event e = {
+	    .kind = GPROF_EXPORT_MEMORY,
+	    .window = window,
+	    .ts_ns = c->end_ns,
+	    .device = (uint32_t)device,
+	    .u.allocated = __atomic_add_fetch(&allocated_bytes, (uint64_t)delta, __ATOMIC_RELAXED),
+	};
+	gprof_export_push(&e);
+}
+
+/* The interned public and exact names of each hook, made on first use. */
+static const struct gprof_export_str *hook_names[GPROF_HOOK_COUNT][2];
+
+static const struct gprof_export_str *hook_name(enum gprof_hook h, int exact)
+{
+	const struct gprof_export_str *s = __atomic_load_n(&hook_names[h][exact], __ATOMIC_RELAXED);
+
+	if (unlikely(!s)) {
+		s = gprof_export_intern(exact ? gprof_hook_info[h].symbol
+					      : gprof_hook_info[h].public_name);
+		__atomic_store_n(&hook_names[h][exact], s, __ATOMIC_RELAXED);
+	}
+	return s;
+}
+
+static const uint16_t family_flags[] = {
+    [GPROF_FAMILY_LAUNCH] = GPROF_EXPORT_ARG_LAUNCH | GPROF_EXPORT_ARG_STREAM,
+    [GPROF_FAMILY_ALLOC] = GPROF_EXPORT_ARG_BYTES | GPROF_EXPORT_ARG_PTR,
+    [GPROF_FAMILY_FREE] = GPROF_EXPORT_ARG_PTR,
+    [GPROF_FAMILY_COPY] =
+	GPROF_EXPORT_ARG_BYTES | GPROF_EXPORT_ARG_COPY_KIND | GPROF_EXPORT_ARG_STREAM,
+    [GPROF_FAMILY_SET] = GPROF_EXPORT_ARG_BYTES | GPROF_EXPORT_ARG_PTR | GPROF_EXPORT_ARG_STREAM,
+    [GPROF_FAMILY_PROFILER] = 0,
+};
+
+void gprof_session_api(const struct gprof_api_call *c)
+{
+	const struct gprof_hook_info *hi = &gprof_hook_info[c->hook];
+	struct gprof_export_event e = {
+	    .kind = GPROF_EXPORT_RUNTIME,
+	    .ts_ns = c->start_ns,
+	    .dur_ns = c->end_ns - c->start_ns,
+	    .tid = (uint32_t)gprof_tid(),
+	    .flags = family_flags[hi->family] | GPROF_EXPORT_ARG_RESULT,
+	    .u.api =
+		{
+		    .stream = (uintptr_t)c->stream,
+		    .bytes = c->bytes,
+		    .ptr = (uintptr_t)c->ptr,
+		    .shared_bytes = (uint32_t)c->bytes,
+		    .cbid = (uint32_t)hi->cbid,
+		    .result = c->result,
+		    .copy_kind = (uint8_t)c->copy_kind,
+		},
+	};
+
+	if (!window_get(&e.window))
+		return;
+	if ((hi->family == GPROF_FAMILY_ALLOC || hi->family == GPROF_FAMILY_FREE) &&
+	    (cfg.activities & GPROF_ACT_MEMORY))
+		push_memory(c, e.window);
+	if (!(cfg.activities & GPROF_ACT_API))
+		return;
+	e.name = hook_name(c->hook, 0);
+	e.u.api.api = hook_name(c->hook, 1);
+	if (hi->family == GPROF_FAMILY_LAUNCH) {
+		e.u.api.kernel = kernel_name(c->func);
+		memcpy(e.u.api.grid, c->grid, sizeof(c->grid));
+		memcpy(e.u.api.block, c->block, sizeof(c->block));
+	}
+	gprof_export_push(&e);
+}
+
+void gprof_session_fini(void)
+{
+	if (inert)
+		return;
+	gprof_stepper_finish(&stepper, gprof_now_ns());
+	if (gprof_export_shutdown(10000) != 0)
+		pr_warn("the trace writer did not finish in 10 s; a trace may be left as .partial");
+	if (__atomic_load_n(&cuda_used, __ATOMIC_RELAXED) && !cfg.schedule.all &&
+	    gprof_stepper_markers(&stepper) == 0)
+		pr_warn("the program used CUDA but never marked a step ('%s'), so nothing was "
+			"recorded: mark steps (e.g. torch.cuda.nvtx.mark(\"%s\")) or set "
+			"GPROF_SCHEDULE=all",
+			cfg.step_marker, cfg.step_marker);
+}
+
+void gprof_session_forked(void)
+{
+	/* The writer thread and the window belong to the parent. */
+	inert = true;
+	__atomic_store_n(&gprof_hot, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&window_open, 0, __ATOMIC_RELAXED);
+}

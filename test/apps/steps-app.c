@@ -1,0 +1,211 @@
+/*
+ * A training-loop-shaped C program for the preload tests, whose every call says which step made
+ * it: in step k (from 0) each worker thread makes exactly
+ *
+ *	cudaMalloc((k+1) * 4096)                        [NVTX range "forward" opens before it]
+ *	cudaMemcpy((k+1) * 256 bytes, HtoD)
+ *	cudaLaunchKernel scale<float>, grid (k+1, 1, 1), block (128, 1, 1), shared k * 16
+ *	                                                [inside NVTX range "inner"]
+ *	cudaMemsetAsync((k+1) * 128 bytes, value k)
+ *	cudaMemcpyAsync((k+1) * 256 bytes, DtoH)
+ *	cudaStreamSynchronize, cudaFree                 ["forward" closes after them]
+ *	a range "dom-range" in NVTX domain "mydomain", and a mark nvtxMarkW(L"wide \u2713")
+ *
+ * and the main thread starts a range "across" (nvtxRangeStartA) with each step's marker that the
+ * first worker ends (nvtxRangeEnd) after its step body.
+ * Options: -s steps (default 10), -t worker threads (default 1), -S the main thread does the
+ * work itself instead of workers (step markers and launches on one thread), -x the step marker
+ * is "step#k" instead of "step", -e after the steps, calls that fail: prints each result and
+ * errno, so outputs with and without a profiler can be compared.
+ * The main thread marks NVTX "step" at the start of each step, then the workers run it.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+#include <nvtx3/nvToolsExt.h>
+
+void **__cudaRegisterFatBinary(void *fatCubin);
+void __cudaRegisterFatBinaryEnd(void **handle);
+void __cudaRegisterFunction(void **handle, const char *hostFun, char *deviceFun,
+			    const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
+			    dim3 *bDim, dim3 *gDim, int *wSize);
+
+static volatile int stub_calls;
+
+static void scale_stub(void)
+{
+	stub_calls++;
+}
+
+static int steps = 10, workers = 1, single, numbered, errors;
+static pthread_barrier_t step_begin, step_end;
+static nvtxDomainHandle_t domain;
+static nvtxRangeId_t across; /* started by the main thread, ended by the first worker */
+
+#define CHECK(call)                                                      \
+	do {                                                             \
+		cudaError_t err_ = (call);                               \
+		if (err_ != cudaSuccess) {                               \
+			printf("steps-app: %s: %d\n", #call, (int)err_); \
+			exit(2);                                         \
+		}                                                        \
+	} while (0)
+
+static void domain_range(void)
+{
+	nvtxEventAttributes_t a = {
+	    .version = NVTX_VERSION,
+	    .size = NVTX_EVENT_ATTRIB_STRUCT_SIZE,
+	    .messageType = NVTX_MESSAGE_TYPE_ASCII,
+	    .message.ascii = "dom-range",
+	};
+
+	nvtxDomainRangePushEx(domain, &a);
+	nvtxDomainRangePop(domain);
+	nvtxMarkW(L"wide \u2713");
+}
+
+static void step_body(int k, cudaStream_t s)
+{
+	size_t n = (size_t)(k + 1);
+	char host[16 << 10];
+	float *dev = NULL;
+	void *args[] = {&dev};
+
+	memset(host, k, sizeof(host));
+	nvtxRangePushA("forward");
+	CHECK(cudaMalloc((void **)&dev, n * 4096));
+	CHECK(cudaMemcpy(dev, host, n * 256, cudaMemcpyHostToDevice));
+	nvtxRangePushA("inner");
+	CHECK(cudaLaunchKernel((const void *)scale_stub, (dim3){(unsigned)n, 1, 1},
+			       (dim3){128, 1, 1}, args, (size_t)k * 16, s));
+	nvtxRangePop();
+	CHECK(cudaMemsetAsync(dev, k, n * 128, s));
+	CHECK(cudaMemcpyAsync(host, dev, n * 256, cudaMemcpyDeviceToHost, s));
+	CHECK(cudaStreamSynchronize(s));
+	CHECK(cudaFree(dev));
+	nvtxRangePop();
+	domain_range();
+}
+
+static void *worker(void *arg)
+{
+	int first = arg != NULL;
+	cudaStream_t s;
+
+	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	for (int k = 0; k < steps; k++) {
+		pthread_barrier_wait(&step_begin);
+		step_body(k, s);
+		if (first)
+			nvtxRangeEnd(across);
+		pthread_barrier_wait(&step_end);
+	}
+	CHECK(cudaStreamDestroy(s));
+	return NULL;
+}
+
+static void mark_step(int k)
+{
+	char msg[32];
+
+	snprintf(msg, sizeof(msg), "step#%d", k);
+	nvtxMarkA(numbered ? msg : "step");
+}
+
+/* Calls that fail on the simulated runtime (FAKEGPU_MALLOC_FAIL_ABOVE) and on any runtime. */
+static void failing_calls(void)
+{
+	void *p = NULL;
+	cudaError_t r;
+
+	errno = 4242;
+	r = cudaMalloc(&p, (size_t)1 << 40);
+	printf("cudaMalloc(1 TiB) = %d, errno %d\n", (int)r, errno);
+	errno = 77;
+	r = cudaMemcpy(NULL, NULL, 16, (enum cudaMemcpyKind)42);
+	printf("cudaMemcpy(bad kind) = %d, errno %d\n", (int)r, errno);
+	errno = 0;
+	r = cudaFree((void *)0x10);
+	printf("cudaFree(bad pointer) = %d, errno %d\n", (int)r, errno);
+	printf("cudaGetLastError = %d\n", (int)cudaGetLastError());
+}
+
+static void parse(int argc, char **argv)
+{
+	int c;
+
+	while ((c = getopt(argc, argv, "s:t:Sxe")) != -1) {
+		switch (c) {
+		case 's':
+			steps = atoi(optarg);
+			break;
+		case 't':
+			workers = atoi(optarg);
+			break;
+		case 'S':
+			single = 1;
+			break;
+		case 'x':
+			numbered = 1;
+			break;
+		case 'e':
+			errors = 1;
+			break;
+		default:
+			fprintf(stderr,
+				"usage: steps-app [-s steps] [-t threads] [-S] [-x] [-e]\n");
+			exit(64);
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t *t;
+	void **handle;
+	static char fatbin[16];
+
+	parse(argc, argv);
+	if (errors) {
+		failing_calls();
+		return 0;
+	}
+	handle = __cudaRegisterFatBinary(fatbin);
+	__cudaRegisterFunction(handle, (const char *)scale_stub, (char *)"_Z5scaleIfEvPT_i",
+			       "_Z5scaleIfEvPT_i", -1, NULL, NULL, NULL, NULL, NULL);
+	__cudaRegisterFatBinaryEnd(handle);
+	domain = nvtxDomainCreateA("mydomain");
+	if (single) {
+		cudaStream_t s;
+
+		CHECK(cudaStreamCreate(&s));
+		for (int k = 0; k < steps; k++) {
+			mark_step(k);
+			step_body(k, s);
+		}
+		printf("steps-app: %d steps on one thread ok\n", steps);
+		return 0;
+	}
+	pthread_barrier_init(&step_begin, NULL, (unsigned)workers + 1);
+	pthread_barrier_init(&step_end, NULL, (unsigned)workers + 1);
+	t = calloc((size_t)workers, sizeof(*t));
+	for (int i = 0; i < workers; i++)
+		pthread_create(&t[i], NULL, worker, i == 0 ? (void *)t : NULL);
+	for (int k = 0; k < steps; k++) {
+		mark_step(k);
+		across = nvtxRangeStartA("across");
+		pthread_barrier_wait(&step_begin);
+		pthread_barrier_wait(&step_end);
+	}
+	for (int i = 0; i < workers; i++)
+		pthread_join(t[i], NULL);
+	free(t);
+	printf("steps-app: %d steps x %d threads ok\n", steps, workers);
+	return 0;
+}

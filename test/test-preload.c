@@ -1,0 +1,515 @@
+/*
+ * End-to-end tests of preload/: programs run on the simulated runtime under LD_PRELOAD, and each
+ * trace is checked against TRACE_FORMAT.md and against what the program really did (its
+ * documented behaviour, test/apps/steps-app.c, and the simulation's ground-truth log).
+ */
+#include <dirent.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/compiler.h"
+#include "task.h"
+#include "util/gtlog.h"
+#include "util/proc.h"
+#include "util/trace.h"
+
+#define MAX_TRACES 16
+
+struct run {
+	char dir[PATH_MAX];
+	char gt_path[PATH_MAX + 16];
+	struct proc_result res;
+	int n_traces;
+	struct trace traces[MAX_TRACES];
+	json_t *gt; /* the ground-truth log */
+};
+
+/* A path in the build folder; a test process makes few, so they are never freed. */
+static const char *build_path(const char *rel)
+{
+	char *p = NULL;
+
+	ASSERT(asprintf(&p, "%s/%s", getenv("TEST_BUILD"), rel) > 0);
+	return p;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Loads and checks every trace in r->dir, in name order (= time order); no .partial may remain. */
+static void load_traces(struct run *r)
+{
+	char *names[MAX_TRACES];
+	struct dirent *de;
+	DIR *d = opendir(r->dir);
+	char why[512], path[PATH_MAX * 2];
+	int n = 0;
+
+	ASSERT(d);
+	while ((de = readdir(d))) {
+		ASSERT_MSG(!strstr(de->d_name, ".partial"), "left behind: %s", de->d_name);
+		if (strstr(de->d_name, ".pt.trace.json.gz") && n < MAX_TRACES)
+			names[n++] = strdup(de->d_name);
+	}
+	closedir(d);
+	qsort(names, (size_t)n, sizeof(names[0]), cmp_str);
+	for (int i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%s", r->dir, names[i]);
+		ASSERT_MSG(trace_load(path, &r->traces[i], why, sizeof(why)) == 0, "%s: %s", path,
+			   why);
+		ASSERT_MSG(trace_check(&r->traces[i], why, sizeof(why)) == 0, "%s: %s", path, why);
+		free(names[i]);
+	}
+	r->n_traces = n;
+}
+
+/* Runs argv under libgprof with `env` added (NULL-terminated); output lands in a fresh folder. */
+static void run_under(struct run *r, const char *const argv[], const char *const *env, bool preload)
+{
+	char out_env[PATH_MAX + 16], gt_env[PATH_MAX + 32];
+	const char *full[32];
+	int n = 0;
+
+	memset(r, 0, sizeof(*r));
+	snprintf(r->dir, sizeof(r->dir), "/tmp/gprof-e2e-XXXXXX");
+	ASSERT(mkdtemp(r->dir));
+	snprintf(r->gt_path, sizeof(r->gt_path), "%s/gt.log", r->dir);
+	snprintf(out_env, sizeof(out_env), "GPROF_OUTPUT=%s", r->dir);
+	snprintf(gt_env, sizeof(gt_env), "FAKEGPU_LOG=%s", r->gt_path);
+	full[n++] = preload ? proc_preload(build_path("libgprof.so")) : "LD_PRELOAD";
+	full[n++] = out_env;
+	full[n++] = gt_env;
+	full[n++] = "NVTX_INJECTION64_PATH";
+	full[n++] = "CUDA_INJECTION64_PATH";
+	full[n++] = "FAKEGPU_TIME_SCALE=0.1";
+	for (; env && *env && n < 31; env++)
+		full[n++] = *env;
+	full[n] = NULL;
+	ASSERT_EQ(proc_run(argv, full, 120, &r->res), 0);
+	ASSERT_MSG(!r->res.timed_out, "%s timed out", argv[0]);
+	load_traces(r);
+	r->gt = gtlog_load(r->gt_path);
+}
+
+static void run_free(struct run *r)
+{
+	char cmd[PATH_MAX + 16];
+
+	for (int i = 0; i < r->n_traces; i++)
+		trace_free(&r->traces[i]);
+	json_decref(r->gt);
+	proc_result_free(&r->res);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", r->dir);
+	ASSERT_EQ(system(cmd), 0);
+}
+
+/* The events of t matching cat (and name, if not NULL). */
+static int count_events(const struct trace *t, const char *cat, const char *name)
+{
+	size_t i;
+	json_t *ev;
+	int n = 0;
+
+	json_array_foreach(t->events, i, ev)
+	{
+		if (!strcmp(trace_str(ev, "cat"), cat) &&
+		    (!name || !strcmp(trace_str(ev, "name"), name)))
+			n++;
+	}
+	return n;
+}
+
+static long long arg_int(const json_t *ev, const char *key)
+{
+	json_t *v = json_object_get(json_object_get(ev, "args"), key);
+
+	return json_is_integer(v) ? json_integer_value(v) : -1;
+}
+
+/* The step numbers of t's ProfilerStep#N spans, as a bit set. */
+static uint64_t step_set(const struct trace *t)
+{
+	uint64_t set = 0;
+	size_t i;
+	json_t *ev;
+
+	json_array_foreach(t->events, i, ev)
+	{
+		unsigned n;
+
+		if (sscanf(trace_str(ev, "name"), "ProfilerStep#%u", &n) == 1 && n < 64)
+			set |= 1ull << n;
+	}
+	return set;
+}
+
+static uint64_t steps_between(unsigned first, unsigned last)
+{
+	uint64_t set = 0;
+
+	for (unsigned k = first; k <= last; k++)
+		set |= 1ull << k;
+	return set;
+}
+
+/* steps-app: the step an API call of the program belongs to, from its arguments. */
+static int step_of_call(const char *name, long long bytes, long long grid_x)
+{
+	if (!strcmp(name, "cudaLaunchKernel"))
+		return (int)grid_x - 1;
+	if (!strcmp(name, "cudaMalloc"))
+		return (int)(bytes / 4096) - 1;
+	if (!strcmp(name, "cudaMemcpy") || !strcmp(name, "cudaMemcpyAsync"))
+		return (int)(bytes / 256) - 1;
+	if (!strcmp(name, "cudaMemsetAsync"))
+		return (int)(bytes / 128) - 1;
+	return -1;
+}
+
+static long long grid_x(const json_t *ev)
+{
+	json_t *g = json_object_get(json_object_get(ev, "args"), "grid");
+
+	return json_is_array(g) ? json_integer_value(json_array_get(g, 0)) : -1;
+}
+
+/*
+ * Every hooked call steps-app made in steps [first, last] (per the ground-truth log) is in the
+ * trace exactly once, with its name and arguments, and nothing from other steps.
+ */
+static void check_calls(const struct run *r, const struct trace *t, unsigned first, unsigned last,
+			int workers)
+{
+	static const char *const hooked[] = {"cudaLaunchKernel", "cudaMalloc", "cudaMemcpy",
+					     "cudaMemcpyAsync", "cudaMemsetAsync"};
+	size_t i;
+	json_t *ev;
+
+	ASSERT(r->gt);
+	for (size_t h = 0; h < ARRAY_SIZE(hooked); h++) {
+		/* Expected from the program's definition: `workers` calls per step. */
+		int want[64] = {0}, got[64] = {0}, gt_count[64] = {0};
+
+		for (unsigned k = first; k <= last; k++)
+			want[k] = workers;
+		json_array_foreach(r->gt, i, ev)
+		{
+			json_t *args = json_object_get(ev, "args");
+			int k;
+
+			if (strcmp(gtlog_str(ev, "type"), "api") ||
+			    strcmp(gtlog_str(ev, "name"), hooked[h]))
+				continue;
+			k = step_of_call(hooked[h], gtlog_int(args, "bytes"), grid_x(ev));
+			if (k >= 0 && k < 64 && (unsigned)k >= first && (unsigned)k <= last)
+				gt_count[k]++;
+		}
+		json_array_foreach(t->events, i, ev)
+		{
+			int k;
+
+			if (strcmp(trace_str(ev, "cat"), "cuda_runtime") ||
+			    strcmp(trace_str(ev, "name"), hooked[h]))
+				continue;
+			k = step_of_call(hooked[h], arg_int(ev, "bytes"), grid_x(ev));
+			ASSERT_MSG(k >= 0 && k < 64, "%s with unexpected arguments", hooked[h]);
+			got[k]++;
+			ASSERT_EQ(arg_int(ev, "result"), 0);
+			if (!strcmp(hooked[h], "cudaLaunchKernel")) {
+				ASSERT_EQ(arg_int(ev, "shared memory"), k * 16);
+				ASSERT_STR_CONTAINS(
+				    trace_str(json_object_get(ev, "args"), "kernel"), "scale");
+			}
+		}
+		for (int k = 0; k < 64; k++) {
+			ASSERT_MSG(got[k] == want[k], "%s step %d: %d in the trace, %d expected",
+				   hooked[h], k, got[k], want[k]);
+			ASSERT_MSG(gt_count[k] == want[k], "%s step %d: %d in the log, %d expected",
+				   hooked[h], k, gt_count[k], want[k]);
+		}
+	}
+}
+
+TEST(preload_default_schedule)
+{
+	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "10", NULL};
+	struct run r;
+
+	run_under(&r, argv, NULL, true);
+	ASSERT_EQ(r.res.status, 0);
+	ASSERT_EQ(r.n_traces, 1);
+	ASSERT_EQ(step_set(&r.traces[0]), steps_between(2, 4));
+	check_calls(&r, &r.traces[0], 2, 4, 1);
+	/* NVTX: per step, forward + inner + dom-range ranges, the cross-thread range, marks. */
+	ASSERT_EQ(count_events(&r.traces[0], "user_annotation", "forward"), 3);
+	ASSERT_EQ(count_events(&r.traces[0], "user_annotation", "inner"), 3);
+	ASSERT_EQ(count_events(&r.traces[0], "user_annotation", "dom-range"), 3);
+	ASSERT_EQ(count_events(&r.traces[0], "user_annotation", "wide \xe2\x9c\x93"), 3);
+	ASSERT_GE(count_events(&r.traces[0], "user_annotation", "across"), 2);
+	ASSERT_EQ(count_events(&r.traces[0], "gpu_memory", NULL), 6);
+	ASSERT_EQ(count_events(&r.traces[0], "cuda_runtime", "cudaFree"), 3);
+	run_free(&r);
+}
+
+TEST(preload_domain_and_tids)
+{
+	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "6", NULL};
+	struct run r;
+	size_t i;
+	json_t *ev;
+	long long worker_tid = -1;
+
+	run_under(&r, argv, NULL, true);
+	ASSERT_EQ(r.n_traces, 1);
+	/* The worker's calls carry the worker's thread id, as the ground-truth log saw it. */
+	json_array_foreach(r.gt, i, ev)
+	{
+		if (!strcmp(gtlog_str(ev, "name"), "cudaMalloc"))
+			worker_tid = gtlog_int(ev, "tid");
+	}
+	ASSERT_GT(worker_tid, 0);
+	json_array_foreach(r.traces[0].events, i, ev)
+	{
+		const char *name = trace_str(ev, "name");
+
+		if (!strcmp(trace_str(ev, "cat"), "cuda_runtime"))
+			ASSERT_EQ(json_integer_value(json_object_get(ev, "tid")), worker_tid);
+		if (!strcmp(name, "dom-range"))
+			ASSERT_STR_EQ(trace_str(json_object_get(ev, "args"), "domain"), "mydomain");
+		if (!strcmp(name, "forward"))
+			ASSERT(!json_object_get(json_object_get(ev, "args"), "domain"));
+	}
+	run_free(&r);
+}
+
+TEST(preload_markers_on_launching_thread)
+{
+	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "10", "-S", NULL};
+	struct run r;
+
+	run_under(&r, argv, NULL, true);
+	ASSERT_EQ(r.res.status, 0);
+	ASSERT_EQ(r.n_traces, 1);
+	ASSERT_EQ(step_set(&r.traces[0]), steps_between(2, 4));
+	check_calls(&r, &r.traces[0], 2, 4, 1);
+	run_free(&r);
+}
+
+TEST(preload_numbered_step_markers)
+{
+	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "10", "-x", NULL};
+	struct run r;
+
+	run_under(&r, argv, NULL, true);
+	ASSERT_EQ(r.n_traces, 1);
+	ASSERT_EQ(step_set(&r.traces[0]), steps_between(2, 4));
+	run_free(&r);
+}
+
+TEST(preload_eight_threads)
+{
+	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "8", "-t", "8", NULL};
+	struct run r;
+
+	run_under(&r, argv, NULL, true);
+	ASSERT_EQ(r.res.status, 0);
+	ASSERT_EQ(r.n_traces, 1);
+	check_calls(&r, &r.traces[0], 2, 4, 8);
+	ASSERT_EQ(count_events(&r.traces[0], "user_annotation", "forward"), 24);
+	run_free(&r);
+}
+
+TEST(preload_repeat)
+{
+	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "10", NULL};
+	const char *env2[] = {"GPROF_SCHEDULE=wait=1,warmup=1,active=2,repeat=2", NULL};
+	const char *env0[] = {"GPROF_SCHEDULE=wait=1,warmup=1,active=2,repeat=0", NULL};
+	struct run r;
+
+	/* Cycles of 4 steps (wait, warmup, active, active): steps 2-3 and 6-7 are recorded. */
+	run_under(&r, argv, env2, true);
+	ASSERT_EQ(r.n_traces, 2);
+	ASSERT_EQ(step_set(&r.traces[0]), steps_between(2, 3));
+	ASSERT_EQ(step_set(&r.traces[1]), steps_between(6, 7));
+	check_calls(&r, &r.traces[0], 2, 3, 1);
+	check_calls(&r, &r.traces[1], 6, 7, 1);
+	run_free(&r);
+
+	/* repeat=0 over 12 steps: 2-3, 6-7 and 10-11, the last saved at exit. */
+	const char *argv12[] = {build_path("test/apps/steps-app"), "-s", "12", NULL};
+
+	run_under(&r, argv12, env0, true);
+	ASSERT_EQ(r.n_traces, 3);
+	ASSERT_EQ(step_set(&r.traces[2]), steps_between(10, 11));
+	check_calls(&r, &r.traces[2], 10, 11, 1);
+	run_free(&r);
+}
+
+TEST(preload_schedule_all)
+{
+	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "5", NULL};
+	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
+	struct run r;
+
+	run_under(&r, argv, env, true);
+	ASSERT_EQ(r.n_traces, 1);
+	check_calls(&r, &r.traces[0], 0, 4, 1);
+	run_free(&r);
+}
+
+TEST(preload_nvcc_app)
+{
+	const char *app = build_path("test/apps/nvcc-app");
+	const char *pt = build_path("test/apps/nvcc-app-pt");
+	const char *const apps[][2] = {{app, "__cudaLaunchKernel"},
+				       {pt, "__cudaLaunchKernel_ptsz"}};
+	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
+
+	if (access(app, X_OK) != 0)
+		SKIP("no nvcc-app (nvcc missing)");
+	for (size_t a = 0; a < 2; a++) {
+		const char *argv[] = {apps[a][0], NULL};
+		struct run r;
+		size_t i;
+		json_t *ev;
+		int launches = 0;
+
+		run_under(&r, argv, env, true);
+		ASSERT_EQ(r.res.status, 0);
+		ASSERT_EQ(r.n_traces, 1);
+		json_array_foreach(r.traces[0].events, i, ev)
+		{
+			const char *kernel = trace_str(json_object_get(ev, "args"), "kernel");
+
+			if (strcmp(trace_str(ev, "name"), "cudaLaunchKernel"))
+				continue;
+			launches++;
+			ASSERT_STR_EQ(trace_str(json_object_get(ev, "args"), "api"), apps[a][1]);
+			ASSERT_MSG(kernel[0] && !strstr(kernel, "_Z"), "not demangled: %s", kernel);
+		}
+		/* Every launch the program made, per the ground-truth log. */
+		ASSERT_GT(launches, 0);
+		ASSERT_EQ(launches, (int)gtlog_count(r.gt, "{\"type\":\"api\",\"cbid\":505}") +
+					(int)gtlog_count(r.gt, "{\"type\":\"api\",\"cbid\":506}"));
+		ASSERT_GE(count_events(&r.traces[0], "cuda_runtime", "cudaLaunchKernel"), 1);
+		run_free(&r);
+	}
+}
+
+/* Output, errno and exit status identical with and without libgprof, on both runtimes. */
+TEST(preload_results_unchanged)
+{
+	const char *const apps[] = {build_path("test/apps/steps-app"),
+				    build_path("test/apps/steps-app-real")};
+	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
+
+	for (size_t a = 0; a < ARRAY_SIZE(apps); a++) {
+		const char *argv[] = {apps[a], "-e", NULL};
+		struct run with, without;
+
+		run_under(&without, argv, env, false);
+		run_under(&with, argv, env, true);
+		ASSERT_EQ(with.res.status, without.res.status);
+		ASSERT_STR_EQ(with.res.out, without.res.out);
+		ASSERT_STR_CONTAINS(with.res.out, "cudaMalloc(1 TiB) = ");
+		ASSERT_STR_CONTAINS(with.res.out, ", errno 4242\n");
+		run_free(&with);
+		run_free(&without);
+	}
+}
+
+/* With the real libcudart and no GPU every call fails with 35, and passes through as it is. */
+TEST(preload_real_runtime_without_gpu)
+{
+	const char *argv[] = {build_path("test/apps/steps-app-real"), "-e", NULL};
+	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
+	struct run r;
+
+	run_under(&r, argv, env, true);
+	ASSERT_EQ(r.res.status, 0);
+	ASSERT_STR_CONTAINS(r.res.out, "cudaMalloc(1 TiB) = 35, errno 4242");
+	ASSERT_STR_CONTAINS(r.res.out, "cudaMemcpy(bad kind) = 35, errno 77");
+	ASSERT_EQ(r.n_traces, 1);
+	ASSERT_EQ(count_events(&r.traces[0], "cuda_runtime", "cudaMalloc"), 1);
+	run_free(&r);
+}
+
+/* No CUDA, or GPROF_DISABLE=1: no file, no message, the same exit status. */
+TEST(preload_inert_cases)
+{
+	const char *py_argv[] = {"/usr/bin/env", "python3", "-c", "import sys; sys.exit(3)", NULL};
+	const char *sh_argv[] = {"/bin/sh", "-c", "exit 5", NULL};
+	const char *true_argv[] = {"/bin/true", NULL};
+	const char *disable[] = {"GPROF_DISABLE=1", NULL};
+	const char *app_argv[] = {build_path("test/apps/steps-app"), "-s", "6", NULL};
+	struct {
+		const char *const *argv;
+		const char *const *env;
+		int status;
+	} cases[] = {
+	    {true_argv, NULL, 0},    {sh_argv, NULL, 5},     {py_argv, NULL, 3},
+	    {true_argv, disable, 0}, {app_argv, disable, 0},
+	};
+
+	for (size_t c = 0; c < ARRAY_SIZE(cases); c++) {
+		struct run r;
+
+		if (cases[c].argv == py_argv && access("/usr/bin/python3", X_OK) != 0)
+			continue;
+		run_under(&r, cases[c].argv, cases[c].env, true);
+		ASSERT_MSG(r.res.status == cases[c].status, "case %zu: status %d, stderr %s", c,
+			   r.res.status, r.res.err);
+		ASSERT_EQ(r.n_traces, 0);
+		ASSERT_MSG(!strstr(r.res.err, "gprof:"), "case %zu printed: %s", c, r.res.err);
+		run_free(&r);
+	}
+}
+
+/* A CUDA program that never marks a step gets one message naming the two ways out. */
+TEST(preload_no_step_marker)
+{
+	const char *argv[] = {build_path("test/apps/steps-app-real"), "-e", NULL};
+	struct run r;
+
+	run_under(&r, argv, NULL, true);
+	ASSERT_EQ(r.res.status, 0);
+	ASSERT_EQ(r.n_traces, 0);
+	ASSERT_STR_CONTAINS(r.res.err, "gprof: ");
+	ASSERT_STR_CONTAINS(r.res.err, "torch.cuda.nvtx.mark");
+	ASSERT_STR_CONTAINS(r.res.err, "GPROF_SCHEDULE=all");
+	run_free(&r);
+}
+
+/* A bad configuration value: one line, libgprof off, the program as without it. */
+TEST(preload_bad_config)
+{
+	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "6", NULL};
+	const char *env[] = {"GPROF_SCHEDULE=wait=1,bogus=2", NULL};
+	struct run r;
+
+	run_under(&r, argv, env, true);
+	ASSERT_EQ(r.res.status, 0);
+	ASSERT_EQ(r.n_traces, 0);
+	ASSERT_STR_CONTAINS(r.res.err, "gprof: GPROF_SCHEDULE='wait=1,bogus=2': ");
+	ASSERT_EQ(strchr(r.res.err, '\n') - r.res.err + 1, (long)strlen(r.res.err));
+	ASSERT_STR_CONTAINS(r.res.out, "steps-app: 6 steps x 1 threads ok");
+	run_free(&r);
+}
+
+/* NVTX_INJECTION64_PATH set by the user: one warning, the program runs. */
+TEST(preload_nvtx_path_taken)
+{
+	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "3", NULL};
+	const char *env[] = {"NVTX_INJECTION64_PATH=/nonexistent/libothertool.so", NULL};
+	struct run r;
+
+	run_under(&r, argv, env, true);
+	ASSERT_EQ(r.res.status, 0);
+	ASSERT_STR_CONTAINS(r.res.err, "gprof: NVTX_INJECTION64_PATH is already set");
+	ASSERT_STR_CONTAINS(r.res.out, "steps-app: 3 steps x 1 threads ok");
+	run_free(&r);
+}
