@@ -381,7 +381,8 @@ static json_t *last_gpu_op(const char *path)
 
 /*
  * Completion is asynchronous (no record right after a launch), and stream, event, device and
- * blocking-copy synchronisation return only after the work's simulated end, its record written.
+ * blocking-copy synchronisation (and cudaFree) return only after the work's simulated end, its
+ * record written.
  */
 TEST(fakecuda_synchronize_waits)
 {
@@ -423,9 +424,14 @@ TEST(fakecuda_synchronize_waits)
 	ASSERT_STR_EQ(gtlog_str(op, "name"), "_Z3midv");
 	ASSERT_GE(now_ns(), gtlog_int(op, "end"));
 	json_decref(op);
-	ASSERT_EQ(gpu_lines(path), 5);
-	ASSERT_EQ(rt.event_destroy(ev), cudaSuccess);
+
+	ASSERT_EQ(launch(kernel_mid, 1, 32, s), cudaSuccess);
 	ASSERT_EQ(rt.free(dev), cudaSuccess);
+	op = last_gpu_op(path);
+	ASSERT_GE(now_ns(), gtlog_int(op, "end"));
+	json_decref(op);
+	ASSERT_EQ(gpu_lines(path), 6);
+	ASSERT_EQ(rt.event_destroy(ev), cudaSuccess);
 }
 
 /* Durations follow the model: kernel table, copy latency + bytes / bandwidth, time scale. */

@@ -39,12 +39,15 @@ static cudaError_t do_alloc(const struct alloc_call *a, void **ptr, size_t size)
 			   (unsigned long long)(uintptr_t)*ptr);
 }
 
+/* cudaFree and cudaFreeHost wait for the device to be idle first, as the real ones do. */
 static cudaError_t do_free(const struct alloc_call *a, void *ptr)
 {
 	struct fakecuda_call c;
 	int err;
 
 	fakert_enter(&c, a->cbid, a->name, a->params, NULL);
+	if (!a->async && ptr)
+		fakecuda_sync(NULL, fakecuda_device_current());
 	err = fakecuda_mem_free(ptr, a->kind, c.correlation, async_stream_id(a));
 	return fakert_exit(&c, fakert_error(err), "\"ptr\":%llu",
 			   (unsigned long long)(uintptr_t)ptr);

@@ -230,6 +230,8 @@ CUresult cuMemFree(CUdeviceptr dptr)
 
 	drv_enter(&c, DRV_CBID(cuMemFree_v2), "cuMemFree_v2", &p, NULL);
 	err = need_init();
+	if (!err && dptr) /* like cudaFree, it waits for the device to be idle */
+		fakecuda_sync(NULL, fakecuda_device_current());
 	if (!err)
 		err = drv_error(fakecuda_mem_free((void *)(uintptr_t)dptr,
 						  CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, c.correlation,
