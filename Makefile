@@ -68,7 +68,7 @@ TEST_BIN  := $(BUILD)/test/run-tests
 # Things `make test` builds besides the runner (the simulated GPU and test programs add to it).
 TEST_DEPS := $(LIB) $(TEST_BIN)
 
-.PHONY: all test help format check-format clean
+.PHONY: all test demo help format check-format clean
 .DEFAULT_GOAL := all
 
 all: $(LIB)
@@ -102,6 +102,28 @@ TEST_ENV := TEST_BUILD=$(abspath $(BUILD)) TEST_SRC=$(abspath .) \
 test: $(TEST_DEPS)
 	$(Q)$(TEST_ENV) $(TEST_BIN) $(T)
 
+# The demo program, built for the simulated GPU always and for the real one when there is one.
+DEMO_OUT  := $(BUILD)/demo
+DEMO_GPU  := $(if $(shell nvidia-smi -L 2>/dev/null),$(DEMO_OUT)/train-gpu)
+
+$(DEMO_OUT)/train.o: scripts/demo/train.cu
+	$(call quiet,NVCC,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CUDA_HOME)/bin/nvcc -cudart shared -O2 -c -o $@ $<
+
+$(DEMO_OUT)/train-sim: $(DEMO_OUT)/train.o $(FAKE_CUDART_LIB)
+	$(call quiet,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< -Wl,-rpath,'$$ORIGIN/../fakecuda' -L$(FAKECUDA_OUT) \
+		-l:libcudart.so.13 -lstdc++ -ldl -lpthread
+
+$(DEMO_OUT)/train-gpu: scripts/demo/train.cu
+	$(call quiet,NVCC,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CUDA_HOME)/bin/nvcc -cudart shared -O2 -o $@ $<
+
+demo: $(LIB) $(FAKECUPTI_LIB) $(DEMO_OUT)/train-sim $(DEMO_GPU)
+	$(Q)scripts/demo.sh $(BUILD)
+
 FORMAT_SRCS = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 
 format:
@@ -115,6 +137,7 @@ clean:
 
 help:
 	@echo 'make                 build build/libgprof.so'
+	@echo 'make demo            run a bundled training-loop example under libgprof (simulated GPU if none)'
 	@echo 'make test            build and run every test (T=name runs those whose name contains it)'
 	@echo 'make test SAN=address,undefined   the same under ASan+UBSan (SAN=thread for TSan)'
 	@echo 'make check-format    check formatting against .clang-format; make format fixes it'
