@@ -139,6 +139,29 @@ int gprof_sink_sync(struct gprof_sink *s);
 int gprof_sink_finish(struct gprof_sink *s, const char *head, size_t len);
 void gprof_sink_free(struct gprof_sink *s);
 
+/* tracks.c: the tracks a window used, for its metadata events. */
+struct gprof_seen {
+	uint64_t *keys; /* in first-seen order */
+	size_t n, cap;
+	uint32_t *slot; /* hash index: index + 1 into keys, 0 when empty */
+	size_t mask;
+	uint64_t last; /* the last key added or found: most events repeat it */
+};
+
+struct gprof_tracks {
+	struct gprof_seen threads, streams, devices; /* streams: device << 32 | stream */
+	char (*comm)[16];			     /* names, parallel to threads.keys */
+	size_t comm_cap;
+};
+
+/* Each returns 1 when the track is new, 0 when known, -ENOMEM. */
+int gprof_tracks_thread(struct gprof_tracks *k, uint32_t tid);
+int gprof_tracks_stream(struct gprof_tracks *k, uint32_t device, uint32_t stream);
+int gprof_tracks_device(struct gprof_tracks *k, uint32_t device);
+void gprof_tracks_free(struct gprof_tracks *k);
+/* /proc/self/task/<tid>/comm, or "" when the thread is gone. */
+void gprof_tracks_comm(uint32_t tid, char out[16]);
+
 /* trace.c: the Kineto schema. */
 #define GPROF_TRACE_HEAD_BYTES 49152u /* the stored block: fixed, fits every header but warnings */
 

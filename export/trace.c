@@ -13,15 +13,6 @@
 #define OUT_FLUSH_BYTES (64u << 10)  /* formatted text handed to the sink in pieces this big */
 #define SYNC_EVERY_NS	100000000ull /* a sync flush at least this often while data comes */
 
-/* Keys in first-seen order with a hash index: the tracks of a window. */
-struct seen {
-	uint64_t *keys;
-	size_t n, cap;
-	uint32_t *slot; /* index + 1 into keys, 0 when empty */
-	size_t mask;
-	uint64_t last; /* keys[n - 1] or the last key looked up: most events repeat it */
-};
-
 struct gprof_trace {
 	struct gprof_sink *sink;
 	struct gprof_jbuf out; /* formatted, not yet in the sink */
@@ -31,105 +22,18 @@ struct gprof_trace {
 	int pid;
 	int err; /* the first error: the trace is lost */
 	uint64_t counts[GPROF_EXPORT_KINDS];
-	struct seen threads, streams, devices; /* streams: device << 32 | stream */
-	char (*comm)[16];		       /* thread names, parallel to threads.keys */
-	size_t comm_cap;
+	struct gprof_tracks tracks;
 };
-
-static int seen_grow(struct seen *s)
-{
-	size_t cap = s->cap ? s->cap * 2 : 16;
-	uint64_t *keys = realloc(s->keys, cap * sizeof(*keys));
-	uint32_t *slot = calloc(cap * 2, sizeof(*slot));
-
-	if (keys)
-		s->keys = keys;
-	if (!keys || !slot) {
-		free(slot);
-		return -ENOMEM;
-	}
-	free(s->slot);
-	s->slot = slot;
-	s->cap = cap;
-	s->mask = cap * 2 - 1;
-	for (size_t i = 0; i < s->n; i++) {
-		size_t h = (s->keys[i] * 0x9e3779b97f4a7c15ull) >> 20 & s->mask;
-
-		while (s->slot[h])
-			h = (h + 1) & s->mask;
-		s->slot[h] = (uint32_t)i + 1;
-	}
-	return 0;
-}
-
-/* 1 if key is new (appended), 0 if known, or a negative errno. */
-static int seen_add(struct seen *s, uint64_t key)
-{
-	size_t h;
-
-	if (s->n && key == s->last)
-		return 0;
-	s->last = key;
-	for (h = (key * 0x9e3779b97f4a7c15ull) >> 20 & s->mask; s->cap && s->slot[h];
-	     h = (h + 1) & s->mask)
-		if (s->keys[s->slot[h] - 1] == key)
-			return 0;
-	if (s->n == s->cap) {
-		if (seen_grow(s))
-			return -ENOMEM;
-		return seen_add(s, key) < 0 ? -ENOMEM : 1;
-	}
-	s->keys[s->n++] = key;
-	s->slot[h] = (uint32_t)s->n;
-	return 1;
-}
-
-static void seen_free(struct seen *s)
-{
-	free(s->keys);
-	free(s->slot);
-}
-
-/* The thread's name now, or "" if it is gone. */
-static void read_comm(uint32_t tid, char out[16])
-{
-	char path[64];
-	ssize_t n = -1;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%u/comm", tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		n = read(fd, out, 15);
-		close(fd);
-	}
-	n = n < 0 ? 0 : n;
-	while (n > 0 && out[n - 1] == '\n')
-		n--;
-	out[n] = '\0';
-}
 
 static void note_thread(struct gprof_trace *t, uint32_t tid)
 {
-	if (seen_add(&t->threads, tid) != 1)
-		return;
-	if (t->comm_cap < t->threads.cap) {
-		void *p = realloc(t->comm, t->threads.cap * sizeof(*t->comm));
-
-		if (!p) {
-			t->out.failed = true;
-			return;
-		}
-		t->comm = p;
-		t->comm_cap = t->threads.cap;
-	}
-	read_comm(tid, t->comm[t->threads.n - 1]);
+	if (gprof_tracks_thread(&t->tracks, tid) < 0)
+		t->out.failed = true;
 }
 
 static void note_stream(struct gprof_trace *t, uint32_t device, uint32_t stream)
 {
-	if (seen_add(&t->streams, (uint64_t)device << 32 | stream) < 0 ||
-	    seen_add(&t->devices, device) < 0)
+	if (gprof_tracks_stream(&t->tracks, device, stream) < 0)
 		t->out.failed = true;
 }
 
@@ -467,7 +371,7 @@ static void emit_memory(struct gprof_trace *t, const struct gprof_export_event *
 {
 	struct gprof_jbuf *b = &t->out;
 
-	if (seen_add(&t->devices, ev->device) < 0)
+	if (gprof_tracks_device(&t->tracks, ev->device) < 0)
 		b->failed = true;
 	gprof_jbuf_lit(b, "{\"ph\":\"C\",\"cat\":\"gpu_memory\",\"name\":\"GPU memory\",\"pid\":");
 	gprof_jbuf_u64(b, ev->device);
@@ -578,26 +482,28 @@ static void put_metadata(struct gprof_trace *t)
 	meta_str(t, "process_name", (uint64_t)t->pid, 0, "name", program_invocation_short_name);
 	meta_str(t, "process_labels", (uint64_t)t->pid, 0, "labels", "CPU");
 	meta_num(t, "process_sort_index", (uint64_t)t->pid, 0, (uint64_t)t->pid);
-	for (size_t i = 0; i < t->devices.n; i++) {
-		uint64_t dev = t->devices.keys[i];
+	const struct gprof_tracks *k = &t->tracks;
+
+	for (size_t i = 0; i < k->devices.n; i++) {
+		uint64_t dev = k->devices.keys[i];
 
 		snprintf(label, sizeof(label), "GPU %llu", (unsigned long long)dev);
 		meta_str(t, "process_name", dev, 0, "name", program_invocation_short_name);
 		meta_str(t, "process_labels", dev, 0, "labels", label);
 		meta_num(t, "process_sort_index", dev, 0, 5000000 + dev);
 	}
-	for (size_t i = 0; i < t->threads.n; i++) {
-		uint32_t tid = (uint32_t)t->threads.keys[i];
+	for (size_t i = 0; i < k->threads.n; i++) {
+		uint32_t tid = (uint32_t)k->threads.keys[i];
 		char name[16], text[48];
 
 		/* Threads get their names after they start: the latest wins, if still alive. */
-		read_comm(tid, name);
-		snprintf(text, sizeof(text), "thread %u (%s)", tid, name[0] ? name : t->comm[i]);
+		gprof_tracks_comm(tid, name);
+		snprintf(text, sizeof(text), "thread %u (%s)", tid, name[0] ? name : k->comm[i]);
 		meta_str(t, "thread_name", (uint64_t)t->pid, tid, "name", text);
 		meta_num(t, "thread_sort_index", (uint64_t)t->pid, tid, tid);
 	}
-	for (size_t i = 0; i < t->streams.n; i++) {
-		uint64_t dev = t->streams.keys[i] >> 32, stream = (uint32_t)t->streams.keys[i];
+	for (size_t i = 0; i < k->streams.n; i++) {
+		uint64_t dev = k->streams.keys[i] >> 32, stream = (uint32_t)k->streams.keys[i];
 
 		snprintf(label, sizeof(label), "stream %llu ", (unsigned long long)stream);
 		meta_str(t, "thread_name", dev, stream, "name", label);
@@ -676,9 +582,6 @@ void gprof_trace_free(struct gprof_trace *t)
 		return;
 	gprof_sink_free(t->sink);
 	gprof_jbuf_free(&t->out);
-	seen_free(&t->threads);
-	seen_free(&t->streams);
-	seen_free(&t->devices);
-	free(t->comm);
+	gprof_tracks_free(&t->tracks);
 	free(t);
 }

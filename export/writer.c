@@ -175,7 +175,7 @@ static void open_window(struct window *w, struct gprof_trace_meta *m)
 		return;
 	}
 	m->rank = w->rank;
-	m->trace_name = name;
+	m->trace_name = strrchr(w->path, '/') + 1; /* m outlives this frame */
 	w->trace = gprof_trace_open(m, w->open_ns, fd, ctl.cfg.gzip_level, &w->error);
 	if (!w->trace)
 		abandon(w, w->error, "cannot write the trace file");

@@ -470,6 +470,59 @@ TEST(export_trace_every_kind)
 	gprof_trace_free(tr);
 }
 
+/* Every track gets its metadata, however many (the track sets grow past their first size). */
+TEST(export_trace_many_tracks)
+{
+	struct gprof_export_process_info proc = {.cupti_status = "not used"};
+	struct gprof_trace_meta m = {.proc = &proc,
+				     .rank = {0, 1},
+				     .base_ns = BASE_NS,
+				     .trace_name = "h_1.2.pt.trace.json.gz"};
+	struct gprof_trace *tr = gprof_trace_open(&m, BASE_NS, -1, 0, &(int){0});
+	int threads = 0, streams = 0, gpus = 0;
+	size_t len, i;
+	struct trace t;
+	json_t *ev;
+
+	ASSERT(tr);
+	for (uint32_t k = 0; k < 100; k++) {
+		struct gprof_export_event e[2] = {
+		    {.kind = GPROF_EXPORT_NVTX_MARK,
+		     .tid = 1000 + k % 40,
+		     .ts_ns = BASE_NS + k,
+		     .name = gprof_export_intern("m")},
+		    {.kind = GPROF_EXPORT_MEMSET,
+		     .device = k % 3,
+		     .stream = k % 37,
+		     .ts_ns = BASE_NS + k * 1000,
+		     .dur_ns = 10},
+		};
+
+		gprof_trace_events(tr, e, 2);
+	}
+	ASSERT_EQ(gprof_trace_close(tr, &m), 0);
+	const char *text = gprof_trace_text(tr, &len);
+
+	ASSERT_EQ(trace_parse(text, len, &t, why, sizeof(why)), 0);
+	ASSERT_TRACE_OK(&t);
+	json_array_foreach(t.events, i, ev)
+	{
+		const char *name = trace_str(ev, "name");
+		const char *label = trace_str(json_object_get(ev, "args"), "name");
+
+		threads += !strcmp(name, "thread_name") && !strncmp(label, "thread ", 7);
+		streams += !strcmp(name, "thread_name") && !strncmp(label, "stream ", 7);
+		gpus += !strcmp(name, "process_labels") &&
+			!strncmp(trace_str(json_object_get(ev, "args"), "labels"), "GPU ", 4);
+	}
+	/* 40 thread ids; (k % 3, k % 37) for k < 100 takes 100 distinct pairs; 3 devices. */
+	ASSERT_EQ(threads, 40);
+	ASSERT_EQ(streams, 100);
+	ASSERT_EQ(gpus, 3);
+	trace_free(&t);
+	gprof_trace_free(tr);
+}
+
 /* The one trace file in dir (no .partial left, nothing else); its name into name. */
 static void the_trace(const char *dir, char *path, size_t size)
 {
