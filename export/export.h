@@ -31,6 +31,11 @@
  *
  * Errors of the output (folder not creatable, disk full) print one gprof: line, remove the
  * .partial file and abandon that window; producers never notice.
+ *
+ * The control calls below (windows, process info, stats) take a mutex that the writer never
+ * holds during I/O; they may be called from any thread, but not from on_window_done.
+ * After fork() the child of a process whose writer runs exports nothing (pushes are dropped,
+ * opens fail); a child forked before the first window keeps a working exporter of its own.
  */
 #ifndef GPROF_EXPORT_H
 #define GPROF_EXPORT_H
@@ -246,12 +251,21 @@ struct gprof_export_window_info {
 
 /*
  * Opens a window holding one hold (the caller's); *id is what events carry. The file is
- * created by the writer thread. Returns 0, -ENODEV (export not running), -EBUSY (too many
+ * created by the writer thread. Besides shared/TRACE_FORMAT.md's fields its header holds the
+ * "gprof" object: version, schedule, window (info->number), first_step, last_step (null
+ * until set), records (events written per kind), dropped {buffer_full: this window's events
+ * lost to the memory cap, cupti: as added below, late: events that came for windows already
+ * finished since the previous file}, cupti {library, version, status}, warnings (every
+ * gprof: warning and error line printed while the window was open) and warnings_omitted
+ * (those that did not fit the header or were no longer kept). Returns 0, -ENODEV (export not running), -EBUSY (too many
  * windows not yet finished: GPROF_EXPORT_WINDOWS) or -EAGAIN (the writer could not start).
  */
 #define GPROF_EXPORT_WINDOWS 8
 int gprof_export_window_open(const struct gprof_export_window_info *info, uint32_t *id);
-/* Another party (the collector) delays the finish until its own release. */
+/*
+ * Another party (the collector) delays the finish until its own release. Hold before the
+ * opener releases: a hold on a window whose holds already reached zero is ignored.
+ */
 void gprof_export_window_hold(uint32_t id);
 /* Drops one hold; at zero the writer drains what was committed before and finishes the file. */
 void gprof_export_window_release(uint32_t id);
@@ -270,7 +284,7 @@ struct gprof_export_stats {
 };
 void gprof_export_get_stats(struct gprof_export_stats *st);
 
-/* Tests: while paused the writer reads no event (it still opens and finishes files). */
+/* Tests: while paused the writer reads no event and finishes no window (it still opens files). */
 void gprof_export_pause(bool paused);
 
 #endif

@@ -9,25 +9,22 @@
 static const char head_end[] = "\n  \"traceEvents\": [\n";
 
 /* deviceProperties' integer fields, in Kineto's order. */
-#define DEV_INT(key, field)                                      \
-	{                                                        \
-		key, offsetof(struct gprof_export_device, field) \
-	}
+#define DEV(field) offsetof(struct gprof_export_device, field)
 static const struct {
 	const char *key;
 	size_t offset;
 } dev_ints[] = {
-    DEV_INT("computeMajor", compute_major),
-    DEV_INT("computeMinor", compute_minor),
-    DEV_INT("maxThreadsPerBlock", max_threads_per_block),
-    DEV_INT("maxThreadsPerMultiprocessor", max_threads_per_mp),
-    DEV_INT("regsPerBlock", regs_per_block),
-    DEV_INT("warpSize", warp_size),
-    DEV_INT("sharedMemPerBlock", shared_mem_per_block),
-    DEV_INT("numSms", num_sms),
-    DEV_INT("regsPerMultiprocessor", regs_per_mp),
-    DEV_INT("sharedMemPerBlockOptin", shared_mem_per_block_optin),
-    DEV_INT("sharedMemPerMultiprocessor", shared_mem_per_mp),
+    {"computeMajor", DEV(compute_major)},
+    {"computeMinor", DEV(compute_minor)},
+    {"maxThreadsPerBlock", DEV(max_threads_per_block)},
+    {"maxThreadsPerMultiprocessor", DEV(max_threads_per_mp)},
+    {"regsPerBlock", DEV(regs_per_block)},
+    {"warpSize", DEV(warp_size)},
+    {"sharedMemPerBlock", DEV(shared_mem_per_block)},
+    {"numSms", DEV(num_sms)},
+    {"regsPerMultiprocessor", DEV(regs_per_mp)},
+    {"sharedMemPerBlockOptin", DEV(shared_mem_per_block_optin)},
+    {"sharedMemPerMultiprocessor", DEV(shared_mem_per_mp)},
 };
 
 /* gprof.records' keys, indexed by enum gprof_export_kind. */
@@ -120,7 +117,7 @@ static void put_gprof(struct gprof_jbuf *b, const struct gprof_trace_meta *m,
 		gprof_jbuf_str(b, m->warnings[i], strnlen(m->warnings[i], GPROF_LOG_LINE_MAX));
 	}
 	gprof_jbuf_lit(b, "]");
-	put_key_u64(b, "warnings_omitted", m->n_warnings - n_warn);
+	put_key_u64(b, "warnings_omitted", m->n_warnings - n_warn + m->warnings_lost);
 	gprof_jbuf_lit(b, "},\n");
 }
 

@@ -177,6 +177,7 @@ struct gprof_trace_meta {
 	uint64_t dropped_buffer, dropped_cupti, dropped_late;
 	char (*warnings)[GPROF_LOG_LINE_MAX];
 	size_t n_warnings;
+	size_t warnings_lost; /* printed in the window but no longer kept by common/log */
 	const char *trace_name;
 };
 

@@ -210,6 +210,7 @@ static void finish_window(struct window *w, struct gprof_trace_meta *m)
 	m->dropped_late = wr.late_since_finish;
 	m->warnings = warnings;
 	m->n_warnings = gprof_log_warnings(w->log_seq, warnings, GPROF_LOG_KEPT);
+	m->warnings_lost = gprof_log_seq() - w->log_seq - m->n_warnings;
 	err = gprof_trace_close(w->trace, m);
 	if (err) {
 		abandon(w, err, "cannot write the trace file");
