@@ -29,15 +29,15 @@ void gprof_log(int level, const char *fmt, ...) GPROF_PRINTF(2, 3);
  * (the newest GPROF_LOG_KEPT of them). gprof_log_warnings() copies those with a sequence
  * number >= from_seq into out[] and returns how many; gprof_log_seq() is the next number.
  */
-#define GPROF_LOG_KEPT	  32
+#define GPROF_LOG_KEPT	   32
 #define GPROF_LOG_LINE_MAX 512
 unsigned long gprof_log_seq(void);
 size_t gprof_log_warnings(unsigned long from_seq, char out[][GPROF_LOG_LINE_MAX], size_t max);
 
-#define pr_log(lvl, fmt, ...)                                                                      \
-	do {                                                                                       \
-		if (unlikely(gprof_log_level >= (lvl)))                                            \
-			gprof_log((lvl), PR_FMT fmt, ##__VA_ARGS__);                               \
+#define pr_log(lvl, fmt, ...)                                        \
+	do {                                                         \
+		if (unlikely(gprof_log_level >= (lvl)))              \
+			gprof_log((lvl), PR_FMT fmt, ##__VA_ARGS__); \
 	} while (0)
 
 #define pr_err(fmt, ...)  pr_log(GPROF_LOG_ERROR, fmt, ##__VA_ARGS__)
@@ -46,11 +46,11 @@ size_t gprof_log_warnings(unsigned long from_seq, char out[][GPROF_LOG_LINE_MAX]
 #define pr_dbg(fmt, ...)  pr_log(GPROF_LOG_DEBUG, fmt, ##__VA_ARGS__)
 
 /* Warn once per call site for conditions that repeat. */
-#define pr_warn_once(fmt, ...)                                                                     \
-	do {                                                                                       \
-		static int warned_;                                                                \
-		if (!__atomic_exchange_n(&warned_, 1, __ATOMIC_RELAXED))                           \
-			pr_warn(fmt, ##__VA_ARGS__);                                               \
+#define pr_warn_once(fmt, ...)                                           \
+	do {                                                             \
+		static int warned_;                                      \
+		if (!__atomic_exchange_n(&warned_, 1, __ATOMIC_RELAXED)) \
+			pr_warn(fmt, ##__VA_ARGS__);                     \
 	} while (0)
 
 #endif

@@ -266,71 +266,34 @@ static void do_end(nvtxRangeId_t id)
 	free(r.text);
 }
 
-/* The table entries: one per NVTX entry point, each turning its arguments into a message. */
+/*
+ * The table entries: one per NVTX entry point, each turning its arguments into a message.
+ * ENTRIES(op, ret) makes op_a, op_w, op_ex (default domain) and domain_op_ex.
+ */
+#define NVTX_FN(fn, ret, op, param, conv, domain) \
+	static ret NVTX_API fn(param)             \
+	{                                         \
+		struct nvtx_msg m;                \
+                                                  \
+		conv(&m, s);                      \
+		return (ret)do_##op(domain, &m);  \
+	}
 
-static void NVTX_API mark_a(const char *s)
-{
-	struct nvtx_msg m;
+#define ENTRIES(op, ret)                                                                           \
+	NVTX_FN(op##_a, ret, op, const char *s, msg_from_ascii, NULL)                              \
+	NVTX_FN(op##_w, ret, op, const wchar_t *s, msg_from_wide, NULL)                            \
+	NVTX_FN(op##_ex, ret, op, const nvtxEventAttributes_t *s, msg_from_attr, NULL)             \
+	static ret NVTX_API domain_##op##_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *s) \
+	{                                                                                          \
+		struct nvtx_msg m;                                                                 \
+                                                                                                   \
+		msg_from_attr(&m, s);                                                              \
+		return (ret)do_##op((const void *)d, &m);                                          \
+	}
 
-	msg_from_ascii(&m, s);
-	do_mark(NULL, &m);
-}
-
-static void NVTX_API mark_w(const wchar_t *s)
-{
-	struct nvtx_msg m;
-
-	msg_from_wide(&m, s);
-	do_mark(NULL, &m);
-}
-
-static void NVTX_API mark_ex(const nvtxEventAttributes_t *a)
-{
-	struct nvtx_msg m;
-
-	msg_from_attr(&m, a);
-	do_mark(NULL, &m);
-}
-
-static void NVTX_API domain_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
-{
-	struct nvtx_msg m;
-
-	msg_from_attr(&m, a);
-	do_mark((const void *)d, &m);
-}
-
-static int NVTX_API push_a(const char *s)
-{
-	struct nvtx_msg m;
-
-	msg_from_ascii(&m, s);
-	return do_push(NULL, &m);
-}
-
-static int NVTX_API push_w(const wchar_t *s)
-{
-	struct nvtx_msg m;
-
-	msg_from_wide(&m, s);
-	return do_push(NULL, &m);
-}
-
-static int NVTX_API push_ex(const nvtxEventAttributes_t *a)
-{
-	struct nvtx_msg m;
-
-	msg_from_attr(&m, a);
-	return do_push(NULL, &m);
-}
-
-static int NVTX_API domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
-{
-	struct nvtx_msg m;
-
-	msg_from_attr(&m, a);
-	return do_push((const void *)d, &m);
-}
+ENTRIES(mark, void)
+ENTRIES(push, int)
+ENTRIES(start, nvtxRangeId_t)
 
 static int NVTX_API pop(void)
 {
@@ -341,38 +304,6 @@ static int NVTX_API domain_pop(nvtxDomainHandle_t d)
 {
 	(void)d;
 	return do_pop();
-}
-
-static nvtxRangeId_t NVTX_API start_a(const char *s)
-{
-	struct nvtx_msg m;
-
-	msg_from_ascii(&m, s);
-	return do_start(NULL, &m);
-}
-
-static nvtxRangeId_t NVTX_API start_w(const wchar_t *s)
-{
-	struct nvtx_msg m;
-
-	msg_from_wide(&m, s);
-	return do_start(NULL, &m);
-}
-
-static nvtxRangeId_t NVTX_API start_ex(const nvtxEventAttributes_t *a)
-{
-	struct nvtx_msg m;
-
-	msg_from_attr(&m, a);
-	return do_start(NULL, &m);
-}
-
-static nvtxRangeId_t NVTX_API domain_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
-{
-	struct nvtx_msg m;
-
-	msg_from_attr(&m, a);
-	return do_start((const void *)d, &m);
 }
 
 static void NVTX_API end(nvtxRangeId_t id)

@@ -20,35 +20,35 @@
 
 /* Exit status that marks a test as skipped (e.g. a tool it needs is missing). */
 #define TEST_SKIP_STATUS 77
-#define SKIP(fmt, ...)                                                                             \
-	do {                                                                                       \
-		fprintf(stderr, "skip: " fmt "\n", ##__VA_ARGS__);                                 \
-		exit(TEST_SKIP_STATUS);                                                            \
+#define SKIP(fmt, ...)                                             \
+	do {                                                       \
+		fprintf(stderr, "skip: " fmt "\n", ##__VA_ARGS__); \
+		exit(TEST_SKIP_STATUS);                            \
 	} while (0)
 
-#define FAIL(fmt, ...)                                                                             \
-	do {                                                                                       \
-		fprintf(stderr, "%s:%d: " fmt "\n", __FILE__, __LINE__, ##__VA_ARGS__);            \
-		exit(1);                                                                           \
+#define FAIL(fmt, ...)                                                                  \
+	do {                                                                            \
+		fprintf(stderr, "%s:%d: " fmt "\n", __FILE__, __LINE__, ##__VA_ARGS__); \
+		exit(1);                                                                \
 	} while (0)
 
-#define ASSERT(cond)                                                                               \
-	do {                                                                                       \
-		if (!(cond))                                                                       \
-			FAIL("assertion failed: %s", #cond);                                       \
+#define ASSERT(cond)                                         \
+	do {                                                 \
+		if (!(cond))                                 \
+			FAIL("assertion failed: %s", #cond); \
 	} while (0)
 
-#define ASSERT_MSG(cond, fmt, ...)                                                                 \
-	do {                                                                                       \
-		if (!(cond))                                                                       \
-			FAIL("assertion failed: %s: " fmt, #cond, ##__VA_ARGS__);                  \
+#define ASSERT_MSG(cond, fmt, ...)                                                \
+	do {                                                                      \
+		if (!(cond))                                                      \
+			FAIL("assertion failed: %s: " fmt, #cond, ##__VA_ARGS__); \
 	} while (0)
 
-#define ASSERT_CMP_INT(a, op, b)                                                                   \
-	do {                                                                                       \
-		int64_t a_ = (int64_t)(a), b_ = (int64_t)(b);                                      \
-		if (!(a_ op b_))                                                                   \
-			FAIL("%s %s %s: %" PRId64 " vs %" PRId64, #a, #op, #b, a_, b_);            \
+#define ASSERT_CMP_INT(a, op, b)                                                        \
+	do {                                                                            \
+		int64_t a_ = (int64_t)(a), b_ = (int64_t)(b);                           \
+		if (!(a_ op b_))                                                        \
+			FAIL("%s %s %s: %" PRId64 " vs %" PRId64, #a, #op, #b, a_, b_); \
 	} while (0)
 
 #define ASSERT_EQ(a, b) ASSERT_CMP_INT(a, ==, b)
@@ -58,19 +58,19 @@
 #define ASSERT_GT(a, b) ASSERT_CMP_INT(a, >, b)
 #define ASSERT_GE(a, b) ASSERT_CMP_INT(a, >=, b)
 
-#define ASSERT_STR_EQ(a, b)                                                                        \
-	do {                                                                                       \
-		const char *a_ = (a), *b_ = (b);                                                   \
-		if (!a_ || !b_ || strcmp(a_, b_) != 0)                                             \
-			FAIL("%s == %s: \"%s\" vs \"%s\"", #a, #b, a_ ? a_ : "(null)",             \
-			     b_ ? b_ : "(null)");                                                  \
+#define ASSERT_STR_EQ(a, b)                                                            \
+	do {                                                                           \
+		const char *a_ = (a), *b_ = (b);                                       \
+		if (!a_ || !b_ || strcmp(a_, b_) != 0)                                 \
+			FAIL("%s == %s: \"%s\" vs \"%s\"", #a, #b, a_ ? a_ : "(null)", \
+			     b_ ? b_ : "(null)");                                      \
 	} while (0)
 
-#define ASSERT_STR_CONTAINS(hay, needle)                                                           \
-	do {                                                                                       \
-		const char *h_ = (hay), *n_ = (needle);                                            \
-		if (!h_ || !strstr(h_, n_))                                                        \
-			FAIL("%s contains \"%s\": got \"%s\"", #hay, n_, h_ ? h_ : "(null)");      \
+#define ASSERT_STR_CONTAINS(hay, needle)                                                      \
+	do {                                                                                  \
+		const char *h_ = (hay), *n_ = (needle);                                       \
+		if (!h_ || !strstr(h_, n_))                                                   \
+			FAIL("%s contains \"%s\": got \"%s\"", #hay, n_, h_ ? h_ : "(null)"); \
 	} while (0)
 
 #endif
