@@ -498,7 +498,10 @@ static void put_metadata(struct gprof_trace *t)
 
 		/* Threads get their names after they start: the latest wins, if still alive. */
 		gprof_tracks_comm(tid, name);
-		snprintf(text, sizeof(text), "thread %u (%s)", tid, name[0] ? name : k->comm[i]);
+		snprintf(text, sizeof(text), "thread %u (%s)", tid,
+			 name[0]	 ? name
+			 : k->comm[i][0] ? k->comm[i]
+					 : "unknown");
 		meta_str(t, "thread_name", (uint64_t)t->pid, tid, "name", text);
 		meta_num(t, "thread_sort_index", (uint64_t)t->pid, tid, tid);
 	}
