@@ -9,15 +9,18 @@ typedef char *(*cxa_demangle_fn)(const char *mangled, char *buf, size_t *len, in
 
 const char *gprof_demangle(const char *name, char *out, size_t size)
 {
-	static cxa_demangle_fn demangle;
+	static cxa_demangle_fn cached; /* found once; a race only looks it up twice */
+	cxa_demangle_fn demangle = __atomic_load_n(&cached, __ATOMIC_RELAXED);
 	const char *src = name ? name : "";
 	char *d = NULL;
 	int status = -1;
 
 	if (!size)
 		return out;
-	if (!demangle)
+	if (!demangle) {
 		demangle = (cxa_demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+		__atomic_store_n(&cached, demangle, __ATOMIC_RELAXED);
+	}
 	if (demangle && src[0] == '_' && src[1] == 'Z')
 		d = demangle(src, NULL, NULL, &status);
 	if (d && status == 0)
