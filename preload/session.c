@@ -203,11 +203,24 @@ void gprof_session_nvtx(const char *domain, const char *msg, size_t len, uint64_
 	gprof_export_push(&e);
 }
 
+/* A runtime function found once and cached (a race only looks it up twice). */
+static void *runtime_fn(void **cache, const char *symbol)
+{
+	void *fn = __atomic_load_n(cache, __ATOMIC_RELAXED);
+
+	if (!fn) {
+		fn = gprof_resolve(symbol);
+		__atomic_store_n(cache, fn, __ATOMIC_RELAXED);
+	}
+	return fn;
+}
+
 /* The demangled name of a kernel, resolved once per host stub or cudaKernel_t. */
 static const struct gprof_export_str *kernel_name(const void *func)
 {
 	typedef cudaError_t (*get_name_fn)(const char **, const void *);
-	static get_name_fn get_name;
+	static void *cache;
+	get_name_fn get_name;
 	const struct gprof_export_str *s;
 	const char *raw = NULL;
 	char buf[GPROF_EXPORT_STR_MAX];
@@ -215,9 +228,7 @@ static const struct gprof_export_str *kernel_name(const void *func)
 	s = (const void *)(uintptr_t)gprof_ptrmap_get(&kernel_names, (uintptr_t)func);
 	if (s)
 		return s;
-	if (!__atomic_load_n(&get_name, __ATOMIC_RELAXED))
-		__atomic_store_n(&get_name, (get_name_fn)gprof_resolve("cudaFuncGetName"),
-				 __ATOMIC_RELAXED);
+	get_name = (get_name_fn)runtime_fn(&cache, "cudaFuncGetName");
 	if (!get_name || get_name(&raw, func) != cudaSuccess || !raw)
 		return NULL;
 	s = gprof_export_intern(gprof_demangle(raw, buf, sizeof(buf)));
@@ -229,7 +240,8 @@ static const struct gprof_export_str *kernel_name(const void *func)
 static void push_memory(const struct gprof_api_call *c, uint32_t window)
 {
 	typedef cudaError_t (*get_device_fn)(int *);
-	static get_device_fn get_device;
+	static void *cache;
+	get_device_fn get_device;
 	int64_t delta = 0;
 	int device = 0;
 
@@ -244,9 +256,7 @@ static void push_memory(const struct gprof_api_call *c, uint32_t window)
 	}
 	if (!delta)
 		return;
-	if (!__atomic_load_n(&get_device, __ATOMIC_RELAXED))
-		__atomic_store_n(&get_device, (get_device_fn)gprof_resolve("cudaGetDevice"),
-				 __ATOMIC_RELAXED);
+	get_device = (get_device_fn)runtime_fn(&cache, "cudaGetDevice");
 	if (get_device)
 		get_device(&device);
 	struct gprof_export_event e = {
