@@ -83,62 +83,66 @@ static void host_name(char *out, size_t size)
 			*p = '_';
 }
 
-/* One %-sequence at *t (just past the '%'): appends its value; returns the bytes of t used. */
-static size_t expand_one(const char *t, char *const *env, char *tmp, size_t size)
+/*
+ * The value of the %-sequence at t (just past the '%'); *used is how many bytes of t it takes.
+ * Computed values go into tmp; an environment variable's is returned as it is.
+ */
+static const char *expand_one(const char *t, char *const *env, char tmp[256], size_t *used)
 {
 	struct gprof_rank r;
-	const char *close;
+	const char *close, *v;
 
-	tmp[0] = '\0';
+	*used = 1;
 	switch (*t) {
 	case 'h':
-		host_name(tmp, size);
-		return 1;
+		host_name(tmp, 256);
+		return tmp;
 	case 'p':
-		snprintf(tmp, size, "%d", (int)getpid());
-		return 1;
+		snprintf(tmp, 256, "%d", (int)getpid());
+		return tmp;
 	case 'r':
 		gprof_output_rank(env, &r);
-		snprintf(tmp, size, "%ld", r.rank);
-		return 1;
+		snprintf(tmp, 256, "%ld", r.rank);
+		return tmp;
 	case '%':
-		snprintf(tmp, size, "%%");
-		return 1;
+		return "%";
 	case 'q':
 		close = t[1] == '{' ? strchr(t + 2, '}') : NULL;
 		if (!close)
 			break;
-		const char *v = env_get(env, t + 2, (size_t)(close - t - 2));
-
-		snprintf(tmp, size, "%s", v ? v : "");
-		return (size_t)(close - t) + 1;
+		v = env_get(env, t + 2, (size_t)(close - t - 2));
+		*used = (size_t)(close - t) + 1;
+		return v ? v : "";
 	}
-	snprintf(tmp, size, "%%"); /* not a sequence we know: kept as it is */
-	return 0;
+	*used = 0;
+	return "%"; /* not a sequence we know: kept as it is */
 }
 
 int gprof_output_expand(const char *tmpl, char *const *env, char *out, size_t size)
 {
-	char tmp[PATH_MAX];
-	size_t len = 0;
+	char tmp[256];
+	size_t len = 0, used;
 
+	if (!size)
+		return -ENAMETOOLONG;
 	for (const char *t = tmpl; *t;) {
-		const char *piece = tmp;
+		const char *piece = t;
 		size_t n = 1;
 
 		if (*t == '%') {
-			t += 1 + expand_one(t + 1, env, tmp, sizeof(tmp));
-			n = strlen(tmp);
+			piece = expand_one(t + 1, env, tmp, &used);
+			n = strlen(piece);
+			t += 1 + used;
 		} else {
-			piece = t++;
+			t++;
 		}
-		if (len + n >= size)
+		if (len + n >= size) {
+			out[0] = '\0';
 			return -ENAMETOOLONG;
+		}
 		memcpy(out + len, piece, n);
 		len += n;
 	}
-	if (!size)
-		return -ENAMETOOLONG;
 	out[len] = '\0';
 	return 0;
 }
@@ -189,7 +193,7 @@ int gprof_output_create(const char *dir, const char *name, const char **what)
 	err = make_dirs(dir);
 	if (err)
 		return err;
-	*what = "cannot create the trace file";
+	*what = "cannot create a trace file in";
 	if (snprintf(path, sizeof(path), "%s/%s.partial", dir, name) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);

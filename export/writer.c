@@ -123,9 +123,9 @@ static void partial_remove(const char *path)
 /* The window is lost: say so once, remove what was written; its events are dropped. */
 static void abandon(struct window *w, int err, const char *what)
 {
-	pr_err("%s '%s.partial': %s; window %llu is not recorded and the file is removed. Free "
+	pr_err("window %llu is not recorded: %s '%.200s.partial': %s; the file is removed. Free "
 	       "space or point GPROF_OUTPUT at a writable folder.",
-	       what, w->path, strerror(-err), (unsigned long long)w->number);
+	       (unsigned long long)w->number, what, w->path, strerror(-err));
 	gprof_trace_free(w->trace);
 	w->trace = NULL;
 	w->error = err;
@@ -155,10 +155,12 @@ static void meta_of(const struct window *w, struct gprof_trace_meta *m)
 static void open_window(struct window *w, struct gprof_trace_meta *m)
 {
 	char dir[PATH_MAX], name[NAME_MAX + 1];
-	const char *what = "cannot name the trace file";
+	const char *what = "cannot name a trace file in";
 	int fd;
 
 	w->wid = w->id;
+	w->path[0] = '\0';
+	w->error = 0;
 	gprof_output_rank(NULL, &w->rank);
 	fd = gprof_output_expand(ctl.output, NULL, dir, sizeof(dir));
 	if (!fd)
@@ -168,9 +170,9 @@ static void open_window(struct window *w, struct gprof_trace_meta *m)
 	if (!fd)
 		fd = gprof_output_create(dir, name, &what);
 	if (fd < 0) {
-		pr_err("%s in '%s' (GPROF_OUTPUT='%s'): %s; window %llu is not recorded. Point "
-		       "GPROF_OUTPUT at a writable folder.",
-		       what, dir, ctl.output, strerror(-fd), (unsigned long long)w->number);
+		pr_err("window %llu is not recorded: %s '%.200s': %s. Point GPROF_OUTPUT (now "
+		       "'%.200s') at a writable folder.",
+		       (unsigned long long)w->number, what, dir, strerror(-fd), ctl.output);
 		w->error = fd;
 		return;
 	}
@@ -219,8 +221,9 @@ static void finish_window(struct window *w, struct gprof_trace_meta *m)
 	wr.late_since_finish = 0;
 	err = gprof_output_commit(w->path);
 	if (err)
-		pr_err("cannot rename '%s.partial' to its final name: %s; the trace stays there.",
-		       w->path, strerror(-err));
+		pr_err("window %llu: cannot rename '%.200s.partial' to its final name: %s; the "
+		       "trace stays there.",
+		       (unsigned long long)w->number, w->path, strerror(-err));
 out:
 	report(w, w->trace ? gprof_trace_counts(w->trace) : NULL, err);
 	gprof_trace_free(w->trace);

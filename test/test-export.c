@@ -56,23 +56,33 @@ static void rm_rf(const char *path)
 	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* stderr into a temp file, to count the gprof: lines a test provokes. */
-static int capture_stderr(void)
+/*
+ * stderr into a temp file while a test provokes gprof: lines; end_capture() puts stderr back
+ * (so failing assertions can be read) and returns what was written since the capture began.
+ */
+static int saved_stderr = -1;
+static char capture_path[] = "/tmp/gprof-test-stderr-XXXXXX";
+
+static void capture_stderr(void)
 {
-	char path[] = "/tmp/gprof-test-stderr-XXXXXX";
-	int fd = mkstemp(path);
+	int fd = saved_stderr < 0 ? mkstemp(capture_path) : open(capture_path, O_WRONLY | O_TRUNC);
 
 	ASSERT(fd >= 0);
-	unlink(path);
-	ASSERT(dup2(fd, STDERR_FILENO) >= 0);
-	return fd;
+	if (saved_stderr < 0)
+		saved_stderr = dup(STDERR_FILENO);
+	ASSERT(saved_stderr >= 0 && dup2(fd, STDERR_FILENO) >= 0);
+	close(fd);
 }
 
-static char *captured(int fd)
+static char *end_capture(void)
 {
 	static char buf[16384];
-	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	int fd = open(capture_path, O_RDONLY);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
 
+	if (fd >= 0)
+		close(fd);
+	dup2(saved_stderr, STDERR_FILENO);
 	buf[n > 0 ? n : 0] = '\0';
 	return buf;
 }
@@ -1082,12 +1092,16 @@ static void push_marks(uint32_t w, unsigned n)
 	}
 }
 
-/* Output under a regular file: one clear line, the window is lost, nothing crashes. */
+/*
+ * Output under a regular file, then a folder name too long: one clear line each, those
+ * windows are lost, nothing crashes; the template is expanded anew for each window, so the
+ * next window with a good folder is written.
+ */
 TEST(export_unwritable_folder)
 {
-	char dir[64], file[128], out[160];
+	char dir[64], file[128], out[160], good[128], path[512], *longer = malloc(5000);
 	struct gprof_export_stats st;
-	int fd = capture_stderr(), f;
+	int f;
 	const char *err;
 	uint32_t w;
 
@@ -1097,14 +1111,15 @@ TEST(export_unwritable_folder)
 	ASSERT(f >= 0);
 	close(f);
 	snprintf(out, sizeof(out), "%s/sub", file);
-	start_export(out, 1u << 20);
+	setenv("GPROF_TEST_OUT", out, 1);
+	start_export("%q{GPROF_TEST_OUT}", 1u << 20);
+	capture_stderr();
 	w = open_window(4, 0);
 	push_marks(w, 10);
 	close_window(w);
+	err = end_capture();
 	ASSERT_EQ(last_result.error, -ENOTDIR);
-	err = captured(fd);
-	ASSERT_MSG(count_lines(err, "gprof: ") == 1, "%s", err);
-	ASSERT_EQ(count_lines(err, ""), 1);
+	ASSERT_MSG(count_lines(err, "gprof: ") == 1 && count_lines(err, "") == 1, "%s", err);
 	ASSERT_STR_CONTAINS(err, "cannot create the output folder");
 	ASSERT_STR_CONTAINS(err, out);
 	ASSERT_STR_CONTAINS(err, "window 4");
@@ -1112,6 +1127,30 @@ TEST(export_unwritable_folder)
 	gprof_export_get_stats(&st);
 	ASSERT_EQ(st.windows_failed, 1);
 	ASSERT_EQ(st.late, 10); /* its events were dropped */
+
+	memset(longer, 'a', 4999);
+	longer[4999] = '\0';
+	setenv("GPROF_TEST_OUT", longer, 1);
+	capture_stderr();
+	w = open_window(5, 0);
+	close_window(w);
+	err = end_capture();
+	ASSERT_EQ(last_result.error, -ENAMETOOLONG);
+	ASSERT_MSG(count_lines(err, "gprof: ") == 1 && count_lines(err, "") == 1, "%s", err);
+	ASSERT_STR_CONTAINS(err, "window 5");
+
+	snprintf(good, sizeof(good), "%s/good", dir);
+	setenv("GPROF_TEST_OUT", good, 1);
+	capture_stderr();
+	w = open_window(6, 0);
+	push_marks(w, 3);
+	close_window(w);
+	ASSERT_STR_EQ(end_capture(), "");
+	ASSERT_EQ(last_result.error, 0);
+	the_trace(good, path, sizeof(path));
+	gprof_export_get_stats(&st);
+	ASSERT(st.windows_failed == 2 && st.windows_done == 1 && st.written == 3);
+	free(longer);
 	rm_rf(dir);
 }
 
@@ -1120,7 +1159,6 @@ TEST(export_disk_full)
 {
 	struct rlimit lim = {.rlim_cur = 256 << 10, .rlim_max = 256 << 10};
 	char dir[64];
-	int fd = capture_stderr();
 	const char *err;
 	DIR *d;
 	uint32_t w;
@@ -1129,6 +1167,7 @@ TEST(export_disk_full)
 	signal(SIGXFSZ, SIG_IGN);
 	ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &lim), 0);
 	start_export(dir, 64u << 20);
+	capture_stderr();
 	w = open_window(0, 0);
 	for (uint32_t i = 0; i < 200000; i++) {
 		struct gprof_export_event ev = {.kind = GPROF_EXPORT_KERNEL,
@@ -1144,8 +1183,8 @@ TEST(export_disk_full)
 			usleep(1000);
 	}
 	close_window(w);
+	err = end_capture();
 	ASSERT_EQ(last_result.error, -EFBIG);
-	err = captured(fd);
 	ASSERT_MSG(count_lines(err, "gprof: ") == 1 && count_lines(err, "") == 1, "%s", err);
 	ASSERT_STR_CONTAINS(err, strerror(EFBIG));
 	ASSERT_STR_CONTAINS(err, ".partial");
@@ -1253,7 +1292,8 @@ TEST(export_intern_strings)
 	char *big = malloc(n + 1);
 	const struct gprof_export_str *a, *cut;
 	pthread_t th[4];
-	int fd = capture_stderr(), full = 0;
+	int full = 0;
+	const char *err;
 
 	a = gprof_export_intern("abc");
 	ASSERT(a == gprof_export_intern_n("abcdef", 3));
@@ -1284,15 +1324,17 @@ TEST(export_intern_strings)
 		for (unsigned i = 1; i < 4; i++)
 			ASSERT(args[i].got[k] == args[0].got[k] && args[0].got[k]->len > 5);
 	/* The table's byte cap: new strings become the placeholder, with one warning. */
+	capture_stderr();
 	for (unsigned i = 0; i < 2 * GPROF_EXPORT_STR_BYTES / 4096; i++) {
 		snprintf(big, 16, "%08u", i);
 		big[8] = 'y';
 		a = gprof_export_intern_n(big, 4096);
 		full += a->len && !strcmp(a->text, "[gprof: string table full]");
 	}
+	err = end_capture();
 	ASSERT(full > 0);
-	ASSERT_EQ(count_lines(captured(fd), "gprof: "), 1);
-	ASSERT_STR_CONTAINS(captured(fd), "string table is full");
+	ASSERT_EQ(count_lines(err, "gprof: "), 1);
+	ASSERT_STR_CONTAINS(err, "string table is full");
 	free(big);
 }
 
