@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1226,6 +1227,74 @@ TEST(export_late_events_dropped)
 	ASSERT_EQ(int_at(gprof_meta(&t, "dropped"), "late"), 7);
 	ASSERT_EQ(int_at(gprof_meta(&t, "records"), "nvtx_mark"), 3);
 	trace_free(&t);
+	rm_rf(dir);
+}
+
+/* Runs fn in a forked child; returns its exit status. */
+static int in_child(void (*fn)(void))
+{
+	pid_t pid = fork();
+	int status;
+
+	ASSERT(pid >= 0);
+	if (pid == 0) {
+		fn();
+		_exit(0);
+	}
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* A child forked before any window (a launcher's worker) writes traces of its own. */
+static void child_writes(void)
+{
+	uint32_t w = open_window(7, 0);
+
+	push_marks(w, 5);
+	close_window(w);
+	ASSERT_EQ(last_result.error, 0);
+	ASSERT(strstr(last_result.path, "_") && gprof_export_shutdown(5000) == 0);
+}
+
+/* A child of a process whose writer runs writes nothing, and no lock is left held. */
+static void child_inert(void)
+{
+	struct gprof_export_window_info info = {.schedule = ""};
+	uint32_t id;
+
+	ASSERT_EQ(gprof_export_window_open(&info, &id), -ENODEV);
+	ASSERT(gprof_export_intern("a string first seen in the child")->len == 32);
+	ASSERT_EQ(gprof_export_shutdown(1000), 0);
+}
+
+TEST(export_fork)
+{
+	char dir[64], sub[128], path[512];
+	struct trace t;
+	uint32_t w;
+	DIR *d;
+	int files = 0;
+
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(sub, sizeof(sub), "%s/%%p", dir);
+	start_export(sub, 1u << 20);
+	ASSERT_EQ(in_child(child_writes), 0);
+	w = open_window(0, 0);
+	push_marks(w, 3);
+	ASSERT_EQ(in_child(child_inert), 0);
+	close_window(w);
+	snprintf(sub, sizeof(sub), "%s/%d", dir, (int)getpid());
+	the_trace(sub, path, sizeof(path));
+	ASSERT_EQ(trace_load(path, &t, why, sizeof(why)), 0);
+	ASSERT_TRACE_OK(&t);
+	ASSERT_EQ(int_at(gprof_meta(&t, "records"), "nvtx_mark"), 3);
+	trace_free(&t);
+	/* Two folders: ours and the first child's; the second child made none. */
+	d = opendir(dir);
+	for (struct dirent *de; (de = readdir(d));)
+		files += de->d_name[0] != '.';
+	closedir(d);
+	ASSERT_EQ(files, 2);
 	rm_rf(dir);
 }
 
