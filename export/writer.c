@@ -183,14 +183,16 @@ static void open_window(struct window *w, struct gprof_trace_meta *m)
 		abandon(w, w->error, "cannot write the trace file");
 }
 
-static void report(const struct window *w, const uint64_t *counts, int error)
+static void report(const struct window *w, const struct gprof_trace_meta *m, const uint64_t *counts,
+		   int error)
 {
 	struct gprof_export_result r = {
 	    .id = w->id,
 	    .number = w->number,
 	    .error = error,
 	    .path = w->path,
-	    .first_step = w->first_step,
+	    .first_step = m->first_step,
+	    .last_step = m->last_step,
 	    .dropped = gprof_buf_dropped(w->id),
 	};
 
@@ -225,7 +227,7 @@ static void finish_window(struct window *w, struct gprof_trace_meta *m)
 		       "trace stays there.",
 		       (unsigned long long)w->number, w->path, strerror(-err));
 out:
-	report(w, w->trace ? gprof_trace_counts(w->trace) : NULL, err);
+	report(w, m, w->trace ? gprof_trace_counts(w->trace) : NULL, err);
 	gprof_trace_free(w->trace);
 	w->trace = NULL;
 	w->error = err;

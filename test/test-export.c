@@ -681,6 +681,8 @@ TEST(export_writer_roundtrip)
 	ASSERT_STR_EQ(trace_str(gprof_meta(&t, "cupti"), "library"),
 		      "/opt/cuda/lib64/libcupti.so.13");
 	ASSERT_EQ(last_result.events[GPROF_EXPORT_KERNEL], 1);
+	ASSERT(last_result.number == 3 && last_result.first_step == 12 &&
+	       last_result.last_step == 14);
 	trace_free(&t);
 	ASSERT_EQ(gprof_export_shutdown(5000), 0);
 	rm_rf(dir);
