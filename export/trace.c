@@ -474,35 +474,40 @@ static void meta_num(struct gprof_trace *t, const char *what, uint64_t pid, uint
 	gprof_jbuf_lit(&t->out, "}},\n");
 }
 
-/* Names and order of the processes (host, one per GPU) and tracks (threads, streams). */
-static void put_metadata(struct gprof_trace *t)
+/* Names and order of the processes: this one, and one per GPU (Kineto's sort indexes). */
+static void put_processes(struct gprof_trace *t)
 {
-	char label[64];
+	const struct gprof_seen *devices = &t->tracks.devices;
+	char label[32];
 
 	meta_str(t, "process_name", (uint64_t)t->pid, 0, "name", program_invocation_short_name);
 	meta_str(t, "process_labels", (uint64_t)t->pid, 0, "labels", "CPU");
 	meta_num(t, "process_sort_index", (uint64_t)t->pid, 0, (uint64_t)t->pid);
-	const struct gprof_tracks *k = &t->tracks;
-
-	for (size_t i = 0; i < k->devices.n; i++) {
-		uint64_t dev = k->devices.keys[i];
+	for (size_t i = 0; i < devices->n; i++) {
+		uint64_t dev = devices->keys[i];
 
 		snprintf(label, sizeof(label), "GPU %llu", (unsigned long long)dev);
 		meta_str(t, "process_name", dev, 0, "name", program_invocation_short_name);
 		meta_str(t, "process_labels", dev, 0, "labels", label);
 		meta_num(t, "process_sort_index", dev, 0, 5000000 + dev);
 	}
+}
+
+/* Names and order of the tracks: host threads, then GPU streams. */
+static void put_tracks(struct gprof_trace *t)
+{
+	const struct gprof_tracks *k = &t->tracks;
+	char name[16], label[48];
+
 	for (size_t i = 0; i < k->threads.n; i++) {
 		uint32_t tid = (uint32_t)k->threads.keys[i];
-		char name[16], text[48];
 
-		/* Threads get their names after they start: the latest wins, if still alive. */
+		/* Threads are often named after they start: the name now wins, if it can be read. */
 		gprof_tracks_comm(tid, name);
-		snprintf(text, sizeof(text), "thread %u (%s)", tid,
-			 name[0]	 ? name
-			 : k->comm[i][0] ? k->comm[i]
-					 : "unknown");
-		meta_str(t, "thread_name", (uint64_t)t->pid, tid, "name", text);
+		if (!name[0])
+			snprintf(name, sizeof(name), "%s", k->comm[i][0] ? k->comm[i] : "unknown");
+		snprintf(label, sizeof(label), "thread %u (%s)", tid, name);
+		meta_str(t, "thread_name", (uint64_t)t->pid, tid, "name", label);
 		meta_num(t, "thread_sort_index", (uint64_t)t->pid, tid, tid);
 	}
 	for (size_t i = 0; i < k->streams.n; i++) {
@@ -512,15 +517,16 @@ static void put_metadata(struct gprof_trace *t)
 		meta_str(t, "thread_name", dev, stream, "name", label);
 		meta_num(t, "thread_sort_index", dev, stream, stream);
 	}
-	/* Every line so far ends with ",\n"; the array's last element must not. */
-	t->out.len -= 2;
 }
 
 int gprof_trace_close(struct gprof_trace *t, struct gprof_trace_meta *m)
 {
 	struct gprof_jbuf head;
 
-	put_metadata(t);
+	put_processes(t);
+	put_tracks(t);
+	/* Every line so far ends with ",\n"; the array's last element must not. */
+	t->out.len -= 2;
 	gprof_jbuf_lit(&t->out, "\n  ],\n  \"traceName\": ");
 	gprof_jbuf_str(&t->out, m->trace_name, strlen(m->trace_name));
 	gprof_jbuf_lit(&t->out, "\n}\n");
@@ -558,10 +564,12 @@ struct gprof_trace *gprof_trace_open(const struct gprof_trace_meta *m, uint64_t 
 	*err = gprof_trace_head(&head, m, t->counts);
 	if (*err)
 		goto fail;
-	if (fd >= 0)
+	if (fd >= 0) {
 		t->sink = gprof_sink_gzip(fd, level, head.p, head.len, err);
-	else
+	} else {
 		t->sink = gprof_sink_memory(head.p, head.len);
+		*err = t->sink ? 0 : -ENOMEM;
+	}
 	if (!t->sink)
 		goto fail;
 	gprof_jbuf_free(&head);
