@@ -62,12 +62,14 @@ static void rm_rf(const char *path)
  * (so failing assertions can be read) and returns what was written since the capture began.
  */
 static int saved_stderr = -1;
-static char capture_path[] = "/tmp/gprof-test-stderr-XXXXXX";
+static char capture_path[64];
 
 static void capture_stderr(void)
 {
-	int fd = saved_stderr < 0 ? mkstemp(capture_path) : open(capture_path, O_WRONLY | O_TRUNC);
+	int fd;
 
+	snprintf(capture_path, sizeof(capture_path), "/tmp/gprof-test-stderr-XXXXXX");
+	fd = mkstemp(capture_path);
 	ASSERT(fd >= 0);
 	if (saved_stderr < 0)
 		saved_stderr = dup(STDERR_FILENO);
@@ -83,6 +85,7 @@ static char *end_capture(void)
 
 	if (fd >= 0)
 		close(fd);
+	unlink(capture_path);
 	dup2(saved_stderr, STDERR_FILENO);
 	buf[n > 0 ? n : 0] = '\0';
 	return buf;
@@ -859,9 +862,11 @@ TEST(export_partial_file_readable)
 		free(text);
 		data = read_file(partial, &len);
 		text = NULL;
-		trace_gunzip(data, len, true, &text, &text_len, why, sizeof(why));
+		/* The file may not even hold its header yet. */
+		if (trace_gunzip(data, len, true, &text, &text_len, why, sizeof(why)) == 0 &&
+		    text_len >= GPROF_TRACE_HEAD_BYTES)
+			found = count_lines(text + GPROF_TRACE_HEAD_BYTES, "{\"ph\":\"i\"");
 		free(data);
-		found = count_lines(text + GPROF_TRACE_HEAD_BYTES, "{\"ph\":\"i\"");
 	}
 	ASSERT_EQ(found, 2000);
 	ASSERT_MSG(!strncmp(text, "{\n  \"schemaVersion\": 1,", 23), "%.40s", text);
