@@ -418,11 +418,12 @@ static int check_args(struct check *c, size_t i, const json_t *ev, const char *c
 
 static int check_step_name(struct check *c, size_t i, const char *name)
 {
-	const char *d = name + strlen("ProfilerStep#");
+	const char *d;
 
 	if (strncmp(name, "ProfilerStep", 12))
 		return 0;
-	if (strncmp(name, "ProfilerStep#", 13) || !*d || strspn(d, "0123456789") != strlen(d))
+	d = name + 12; /* then '#' and digits, nothing else */
+	if (*d != '#' || !d[1] || strspn(d + 1, "0123456789") != strlen(d + 1))
 		return fail(c->why, c->why_len, "event %zu: step name \"%s\"", i, name);
 	return 0;
 }
