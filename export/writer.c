@@ -58,6 +58,9 @@ static struct {
 	struct gprof_export_process_info proc;
 	unsigned proc_gen;
 	uint64_t written, late, late_since_finish;
+	/* Events of windows opened after the pass was planned: routed by the next pass. */
+	struct gprof_export_event *held;
+	size_t n_held, cap_held;
 } wr;
 
 static uint64_t now_ns(clockid_t clock)
@@ -91,9 +94,34 @@ static struct gprof_trace *trace_of(uint32_t id)
 	return id && w->wid == id ? w->trace : NULL;
 }
 
+struct pass {
+	uint32_t last_id; /* the newest window the pass knows of */
+	bool open[GPROF_EXPORT_WINDOWS], finish[GPROF_EXPORT_WINDOWS];
+	struct gprof_trace_meta meta[GPROF_EXPORT_WINDOWS];
+	bool proc_changed, paused, in_use;
+};
+
+/* Keeps events of a window newer than the pass for the next one; false if out of memory. */
+static bool hold(const struct gprof_export_event *ev, size_t n)
+{
+	if (wr.n_held + n > wr.cap_held) {
+		size_t cap = (wr.n_held + n) * 2;
+		void *p = realloc(wr.held, cap * sizeof(*ev));
+
+		if (!p)
+			return false;
+		wr.held = p;
+		wr.cap_held = cap;
+	}
+	memcpy(wr.held + wr.n_held, ev, n * sizeof(*ev));
+	wr.n_held += n;
+	return true;
+}
+
 static void route(const struct gprof_export_event *ev, size_t n, void *arg)
 {
-	(void)arg;
+	const struct pass *p = arg;
+
 	while (n) {
 		struct gprof_trace *t = trace_of(ev->window);
 		size_t run = 1;
@@ -103,6 +131,8 @@ static void route(const struct gprof_export_event *ev, size_t n, void *arg)
 		if (t) {
 			gprof_trace_events(t, ev, run);
 			wr.written += run;
+		} else if ((int32_t)(ev->window - p->last_id) > 0 && hold(ev, run)) {
+			/* Opened after this pass was planned: not late, just early. */
 		} else {
 			wr.late += run;
 			wr.late_since_finish += run;
@@ -234,14 +264,10 @@ out:
 }
 
 /* What one pass does, decided under the lock. */
-struct pass {
-	bool open[GPROF_EXPORT_WINDOWS], finish[GPROF_EXPORT_WINDOWS];
-	struct gprof_trace_meta meta[GPROF_EXPORT_WINDOWS];
-	bool proc_changed, paused, in_use;
-};
 
 static void plan(struct pass *p)
 {
+	p->last_id = ctl.last_id;
 	p->in_use = false;
 	for (unsigned i = 0; i < GPROF_EXPORT_WINDOWS; i++) {
 		struct window *w = &ctl.win[i];
@@ -272,8 +298,16 @@ static void pass(struct pass *p)
 	for (unsigned i = 0; i < GPROF_EXPORT_WINDOWS && p->proc_changed; i++)
 		if (ctl.win[i].trace)
 			gprof_trace_set_proc(ctl.win[i].trace, &wr.proc);
-	if (!p->paused)
-		gprof_buf_drain(route, NULL);
+	if (!p->paused) {
+		struct gprof_export_event *held = wr.held;
+		size_t n_held = wr.n_held;
+
+		wr.held = NULL;
+		wr.n_held = wr.cap_held = 0;
+		route(held, n_held, p);
+		free(held);
+		gprof_buf_drain(route, p);
+	}
 	for (unsigned i = 0; i < GPROF_EXPORT_WINDOWS; i++)
 		if (p->finish[i])
 			finish_window(&ctl.win[i], &p->meta[i]);
