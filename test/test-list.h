@@ -120,3 +120,13 @@ X(preload_inert_cases)
 X(preload_no_step_marker)
 X(preload_bad_config)
 X(preload_nvtx_path_taken)
+
+/* collector */
+X(collector_clean_names)
+X(collector_api_names)
+X(collector_translate_api)
+X(collector_translate_kernel)
+X(collector_translate_copies_and_memory)
+X(collector_map)
+X(collector_buffers)
+X(collector_attribution)

@@ -1,0 +1,80 @@
+/*
+ * The collector: CUPTI's activity records of the GPU (kernels, copies, memsets, device memory)
+ * and of the runtime and driver API calls that launched them, turned into events of the
+ * window in which they were launched. This header is the module's interface; preload/'s
+ * session drives it from the stepper's transitions:
+ *
+ *	init (constructor: configuration only, no CUDA, no dlopen)
+ *	start (first CUDA call or InitializeInjection: load CUPTI, subscribe)
+ *	warmup -> window_begin -> window_end (SAVE)      or      warmup -> discard
+ *
+ * Kinds are enabled at warmup; records of API calls that started before window_begin are
+ * discarded. After window_end a thread of the collector's own flushes CUPTI until every launch
+ * of the window has its GPU record (or a time limit passes), then releases its hold on the
+ * export window; kinds are disabled when no window needs them.
+ *
+ * Host events: while CUPTI records the runtime API (gprof_collector_covers() has
+ * GPROF_ACT_API) the session writes no events for hooked calls, so no call is written twice;
+ * the same goes for the gpu_memory counter (GPROF_ACT_MEMORY, from MEMORY2 records).
+ *
+ * Whatever goes wrong with CUPTI (missing, held by another tool, failing), the program runs as
+ * before; the collector says once why GPU activity is missing, records it in the traces'
+ * cupti status, and covers nothing, so traces hold the hooks' host events.
+ */
+#ifndef GPROF_COLLECTOR_H
+#define GPROF_COLLECTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "export/export.h"
+
+struct gprof_collector_config {
+	const char *cupti_lib; /* GPROF_CUPTI_LIB: a path, or "" to search */
+	unsigned activities;   /* GPROF_ACTIVITIES: enum gprof_activity bits */
+	size_t buffer_bytes;   /* cap on CUPTI's activity buffers */
+	unsigned drain_ms;     /* how long a window waits for its late GPU records; 0: 2000 */
+};
+
+/* Once, from the constructor. Returns 0 or a negative errno. */
+int gprof_collector_init(const struct gprof_collector_config *cfg);
+
+/*
+ * CUDA is in use (the first hooked call, or the driver's InitializeInjection): loads and
+ * subscribes CUPTI once per process, and enables the kinds if a window already wants them.
+ * Idempotent and safe to re-enter from inside CUDA's own initialisation.
+ */
+void gprof_collector_start(void);
+
+/* The stepper's WARMUP: enable the activity kinds (now, or when started). */
+void gprof_collector_warmup(void);
+/* The stepper's DISCARD: the warming-up window ends unsaved. */
+void gprof_collector_discard(void);
+
+/*
+ * ACTIVE: export window `id` (the stepper's window `number`) records API calls that start at
+ * or after begin_ns; the collector holds the window until its GPU records are in.
+ */
+void gprof_collector_window_begin(uint32_t id, uint64_t number, uint64_t begin_ns);
+/* SAVE: the window records no API call that starts at or after end_ns; drain, then release. */
+void gprof_collector_window_end(uint32_t id, uint64_t end_ns);
+
+/* The GPROF_ACT_* bits whose events come from CUPTI now (the session skips its own). */
+unsigned gprof_collector_covers(void);
+
+/*
+ * The calling thread's kernel thread id, so CUPTI's records (which name threads by
+ * pthread_self()) land on the same track as the thread's other events. Cheap after the first
+ * call on a thread.
+ */
+void gprof_collector_note_thread(uint32_t tid);
+
+/* What the runtime said (versions, devices) for every later trace header; CUPTI's part is ours. */
+void gprof_collector_set_runtime_info(const struct gprof_export_process_info *rt);
+
+/* Process exit: finish every window (waits at most timeout_ms), stop the thread. */
+void gprof_collector_fini(unsigned timeout_ms);
+/* In a child after fork(): CUPTI and the thread stay with the parent; nothing more here. */
+void gprof_collector_forked(void);
+
+#endif

@@ -1,0 +1,340 @@
+/*
+ * The collector's state machine: CUPTI loaded and subscribed once per process, activity kinds
+ * enabled while a window warms up, records or drains, and the process facts for trace headers.
+ * Everything here runs on the application's threads, under `coll.lock`; the collector thread
+ * (thread.c) does the rest.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#define PR_FMT "collector: "
+#include "collector/internal.h"
+#include "common/config.h"
+#include "common/log.h"
+
+#define GPU_ACTS (GPROF_ACT_KERNEL | GPROF_ACT_MEMCPY | GPROF_ACT_MEMSET)
+#define ANY_ACTS (GPU_ACTS | GPROF_ACT_MEMORY | GPROF_ACT_API)
+
+struct gprof_coll gprof_coll = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Each kind and the GPROF_ACTIVITIES bits that need it; API records place GPU work in windows. */
+static const struct {
+	CUpti_ActivityKind kind;
+	unsigned acts;
+} kinds[] = {
+    {CUPTI_ACTIVITY_KIND_RUNTIME, GPU_ACTS | GPROF_ACT_API},
+    {CUPTI_ACTIVITY_KIND_DRIVER, GPU_ACTS | GPROF_ACT_API},
+    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, GPROF_ACT_KERNEL},
+    {CUPTI_ACTIVITY_KIND_MEMCPY, GPROF_ACT_MEMCPY},
+    {CUPTI_ACTIVITY_KIND_MEMSET, GPROF_ACT_MEMSET},
+    {CUPTI_ACTIVITY_KIND_MEMORY2, GPROF_ACT_MEMORY},
+};
+
+static void set_state(enum gprof_coll_state s)
+{
+	__atomic_store_n(&gprof_coll.state, (int)s, __ATOMIC_RELEASE);
+}
+
+enum gprof_coll_state gprof_coll_state(void)
+{
+	return (enum gprof_coll_state)__atomic_load_n(&gprof_coll.state, __ATOMIC_ACQUIRE);
+}
+
+/* Under lock: the trace headers' view of CUPTI from now on. */
+static void publish_status(const char *status)
+{
+	snprintf(gprof_coll.proc.cupti_status, sizeof(gprof_coll.proc.cupti_status), "%s", status);
+	gprof_export_set_process_info(&gprof_coll.proc);
+}
+
+/* Under lock: windows nobody will drain are let go. */
+static void release_windows(void)
+{
+	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
+		struct gprof_coll_win *w = &gprof_coll_wins[i];
+		uint32_t id = __atomic_load_n(&w->id, __ATOMIC_ACQUIRE);
+
+		if (!id)
+			continue;
+		gprof_export_window_release(id);
+		memset(w, 0, sizeof(*w));
+	}
+}
+
+/* Under lock: CUPTI is out for good; say so once, and let the hooks' events stand. */
+static void fail(const char *why)
+{
+	char status[sizeof(gprof_coll.proc.cupti_status)];
+
+	set_state(GPROF_COLL_FAILED);
+	__atomic_store_n(&gprof_coll.covers, 0, __ATOMIC_RELEASE);
+	pr_warn("GPU activity is not recorded: %s. Traces hold host-side events only.", why);
+	snprintf(status, sizeof(status), "not used: %s", why);
+	publish_status(status);
+	if (!gprof_coll.thread_running)
+		release_windows();
+	gprof_coll_kick();
+}
+
+static void disable_kinds(void)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
+		if (kinds[i].acts & gprof_coll_activities)
+			gprof_cupti.disable(kinds[i].kind);
+	__atomic_store_n(&gprof_coll.covers, 0, __ATOMIC_RELEASE);
+}
+
+/* Under lock, from READY: every kind GPROF_ACTIVITIES needs, or none at all. */
+static void enable_kinds(void)
+{
+	char why[512], err[128];
+
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
+		CUptiResult r;
+
+		if (!(kinds[i].acts & gprof_coll_activities))
+			continue;
+		r = gprof_cupti.enable(kinds[i].kind);
+		if (r == CUPTI_SUCCESS)
+			continue;
+		disable_kinds();
+		snprintf(why, sizeof(why), "cuptiActivityEnable(kind %d) failed: %s",
+			 (int)kinds[i].kind, gprof_coll_strerror(r, err, sizeof(err)));
+		fail(why);
+		return;
+	}
+	set_state(GPROF_COLL_ENABLED);
+	__atomic_store_n(&gprof_coll.covers,
+			 gprof_coll_activities & (GPROF_ACT_API | GPROF_ACT_MEMORY),
+			 __ATOMIC_RELEASE);
+}
+
+/* The collector thread, once no window needs records: back to READY. */
+bool gprof_coll_disable_if_idle(void)
+{
+	bool idle;
+
+	pthread_mutex_lock(&gprof_coll.lock);
+	idle = gprof_coll_state() == GPROF_COLL_ENABLED && !gprof_coll.want &&
+	       !gprof_coll_windows_in_use();
+	if (idle) {
+		disable_kinds();
+		set_state(GPROF_COLL_READY);
+	}
+	pthread_mutex_unlock(&gprof_coll.lock);
+	return idle;
+}
+
+bool gprof_coll_windows_in_use(void)
+{
+	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++)
+		if (__atomic_load_n(&gprof_coll_wins[i].id, __ATOMIC_ACQUIRE))
+			return true;
+	return false;
+}
+
+int gprof_collector_init(const struct gprof_collector_config *cfg)
+{
+	int err;
+
+	gprof_coll.cfg = *cfg;
+	snprintf(gprof_coll.lib, sizeof(gprof_coll.lib), "%s",
+		 cfg->cupti_lib ? cfg->cupti_lib : "");
+	gprof_coll.cfg.cupti_lib = gprof_coll.lib;
+	gprof_coll.drain_ms = cfg->drain_ms ? cfg->drain_ms : 2000;
+	gprof_coll_activities = cfg->activities;
+	pthread_mutex_lock(&gprof_coll.lock);
+	if (!(cfg->activities & ANY_ACTS)) {
+		set_state(GPROF_COLL_OFF);
+		publish_status("not used: GPROF_ACTIVITIES asks for no GPU activity");
+		pthread_mutex_unlock(&gprof_coll.lock);
+		return 0;
+	}
+	err = gprof_coll_buffers_init(cfg->buffer_bytes);
+	set_state(err ? GPROF_COLL_OFF : GPROF_COLL_IDLE);
+	publish_status(err ? "not used: out of memory" : "not loaded yet: no CUDA call so far");
+	pthread_mutex_unlock(&gprof_coll.lock);
+	return err;
+}
+
+/* Subscribing claims CUPTI: a second client (torch.profiler, nsys, ncu) would get 39. */
+static void CUPTIAPI on_callback(void *arg, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+				 const void *data)
+{
+	(void)arg;
+	(void)domain;
+	(void)cbid;
+	(void)data;
+}
+
+/* Without the lock: may re-enter CUDA's initialisation, which may call start() again. */
+static int attach(char *why, size_t len)
+{
+	CUpti_SubscriberHandle sub;
+	CUptiResult r;
+	char err[128];
+	int rc = gprof_coll_load(gprof_coll.lib, why, len);
+
+	if (rc)
+		return rc;
+	r = gprof_cupti.subscribe(&sub, on_callback, NULL);
+	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+		snprintf(why, len,
+			 "another tool holds CUPTI (torch.profiler, Nsight Systems or "
+			 "Nsight Compute in this process?): cuptiSubscribe said %s",
+			 gprof_coll_strerror(r, err, sizeof(err)));
+		return -EBUSY;
+	}
+	if (r == CUPTI_SUCCESS)
+		r = gprof_cupti.register_callbacks(gprof_coll_buffer_request,
+						   gprof_coll_buffer_complete);
+	if (r != CUPTI_SUCCESS) {
+		snprintf(why, len, "CUPTI (%s) cannot be set up: %s", gprof_cupti.path,
+			 gprof_coll_strerror(r, err, sizeof(err)));
+		return -EIO;
+	}
+	return gprof_coll_attrib_init();
+}
+
+void gprof_collector_start(void)
+{
+	int idle = GPROF_COLL_IDLE;
+	char why[PATH_MAX + 512] = "";
+	int rc;
+
+	if (!__atomic_compare_exchange_n(&gprof_coll.state, &idle, GPROF_COLL_LOADING, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return;
+	rc = attach(why, sizeof(why));
+	if (!rc)
+		rc = gprof_coll_thread_start();
+	pthread_mutex_lock(&gprof_coll.lock);
+	gprof_coll.thread_running = !rc;
+	if (gprof_coll_state() != GPROF_COLL_LOADING) {
+		pthread_mutex_unlock(&gprof_coll.lock);
+		return;
+	}
+	if (rc) {
+		fail(why[0] ? why : "the collector thread cannot start");
+	} else {
+		snprintf(gprof_coll.proc.cupti_path, sizeof(gprof_coll.proc.cupti_path), "%s",
+			 gprof_cupti.path);
+		gprof_coll.proc.cupti_version = (int)gprof_cupti.version;
+		set_state(GPROF_COLL_READY);
+		publish_status("in use");
+		if (gprof_coll.want)
+			enable_kinds();
+	}
+	pthread_mutex_unlock(&gprof_coll.lock);
+}
+
+void gprof_collector_warmup(void)
+{
+	pthread_mutex_lock(&gprof_coll.lock);
+	gprof_coll.want = true;
+	if (gprof_coll_state() == GPROF_COLL_READY)
+		enable_kinds();
+	pthread_mutex_unlock(&gprof_coll.lock);
+}
+
+void gprof_collector_discard(void)
+{
+	pthread_mutex_lock(&gprof_coll.lock);
+	gprof_coll.want = false;
+	pthread_mutex_unlock(&gprof_coll.lock);
+	gprof_coll_kick();
+}
+
+static bool usable(void)
+{
+	enum gprof_coll_state s = gprof_coll_state();
+
+	return s == GPROF_COLL_IDLE || s == GPROF_COLL_LOADING || s == GPROF_COLL_READY ||
+	       s == GPROF_COLL_ENABLED;
+}
+
+void gprof_collector_window_begin(uint32_t id, uint64_t number, uint64_t begin_ns)
+{
+	pthread_mutex_lock(&gprof_coll.lock);
+	for (unsigned i = 0; usable() && i < GPROF_COLL_WINDOWS; i++) {
+		struct gprof_coll_win *w = &gprof_coll_wins[i];
+
+		if (__atomic_load_n(&w->id, __ATOMIC_ACQUIRE))
+			continue;
+		w->number = number;
+		__atomic_store_n(&w->begin_ns, begin_ns, __ATOMIC_RELAXED);
+		__atomic_store_n(&w->end_ns, UINT64_MAX, __ATOMIC_RELAXED);
+		gprof_export_window_hold(id);
+		__atomic_store_n(&w->id, id, __ATOMIC_RELEASE);
+		break;
+	}
+	pthread_mutex_unlock(&gprof_coll.lock);
+}
+
+void gprof_collector_window_end(uint32_t id, uint64_t end_ns)
+{
+	pthread_mutex_lock(&gprof_coll.lock);
+	gprof_coll.want = false;
+	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
+		struct gprof_coll_win *w = &gprof_coll_wins[i];
+
+		if (__atomic_load_n(&w->id, __ATOMIC_ACQUIRE) != id)
+			continue;
+		__atomic_store_n(&w->end_ns, end_ns, __ATOMIC_RELEASE);
+		/* CUPTI never ran for it: nothing can come. */
+		if (!gprof_coll.thread_running) {
+			gprof_export_window_release(id);
+			memset(w, 0, sizeof(*w));
+		}
+	}
+	pthread_mutex_unlock(&gprof_coll.lock);
+	gprof_coll_kick();
+}
+
+unsigned gprof_collector_covers(void)
+{
+	return __atomic_load_n(&gprof_coll.covers, __ATOMIC_ACQUIRE);
+}
+
+void gprof_collector_set_runtime_info(const struct gprof_export_process_info *rt)
+{
+	struct gprof_export_process_info *p = &gprof_coll.proc;
+
+	pthread_mutex_lock(&gprof_coll.lock);
+	p->cuda_runtime_version = rt->cuda_runtime_version;
+	p->cuda_driver_version = rt->cuda_driver_version;
+	p->n_devices =
+	    rt->n_devices < GPROF_EXPORT_MAX_DEVICES ? rt->n_devices : GPROF_EXPORT_MAX_DEVICES;
+	memcpy(p->devices, rt->devices, p->n_devices * sizeof(p->devices[0]));
+	gprof_export_set_process_info(p);
+	pthread_mutex_unlock(&gprof_coll.lock);
+}
+
+void gprof_collector_fini(unsigned timeout_ms)
+{
+	pthread_mutex_lock(&gprof_coll.lock);
+	gprof_coll.want = false;
+	gprof_coll.stop = true;
+	pthread_mutex_unlock(&gprof_coll.lock);
+	gprof_coll_thread_stop(timeout_ms);
+	pthread_mutex_lock(&gprof_coll.lock);
+	if (gprof_coll_state() == GPROF_COLL_ENABLED)
+		disable_kinds();
+	if (!gprof_coll.thread_running)
+		release_windows();
+	set_state(GPROF_COLL_OFF);
+	pthread_mutex_unlock(&gprof_coll.lock);
+}
+
+void gprof_collector_forked(void)
+{
+	/* The parent's thread and CUPTI session are not ours; the exporter writes nothing here. */
+	set_state(GPROF_COLL_OFF);
+	__atomic_store_n(&gprof_coll.covers, 0, __ATOMIC_RELEASE);
+	gprof_coll.thread_running = false;
+	gprof_coll.want = false;
+	memset(gprof_coll_wins, 0, sizeof(gprof_coll_wins));
+	/* Another thread may have held it at fork(). */
+	pthread_mutex_init(&gprof_coll.lock, NULL);
+}

@@ -1,0 +1,209 @@
+/*
+ * What collector/'s files share with each other (and with test/test-collector.c). Not an
+ * interface: nothing else includes it; use collector.h.
+ */
+#ifndef GPROF_COLLECTOR_INTERNAL_H
+#define GPROF_COLLECTOR_INTERNAL_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cupti.h>
+
+#include "collector/collector.h"
+#include "common/compiler.h"
+#include "export/export.h"
+
+/* map.c: uint64 -> uint64 by open addressing; key 0 is never stored. */
+struct gprof_coll_map {
+	uint64_t *keys, *vals;
+	size_t cap, n; /* cap: a power of two */
+};
+
+int gprof_coll_map_init(struct gprof_coll_map *m, size_t cap);
+void gprof_coll_map_free(struct gprof_coll_map *m);
+bool gprof_coll_map_get(const struct gprof_coll_map *m, uint64_t key, uint64_t *val);
+/* Inserts or replaces; -ENOSPC when the map is 3/4 full (it never grows by itself). */
+int gprof_coll_map_put(struct gprof_coll_map *m, uint64_t key, uint64_t val);
+bool gprof_coll_map_del(struct gprof_coll_map *m, uint64_t key);
+/* Doubles the capacity: 0 or -ENOMEM. */
+int gprof_coll_map_grow(struct gprof_coll_map *m);
+/* Keeps only the entries for which keep() says true. */
+void gprof_coll_map_filter(struct gprof_coll_map *m,
+			   bool (*keep)(uint64_t key, uint64_t val, void *arg), void *arg);
+void gprof_coll_map_clear(struct gprof_coll_map *m);
+
+/* names.c: API function names by CUPTI callback id, and demangled kernel names. */
+struct gprof_coll_api {
+	const struct gprof_export_str *name; /* as readers know it: "cudaLaunchKernel" */
+	const struct gprof_export_str *api;  /* the entry point: "__cudaLaunchKernel_ptsz" */
+	unsigned launches; /* the GPROF_ACT_* bit of the GPU work it queues (kernel, copy,
+			    * memset) that CUPTI reports as a record; 0 for none */
+};
+
+typedef CUptiResult (*gprof_coll_cbname_fn)(CUpti_CallbackDomain domain, uint32_t cbid,
+					    const char **name);
+/* The loaded CUPTI's cuptiGetCallbackName (NULL: the built-in table only). */
+void gprof_coll_names_use(gprof_coll_cbname_fn fn);
+/* Never NULL; unknown ids get "cudaRuntimeApi#<cbid>" or "cuDriverApi#<cbid>". */
+const struct gprof_coll_api *gprof_coll_api_name(bool driver, uint32_t cbid);
+/*
+ * From a CUPTI callback name ("cudaMemcpyAsync_ptsz_v7000", "cuMemcpyHtoD_v2") the entry
+ * point (the runtime's _v<version> tag dropped: "cudaMemcpyAsync_ptsz", "cuMemcpyHtoD_v2") and
+ * the public name ("cudaMemcpyAsync", "cuMemcpyHtoD"): no "__" prefix, no _ptsz/_ptds, no _vN.
+ */
+void gprof_coll_clean_name(const char *cupti_name, char *api, char *pub, size_t size);
+/* The GPROF_ACT_* bit of the GPU work a public API name queues, 0 for none. */
+unsigned gprof_coll_name_launches(const char *pub);
+/* A kernel's demangled, interned name; each distinct raw name is demangled once. */
+const struct gprof_export_str *gprof_coll_kernel_name(const char *raw);
+
+/* records.c: one CUPTI record -> one event (the pure translation). */
+enum gprof_coll_class {
+	GPROF_COLL_OTHER,   /* a kind gprof does not record: ignored */
+	GPROF_COLL_UNTIMED, /* zero timestamps (CUPTI could not time it): skipped, counted */
+	GPROF_COLL_API,	    /* ev is RUNTIME or DRIVER */
+	GPROF_COLL_GPU,	    /* ev is KERNEL, MEMCPY or MEMSET */
+	GPROF_COLL_MEMORY,  /* device memory allocated or released: ev is MEMORY */
+};
+
+struct gprof_coll_rec {
+	enum gprof_coll_class cls;
+	unsigned launches; /* API: GPROF_ACT_* bit of the GPU work a successful call queued */
+	uint32_t thread;   /* API: CUPTI's threadId (pthread_self(), cut to 32 bits) */
+	int64_t delta;	   /* MEMORY: +bytes allocated, -bytes released */
+	uint64_t address;  /* MEMORY */
+	/* Every field but window (and, for MEMORY, u.allocated); API's tid is `thread`. */
+	struct gprof_export_event ev;
+};
+
+void gprof_coll_translate(const CUpti_Activity *rec, struct gprof_coll_rec *out);
+
+/* load.c: finding libcupti and its entry points. */
+struct gprof_cupti {
+	void *handle;
+	char path[PATH_MAX];
+	uint32_t version; /* cuptiGetVersion; 0 if it said nothing */
+	CUptiResult (*get_version)(uint32_t *version);
+	CUptiResult (*result_string)(CUptiResult r, const char **str);
+	CUptiResult (*subscribe)(CUpti_SubscriberHandle *h, CUpti_CallbackFunc fn, void *arg);
+	CUptiResult (*enable)(CUpti_ActivityKind kind);
+	CUptiResult (*disable)(CUpti_ActivityKind kind);
+	CUptiResult (*register_callbacks)(CUpti_BuffersCallbackRequestFunc request,
+					  CUpti_BuffersCallbackCompleteFunc complete);
+	CUptiResult (*flush_all)(uint32_t flag);
+	CUptiResult (*next_record)(uint8_t *buf, size_t valid, CUpti_Activity **rec);
+	CUptiResult (*dropped)(CUcontext ctx, uint32_t stream, size_t *n);
+	gprof_coll_cbname_fn callback_name; /* optional */
+};
+
+/* Written once by gprof_coll_load() before the collector is started; read-only after. */
+extern struct gprof_cupti gprof_cupti;
+
+/*
+ * Loads CUPTI in DESIGN.md's order (lib if not empty, and then nothing else); fills
+ * gprof_cupti. Returns 0, or a negative errno with the reason in why.
+ */
+int gprof_coll_load(const char *lib, char *why, size_t why_len);
+/* "CUPTI_ERROR_UNKNOWN (999)" */
+const char *gprof_coll_strerror(CUptiResult r, char *buf, size_t len);
+
+/* buffers.c: the activity buffers and the queue of completed ones. */
+#define GPROF_COLL_BUF_BYTES (128u << 10)
+
+struct gprof_coll_buf {
+	uint8_t *buf;
+	size_t valid;
+	bool discard; /* a static discard buffer: its records count as dropped */
+};
+
+/* A pool of at most cap_bytes of buffers, allocated as needed. 0 or -ENOMEM. */
+int gprof_coll_buffers_init(size_t cap_bytes);
+void CUPTIAPI gprof_coll_buffer_request(uint8_t **buf, size_t *size, size_t *max_records);
+void CUPTIAPI gprof_coll_buffer_complete(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
+					 size_t valid);
+/* The collector thread: the oldest completed buffer, false if there is none. */
+bool gprof_coll_buffers_take(struct gprof_coll_buf *b);
+void gprof_coll_buffers_give_back(const struct gprof_coll_buf *b);
+/* Sleeps until a buffer completes, gprof_coll_kick(), or timeout_ms passes. */
+void gprof_coll_wait(unsigned timeout_ms);
+void gprof_coll_kick(void);
+
+/* attrib.c: records -> events of windows (collector thread only). */
+#define GPROF_COLL_WINDOWS GPROF_EXPORT_WINDOWS
+
+struct gprof_coll_win {
+	/*
+	 * Claimed (id last) and ended by the session's threads, freed (id = 0) by the collector
+	 * thread: read and written with atomics.
+	 */
+	uint32_t id; /* export window; 0: the slot is free */
+	uint64_t number;
+	uint64_t begin_ns, end_ns; /* API calls that start in [begin, end) are the window's */
+	/* The collector thread's own; zero while the slot is free. */
+	uint64_t ended_ms; /* CLOCK_MONOTONIC ms when the thread saw it end */
+	uint32_t lo, hi;   /* correlation ids of its API records seen so far */
+	uint64_t pending;  /* launches waiting for their GPU record */
+	uint64_t dropped;  /* CUPTI's and ours */
+	uint64_t untimed;  /* records with zero timestamps */
+	uint64_t unknown;  /* buffers cut at a record of a kind CUPTI did not know */
+	uint64_t unlinked; /* GPU records written without their launch record */
+};
+
+extern struct gprof_coll_win gprof_coll_wins[GPROF_COLL_WINDOWS];
+
+/* What the session asked to record (GPROF_ACTIVITIES), set before the thread starts. */
+extern unsigned gprof_coll_activities;
+
+int gprof_coll_attrib_init(void);
+/* Walks one completed buffer. */
+void gprof_coll_attrib_buffer(const struct gprof_coll_buf *b);
+/* Dropped records (CUPTI's or ours) count for the window being recorded or drained. */
+void gprof_coll_attrib_dropped(uint64_t n);
+/* Whether the window's slot is in use and it has ended. */
+bool gprof_coll_win_ended(const struct gprof_coll_win *w);
+/* The window's last records are in: write what is held for it and forget it. */
+void gprof_coll_attrib_finish(struct gprof_coll_win *w);
+/* No window needs records any more: forget everything held. */
+void gprof_coll_attrib_reset(void);
+
+/* cupti.c: the state machine, shared with the collector thread (thread.c). */
+enum gprof_coll_state {
+	GPROF_COLL_IDLE,    /* configured; CUPTI not loaded (no CUDA call yet) */
+	GPROF_COLL_LOADING, /* the first CUDA call is loading and subscribing CUPTI */
+	GPROF_COLL_READY,   /* subscribed, buffers registered, kinds off */
+	GPROF_COLL_ENABLED, /* kinds on: a window warms up, records or drains */
+	GPROF_COLL_FAILED,  /* CUPTI unusable: hooks only, for the rest of the process */
+	GPROF_COLL_OFF,	    /* not wanted, after fork, or after exit */
+};
+
+struct gprof_coll {
+	pthread_mutex_t lock; /* the fields below and window claims; never taken by CUPTI's
+			       * callbacks, never held while waiting for the thread */
+	int state;	      /* enum gprof_coll_state; atomic, written under lock */
+	unsigned covers;      /* gprof_collector_covers(); atomic */
+	bool want;	      /* a window is warming up or recording */
+	bool stop;	      /* exit: the thread ends once every window is finished */
+	bool thread_running;
+	pthread_t thread;
+	struct gprof_collector_config cfg;
+	char lib[PATH_MAX];
+	unsigned drain_ms;
+	struct gprof_export_process_info proc; /* what trace headers say */
+};
+
+extern struct gprof_coll gprof_coll;
+
+enum gprof_coll_state gprof_coll_state(void);
+bool gprof_coll_windows_in_use(void);
+/* The collector thread, when no window needs records: disables the kinds (true if it did). */
+bool gprof_coll_disable_if_idle(void);
+
+/* thread.c: the collector thread. */
+int gprof_coll_thread_start(void);
+/* Waits at most timeout_ms for the thread to finish the windows and end. */
+void gprof_coll_thread_stop(unsigned timeout_ms);
+
+#endif

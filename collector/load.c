@@ -1,0 +1,219 @@
+/*
+ * Finding libcupti (DESIGN.md's order) and resolving its entry points into one table. Record
+ * layouts differ between CUPTI major versions, so only the major version libgprof was built
+ * for is accepted.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector/internal.h"
+
+#define MAJOR	 13
+#define SONAME	 "libcupti.so.13"
+#define FALLBACK "/usr/local/cuda"
+
+_Static_assert(CUPTI_API_VERSION / 10000 == MAJOR, "SONAME names the headers' CUPTI version");
+
+struct gprof_cupti gprof_cupti;
+
+#define SYM(sym, field, required)                                   \
+	{                                                           \
+#sym, offsetof(struct gprof_cupti, field), required \
+	}
+static const struct {
+	const char *name;
+	size_t offset;
+	bool required;
+} symbols[] = {
+    SYM(cuptiGetVersion, get_version, true),
+    SYM(cuptiGetResultString, result_string, true),
+    SYM(cuptiSubscribe, subscribe, true),
+    SYM(cuptiActivityEnable, enable, true),
+    SYM(cuptiActivityDisable, disable, true),
+    SYM(cuptiActivityRegisterCallbacks, register_callbacks, true),
+    SYM(cuptiActivityFlushAll, flush_all, true),
+    SYM(cuptiActivityGetNextRecord, next_record, true),
+    SYM(cuptiActivityGetNumDroppedRecords, dropped, true),
+    SYM(cuptiGetCallbackName, callback_name, false),
+};
+
+/* Copies src into dst (size bytes), cut if longer. */
+static void copy_str(char *dst, size_t size, const char *src)
+{
+	size_t n = strnlen(src, size - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+/* Where loaded libraries live: the folder of the first whose file name starts with prefix. */
+struct find {
+	const char *prefix;
+	char path[PATH_MAX];
+};
+
+static int find_loaded(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct find *f = arg;
+	const char *base = strrchr(info->dlpi_name, '/');
+
+	(void)size;
+	base = base ? base + 1 : info->dlpi_name;
+	if (strncmp(base, f->prefix, strlen(f->prefix)) != 0)
+		return 0;
+	copy_str(f->path, sizeof(f->path), info->dlpi_name);
+	return 1;
+}
+
+static bool loaded_path(const char *prefix, char *out, size_t size)
+{
+	struct find f = {.prefix = prefix};
+
+	if (!dl_iterate_phdr(find_loaded, &f))
+		return false;
+	copy_str(out, size, f.path);
+	return true;
+}
+
+/* dlopen, keeping the first failure's reason in why. */
+static void *open_lib(const char *path, char *why, size_t why_len)
+{
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	const char *err = h ? NULL : dlerror();
+
+	if (!h && !why[0])
+		copy_str(why, why_len, err ? err : path);
+	return h;
+}
+
+/* Candidates next to a loaded libcudart: its folder, pip's and the toolkit's CUPTI folders. */
+static void *next_to_cudart(char *why, size_t why_len)
+{
+	static const char *const rel[] = {
+	    "",
+	    "../../cuda_cupti/lib/",
+	    "../extras/CUPTI/lib64/",
+	    "../../extras/CUPTI/lib64/",
+	};
+	char dir[PATH_MAX], path[PATH_MAX * 2];
+	char *slash;
+	void *h = NULL;
+
+	if (!loaded_path("libcudart.so", dir, sizeof(dir)) || !(slash = strrchr(dir, '/')))
+		return NULL;
+	slash[1] = '\0';
+	for (size_t i = 0; i < ARRAY_SIZE(rel) && !h; i++) {
+		snprintf(path, sizeof(path), "%s%s" SONAME, dir, rel[i]);
+		h = open_lib(path, why, why_len);
+	}
+	return h;
+}
+
+static void *in_cuda_home(char *why, size_t why_len)
+{
+	static const char *const rel[] = {"/extras/CUPTI/lib64/", "/lib64/"};
+	const char *home = getenv("CUDA_HOME");
+	char path[PATH_MAX];
+	void *h = NULL;
+
+	if (!home || !*home)
+		home = FALLBACK;
+	for (size_t i = 0; i < ARRAY_SIZE(rel) && !h; i++) {
+		snprintf(path, sizeof(path), "%s%s" SONAME, home, rel[i]);
+		h = open_lib(path, why, why_len);
+	}
+	return h;
+}
+
+static void *search(char *why, size_t why_len)
+{
+	char path[PATH_MAX];
+	void *h = NULL;
+
+	if (loaded_path("libcupti.so", path, sizeof(path)))
+		h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+	if (!h)
+		h = next_to_cudart(why, why_len);
+	if (!h)
+		h = in_cuda_home(why, why_len);
+	if (!h)
+		h = open_lib(SONAME, why, why_len);
+	if (!h)
+		snprintf(why, why_len,
+			 "no " SONAME " found (next to libcudart, in $CUDA_HOME, or "
+			 "on the library path); set GPROF_CUPTI_LIB to its path");
+	return h;
+}
+
+static int resolve(char *why, size_t why_len)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(symbols); i++) {
+		void *p = dlsym(gprof_cupti.handle, symbols[i].name);
+
+		if (!p && symbols[i].required) {
+			snprintf(why, why_len, "%s has no %s", gprof_cupti.path, symbols[i].name);
+			return -ENOENT;
+		}
+		memcpy((char *)&gprof_cupti + symbols[i].offset, &p, sizeof(p));
+	}
+	return 0;
+}
+
+/* The file the handle came from, absolute when possible. */
+static void library_path(void *h)
+{
+	struct link_map *lm = NULL;
+
+	if (dlinfo(h, RTLD_DI_LINKMAP, &lm) != 0 || !lm || !lm->l_name)
+		return;
+	if (!realpath(lm->l_name, gprof_cupti.path))
+		copy_str(gprof_cupti.path, sizeof(gprof_cupti.path), lm->l_name);
+}
+
+int gprof_coll_load(const char *lib, char *why, size_t why_len)
+{
+	char err[512] = "";
+	int rc;
+
+	why[0] = '\0';
+	gprof_cupti.handle =
+	    lib && *lib ? open_lib(lib, err, sizeof(err)) : search(err, sizeof(err));
+	if (!gprof_cupti.handle) {
+		if (lib && *lib)
+			snprintf(why, why_len, "GPROF_CUPTI_LIB='%s' cannot be loaded: %s", lib,
+				 err);
+		else
+			snprintf(why, why_len, "%s", err);
+		return -ENOENT;
+	}
+	library_path(gprof_cupti.handle);
+	rc = resolve(why, why_len);
+	if (rc)
+		return rc;
+	/* Some libraries answer 0 without a driver: then the version is unknown, not wrong. */
+	if (gprof_cupti.get_version(&gprof_cupti.version) != CUPTI_SUCCESS)
+		gprof_cupti.version = 0;
+	if (gprof_cupti.version && gprof_cupti.version / 10000 != MAJOR) {
+		snprintf(why, why_len,
+			 "%s has CUPTI API version %u; libgprof reads the records of "
+			 "version %d.x only",
+			 gprof_cupti.path, gprof_cupti.version, MAJOR);
+		return -EPROTO;
+	}
+	gprof_coll_names_use(gprof_cupti.callback_name);
+	return 0;
+}
+
+const char *gprof_coll_strerror(CUptiResult r, char *buf, size_t len)
+{
+	const char *s = NULL;
+
+	if (!gprof_cupti.result_string || gprof_cupti.result_string(r, &s) != CUPTI_SUCCESS || !s)
+		s = "CUPTI error";
+	snprintf(buf, len, "%s (%d)", s, (int)r);
+	return buf;
+}

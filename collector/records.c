@@ -1,0 +1,145 @@
+/*
+ * The translation of one CUPTI activity record (CUDA 13 layouts) into one gprof event: a pure
+ * switch on the record's kind, tested without a GPU. Which window the event goes to is
+ * attrib.c's business.
+ */
+#include <string.h>
+
+#include "collector/internal.h"
+
+static void api(const CUpti_ActivityAPI *a, bool driver, struct gprof_coll_rec *out)
+{
+	const struct gprof_coll_api *n = gprof_coll_api_name(driver, a->cbid);
+	struct gprof_export_event *ev = &out->ev;
+
+	if (!a->start || !a->end)
+		return;
+	out->cls = GPROF_COLL_API;
+	out->thread = a->threadId;
+	out->launches = a->returnValue == 0 ? n->launches : 0;
+	ev->kind = driver ? GPROF_EXPORT_DRIVER : GPROF_EXPORT_RUNTIME;
+	ev->ts_ns = a->start;
+	ev->dur_ns = a->end - a->start;
+	ev->name = n->name;
+	ev->tid = a->threadId;
+	ev->correlation = a->correlationId;
+	ev->flags = GPROF_EXPORT_ARG_RESULT;
+	ev->u.api.api = n->api;
+	ev->u.api.cbid = a->cbid;
+	ev->u.api.result = (int32_t)a->returnValue;
+}
+
+static void kernel(const CUpti_ActivityKernel10 *k, struct gprof_coll_rec *out)
+{
+	struct gprof_export_event *ev = &out->ev;
+
+	if (!k->start || !k->end)
+		return;
+	out->cls = GPROF_COLL_GPU;
+	ev->kind = GPROF_EXPORT_KERNEL;
+	ev->ts_ns = k->start;
+	ev->dur_ns = k->end - k->start;
+	ev->name = gprof_coll_kernel_name(k->name);
+	ev->device = k->deviceId;
+	ev->stream = k->streamId;
+	ev->correlation = k->correlationId;
+	ev->u.kernel = (struct gprof_export_kernel){
+	    .grid = {(uint32_t)k->gridX, (uint32_t)k->gridY, (uint32_t)k->gridZ},
+	    .block = {(uint32_t)k->blockX, (uint32_t)k->blockY, (uint32_t)k->blockZ},
+	    .registers = k->registersPerThread,
+	    .shared_bytes = (uint32_t)(k->staticSharedMemory + k->dynamicSharedMemory),
+	    .context = k->contextId,
+	};
+}
+
+static void memcpy_rec(const CUpti_ActivityMemcpy6 *c, struct gprof_coll_rec *out)
+{
+	struct gprof_export_event *ev = &out->ev;
+
+	if (!c->start || !c->end)
+		return;
+	out->cls = GPROF_COLL_GPU;
+	ev->kind = GPROF_EXPORT_MEMCPY;
+	ev->ts_ns = c->start;
+	ev->dur_ns = c->end - c->start;
+	ev->device = c->deviceId;
+	ev->stream = c->streamId;
+	ev->correlation = c->correlationId;
+	ev->u.copy = (struct gprof_export_copy){
+	    .bytes = c->bytes,
+	    .context = c->contextId,
+	    .copy_kind = c->copyKind,
+	    .src_kind = c->srcKind,
+	    .dst_kind = c->dstKind,
+	};
+}
+
+static void memset_rec(const CUpti_ActivityMemset4 *s, struct gprof_coll_rec *out)
+{
+	struct gprof_export_event *ev = &out->ev;
+
+	if (!s->start || !s->end)
+		return;
+	out->cls = GPROF_COLL_GPU;
+	ev->kind = GPROF_EXPORT_MEMSET;
+	ev->ts_ns = s->start;
+	ev->dur_ns = s->end - s->start;
+	ev->device = s->deviceId;
+	ev->stream = s->streamId;
+	ev->correlation = s->correlationId;
+	ev->u.copy = (struct gprof_export_copy){
+	    .bytes = s->bytes,
+	    .context = s->contextId,
+	    .dst_kind = (uint8_t)s->memoryKind,
+	};
+}
+
+/* Device memory only: the gpu_memory counter is about the GPU's memory. */
+static void memory(const CUpti_ActivityMemory4 *m, struct gprof_coll_rec *out)
+{
+	bool alloc = m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+	bool release = m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+
+	if (!m->timestamp)
+		return;
+	if (m->memoryKind != CUPTI_ACTIVITY_MEMORY_KIND_DEVICE || (!alloc && !release)) {
+		out->cls = GPROF_COLL_OTHER;
+		return;
+	}
+	out->cls = GPROF_COLL_MEMORY;
+	out->delta = alloc ? (int64_t)m->bytes : -(int64_t)m->bytes;
+	out->address = m->address;
+	out->ev.kind = GPROF_EXPORT_MEMORY;
+	out->ev.ts_ns = m->timestamp;
+	out->ev.device = m->deviceId;
+	out->ev.correlation = m->correlationId;
+}
+
+void gprof_coll_translate(const CUpti_Activity *rec, struct gprof_coll_rec *out)
+{
+	memset(out, 0, sizeof(*out));
+	/* Each case below that finds a timestamp missing leaves the class at UNTIMED. */
+	out->cls = GPROF_COLL_UNTIMED;
+	switch (rec->kind) {
+	case CUPTI_ACTIVITY_KIND_RUNTIME:
+	case CUPTI_ACTIVITY_KIND_DRIVER:
+		api((const CUpti_ActivityAPI *)rec, rec->kind == CUPTI_ACTIVITY_KIND_DRIVER, out);
+		break;
+	case CUPTI_ACTIVITY_KIND_KERNEL:
+	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+		kernel((const CUpti_ActivityKernel10 *)rec, out);
+		break;
+	case CUPTI_ACTIVITY_KIND_MEMCPY:
+		memcpy_rec((const CUpti_ActivityMemcpy6 *)rec, out);
+		break;
+	case CUPTI_ACTIVITY_KIND_MEMSET:
+		memset_rec((const CUpti_ActivityMemset4 *)rec, out);
+		break;
+	case CUPTI_ACTIVITY_KIND_MEMORY2:
+		memory((const CUpti_ActivityMemory4 *)rec, out);
+		break;
+	default:
+		out->cls = GPROF_COLL_OTHER;
+		break;
+	}
+}

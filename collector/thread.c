@@ -1,0 +1,207 @@
+/*
+ * The collector thread: works through completed CUPTI buffers; drains each window that ended
+ * (flushes CUPTI until every launch of the window has its GPU record, or drain_ms passes),
+ * finishes and releases it; disables CUPTI's kinds when no window needs them. The application
+ * never waits for any of this.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+#define PR_FMT "collector: "
+#include "collector/internal.h"
+#include "common/log.h"
+
+#define SETTLE_MS 5   /* after a window ends: time for API calls in flight elsewhere to return */
+#define POLL_MS	  10  /* flush period while a window waits for GPU records */
+#define IDLE_MS	  500 /* nothing to drain */
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void drain_queue(void)
+{
+	struct gprof_coll_buf b;
+	size_t n;
+
+	while (gprof_coll_buffers_take(&b)) {
+		if (b.valid)
+			gprof_coll_attrib_buffer(&b);
+		gprof_coll_buffers_give_back(&b);
+		/* CUPTI's count of records it had no buffer room for, since the last call. */
+		if (gprof_cupti.dropped(NULL, 0, &n) == CUPTI_SUCCESS && n)
+			gprof_coll_attrib_dropped(n);
+	}
+}
+
+/* One line per kind of loss, printed before the release so the window's metadata has it. */
+static void report(const struct gprof_coll_win *w)
+{
+	unsigned long long num = (unsigned long long)w->number;
+
+	if (w->dropped)
+		pr_warn("window %llu: %llu CUPTI activity records were dropped (activity buffers "
+			"full); raise GPROF_BUFFER_MB",
+			num, (unsigned long long)w->dropped);
+	if (w->untimed || w->unknown)
+		pr_warn("window %llu: skipped CUPTI records: %llu without timestamps, %llu "
+			"buffers cut at a record of an unknown kind",
+			num, (unsigned long long)w->untimed, (unsigned long long)w->unknown);
+	if (w->pending)
+		pr_warn("window %llu: %llu launches had no GPU record %u ms after the window "
+			"ended (still running, or lost); written without it",
+			num, (unsigned long long)w->pending, gprof_coll.drain_ms);
+	if (w->unlinked)
+		pr_info("window %llu: %llu GPU records without their launch record", num,
+			(unsigned long long)w->unlinked);
+}
+
+static void finish(struct gprof_coll_win *w)
+{
+	uint32_t id = w->id;
+
+	gprof_coll_attrib_finish(w);
+	report(w);
+	if (w->dropped)
+		gprof_export_window_add_cupti_dropped(id, w->dropped);
+	w->ended_ms = w->pending = w->dropped = w->untimed = w->unknown = w->unlinked = 0;
+	w->lo = w->hi = 0;
+	gprof_export_window_release(id);
+	__atomic_store_n(&w->id, 0, __ATOMIC_RELEASE);
+}
+
+/* The ended window with the smallest id above `after` (windows finish in order), or NULL. */
+static struct gprof_coll_win *next_ended(uint32_t after)
+{
+	struct gprof_coll_win *best = NULL;
+
+	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
+		struct gprof_coll_win *w = &gprof_coll_wins[i];
+		uint32_t id = __atomic_load_n(&w->id, __ATOMIC_ACQUIRE);
+
+		if (id > after && gprof_coll_win_ended(w) && (!best || id < best->id))
+			best = w;
+	}
+	return best;
+}
+
+/* Flushes and finishes what it can; returns how long to sleep. */
+static unsigned drain_windows(void)
+{
+	uint64_t now = mono_ms();
+	struct gprof_coll_win *w;
+	bool settled = false;
+
+	for (w = next_ended(0); w; w = next_ended(w->id)) {
+		if (!w->ended_ms)
+			w->ended_ms = now;
+		settled |= now >= w->ended_ms + SETTLE_MS;
+	}
+	if (!settled)
+		return next_ended(0) ? SETTLE_MS : IDLE_MS;
+	gprof_cupti.flush_all(0);
+	drain_queue();
+	now = mono_ms();
+	while ((w = next_ended(0)) && w->ended_ms && now >= w->ended_ms + SETTLE_MS &&
+	       (!w->pending || now >= w->ended_ms + gprof_coll.drain_ms))
+		finish(w);
+	return next_ended(0) ? POLL_MS : IDLE_MS;
+}
+
+/* CUPTI failed or was turned off: nothing more comes; let every window go. */
+static void finish_all(void)
+{
+	struct gprof_coll_win *w;
+
+	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
+		w = &gprof_coll_wins[i];
+		if (__atomic_load_n(&w->id, __ATOMIC_ACQUIRE))
+			finish(w);
+	}
+}
+
+/* No window: kinds off, their last records read and forgotten. */
+static void go_idle(void)
+{
+	if (!gprof_coll_disable_if_idle())
+		return;
+	gprof_cupti.flush_all(0);
+	drain_queue();
+	pthread_mutex_lock(&gprof_coll.lock);
+	if (!gprof_coll_windows_in_use())
+		gprof_coll_attrib_reset();
+	pthread_mutex_unlock(&gprof_coll.lock);
+}
+
+static void *run(void *arg)
+{
+	unsigned wait = IDLE_MS;
+
+	(void)arg;
+	for (;;) {
+		enum gprof_coll_state s;
+
+		gprof_coll_wait(wait);
+		drain_queue();
+		s = gprof_coll_state();
+		if (s == GPROF_COLL_FAILED || s == GPROF_COLL_OFF) {
+			finish_all();
+			break;
+		}
+		wait = drain_windows();
+		if (!gprof_coll_windows_in_use())
+			go_idle();
+		if (__atomic_load_n(&gprof_coll.stop, __ATOMIC_ACQUIRE) &&
+		    !gprof_coll_windows_in_use())
+			break;
+	}
+	return NULL;
+}
+
+int gprof_coll_thread_start(void)
+{
+	sigset_t all, old;
+	int rc;
+
+	/* Signals are the application's business: this thread takes none. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&gprof_coll.thread, NULL, run, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return -rc;
+}
+
+void gprof_coll_thread_stop(unsigned timeout_ms)
+{
+	struct timespec until;
+	bool running;
+
+	pthread_mutex_lock(&gprof_coll.lock);
+	running = gprof_coll.thread_running;
+	pthread_mutex_unlock(&gprof_coll.lock);
+	if (!running)
+		return;
+	gprof_coll_kick();
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	if (pthread_timedjoin_np(gprof_coll.thread, NULL, &until) != 0) {
+		pr_warn("CUPTI records were still being drained after %u ms; the last window may "
+			"miss some GPU activity",
+			timeout_ms);
+		return;
+	}
+	pthread_mutex_lock(&gprof_coll.lock);
+	gprof_coll.thread_running = false;
+	pthread_mutex_unlock(&gprof_coll.lock);
+}

@@ -1,0 +1,576 @@
+/*
+ * Unit tests of collector/ without a GPU: API names, the record translation from records built
+ * here in CUDA 13 layouts, the small map, the buffer pool, and the attribution of records to a
+ * window (with a record walker of our own in place of CUPTI's) down to the trace file.
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <unistd.h>
+
+#include "collector/internal.h"
+#include "common/config.h"
+#include "task.h"
+#include "util/trace.h"
+
+static const struct gprof_export_str *S(const char *s)
+{
+	return gprof_export_intern(s);
+}
+
+/* CUPTI names -> (entry point, public name), as TRACE_FORMAT.md asks. */
+TEST(collector_clean_names)
+{
+	static const char *const cases[][3] = {
+	    {"cudaLaunchKernel_v7000", "cudaLaunchKernel", "cudaLaunchKernel"},
+	    {"__cudaLaunchKernel_v13000", "__cudaLaunchKernel", "cudaLaunchKernel"},
+	    {"__cudaLaunchKernel_ptsz_v13000", "__cudaLaunchKernel_ptsz", "cudaLaunchKernel"},
+	    {"cudaLaunchKernel_ptsz_v7000", "cudaLaunchKernel_ptsz", "cudaLaunchKernel"},
+	    {"cudaMemcpyAsync_ptsz_v7000", "cudaMemcpyAsync_ptsz", "cudaMemcpyAsync"},
+	    {"cudaMemcpy_ptds_v7000", "cudaMemcpy_ptds", "cudaMemcpy"},
+	    {"cudaMalloc_v3020", "cudaMalloc", "cudaMalloc"},
+	    {"cuMemcpyHtoD_v2", "cuMemcpyHtoD_v2", "cuMemcpyHtoD"},
+	    {"cuMemcpyHtoDAsync_v2_ptsz", "cuMemcpyHtoDAsync_v2_ptsz", "cuMemcpyHtoDAsync"},
+	    {"cuLaunchKernel", "cuLaunchKernel", "cuLaunchKernel"},
+	    {"cuLaunchKernelEx_ptsz", "cuLaunchKernelEx_ptsz", "cuLaunchKernelEx"},
+	    {"cudaRuntimeApi#77", "cudaRuntimeApi#77", "cudaRuntimeApi#77"},
+	    {"", "", ""},
+	};
+	char api[64], pub[64];
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		gprof_coll_clean_name(cases[i][0], api, pub, sizeof(api));
+		ASSERT_STR_EQ(api, cases[i][1]);
+		ASSERT_STR_EQ(pub, cases[i][2]);
+	}
+	gprof_coll_clean_name("cudaLaunchKernel_v7000", api, pub, 5);
+	ASSERT_STR_EQ(api, "cuda");
+}
+
+static CUptiResult CUPTIAPI fake_callback_name(CUpti_CallbackDomain d, uint32_t cbid,
+					       const char **name)
+{
+	if (d == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == 4242) {
+		*name = "cudaFancyCopy_ptsz_v12345";
+		return CUPTI_SUCCESS;
+	}
+	return CUPTI_ERROR_INVALID_PARAMETER;
+}
+
+/* Names by callback id: the built-in table, CUPTI's own names, and made-up ones. */
+TEST(collector_api_names)
+{
+	static const struct {
+		bool driver;
+		uint32_t cbid;
+		const char *name, *api;
+		unsigned launches;
+	} cases[] = {
+	    {false, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "cudaLaunchKernel",
+	     "cudaLaunchKernel", GPROF_ACT_KERNEL},
+	    {false, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000, "cudaLaunchKernel",
+	     "__cudaLaunchKernel_ptsz", GPROF_ACT_KERNEL},
+	    {false, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, "cudaLaunchKernelExC",
+	     "cudaLaunchKernelExC", GPROF_ACT_KERNEL},
+	    {false, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000, "cudaMemcpyAsync",
+	     "cudaMemcpyAsync_ptsz", GPROF_ACT_MEMCPY},
+	    {false, CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020, "cudaMemset", "cudaMemset",
+	     GPROF_ACT_MEMSET},
+	    {false, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, "cudaMalloc", "cudaMalloc", 0},
+	    {false, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchHostFunc_v10000, "cudaLaunchHostFunc",
+	     "cudaLaunchHostFunc", 0},
+	    {false, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, "cudaStreamSynchronize",
+	     "cudaStreamSynchronize", 0},
+	    {true, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel", "cuLaunchKernel",
+	     GPROF_ACT_KERNEL},
+	    {true, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, "cuLaunchKernelEx", "cuLaunchKernelEx",
+	     GPROF_ACT_KERNEL},
+	    {true, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, "cuMemcpyHtoD", "cuMemcpyHtoD_v2",
+	     GPROF_ACT_MEMCPY},
+	    {true, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, "cuMemAlloc", "cuMemAlloc_v2", 0},
+	    {false, 9999, "cudaRuntimeApi#9999", "cudaRuntimeApi#9999", 0},
+	    {true, 99999, "cuDriverApi#99999", "cuDriverApi#99999", 0},
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		const struct gprof_coll_api *a =
+		    gprof_coll_api_name(cases[i].driver, cases[i].cbid);
+
+		ASSERT_MSG(a->name == S(cases[i].name), "case %zu", i);
+		ASSERT_MSG(a->api == S(cases[i].api), "case %zu", i);
+		ASSERT_EQ(a->launches, cases[i].launches);
+		ASSERT(gprof_coll_api_name(cases[i].driver, cases[i].cbid) == a);
+	}
+	/* With the loaded CUPTI's names: its name first, the table after. */
+	gprof_coll_names_use(fake_callback_name);
+	ASSERT(gprof_coll_api_name(false, 4242)->name == S("cudaFancyCopy"));
+	ASSERT(gprof_coll_api_name(false, 4242)->api == S("cudaFancyCopy_ptsz"));
+	ASSERT_EQ(gprof_coll_api_name(false, 4242)->launches, 0);
+	ASSERT(gprof_coll_api_name(false, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020)->name ==
+	       S("cudaFree"));
+	gprof_coll_names_use(NULL);
+}
+
+static bool have_demangler(void)
+{
+	return dlsym(RTLD_DEFAULT, "__cxa_demangle") != NULL;
+}
+
+TEST(collector_translate_api)
+{
+	CUpti_ActivityAPI a = {
+	    .kind = CUPTI_ACTIVITY_KIND_RUNTIME,
+	    .cbid = CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
+	    .start = 1000,
+	    .end = 1500,
+	    .processId = 12,
+	    .threadId = 0xdeadbeef,
+	    .correlationId = 5,
+	    .returnValue = 0,
+	};
+	struct gprof_coll_rec r;
+
+	gprof_coll_translate((CUpti_Activity *)&a, &r);
+	ASSERT_EQ(r.cls, GPROF_COLL_API);
+	ASSERT_EQ(r.ev.kind, GPROF_EXPORT_RUNTIME);
+	ASSERT_EQ(r.ev.ts_ns, 1000);
+	ASSERT_EQ(r.ev.dur_ns, 500);
+	ASSERT(r.ev.name == S("cudaLaunchKernel"));
+	ASSERT(r.ev.u.api.api == S("__cudaLaunchKernel"));
+	ASSERT_EQ(r.ev.u.api.cbid, 505);
+	ASSERT_EQ(r.ev.correlation, 5);
+	ASSERT_EQ(r.thread, 0xdeadbeef);
+	ASSERT_EQ(r.launches, GPROF_ACT_KERNEL);
+	ASSERT_EQ(r.ev.u.api.result, 0);
+	ASSERT(r.ev.flags & GPROF_EXPORT_ARG_RESULT);
+	ASSERT(!(r.ev.flags & GPROF_EXPORT_FLOW));
+
+	/* A failed launch queues nothing; a driver call is a DRIVER event. */
+	a.returnValue = 98;
+	gprof_coll_translate((CUpti_Activity *)&a, &r);
+	ASSERT_EQ(r.launches, 0);
+	ASSERT_EQ(r.ev.u.api.result, 98);
+	a = (CUpti_ActivityAPI){.kind = CUPTI_ACTIVITY_KIND_DRIVER,
+				.cbid = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+				.start = 7,
+				.end = 9,
+				.correlationId = 6};
+	gprof_coll_translate((CUpti_Activity *)&a, &r);
+	ASSERT_EQ(r.ev.kind, GPROF_EXPORT_DRIVER);
+	ASSERT(r.ev.name == S("cuLaunchKernelEx"));
+	ASSERT_EQ(r.ev.u.api.cbid, 652);
+
+	/* Untimed records are skipped. */
+	a.start = 0;
+	gprof_coll_translate((CUpti_Activity *)&a, &r);
+	ASSERT_EQ(r.cls, GPROF_COLL_UNTIMED);
+}
+
+TEST(collector_translate_kernel)
+{
+	CUpti_ActivityKernel10 k = {
+	    .kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+	    .registersPerThread = 40,
+	    .start = 2000,
+	    .end = 2600,
+	    .completed = 2600,
+	    .deviceId = 1,
+	    .contextId = 2,
+	    .streamId = 13,
+	    .gridX = 3,
+	    .gridY = 2,
+	    .gridZ = 1,
+	    .blockX = 128,
+	    .blockY = 1,
+	    .blockZ = 4,
+	    .staticSharedMemory = 16,
+	    .dynamicSharedMemory = 32,
+	    .correlationId = 9,
+	    .name = "_Z5scaleIfEvPT_i",
+	};
+	const char *name = have_demangler() ? "void scale<float>(float*, int)" : "_Z5scaleIfEvPT_i";
+	struct gprof_coll_rec r;
+
+	for (int pass = 0; pass < 2; pass++) {
+		gprof_coll_translate((CUpti_Activity *)&k, &r);
+		ASSERT_EQ(r.cls, GPROF_COLL_GPU);
+		ASSERT_EQ(r.ev.kind, GPROF_EXPORT_KERNEL);
+		ASSERT(r.ev.name == S(name));
+		ASSERT_EQ(r.ev.ts_ns, 2000);
+		ASSERT_EQ(r.ev.dur_ns, 600);
+		ASSERT_EQ(r.ev.device, 1);
+		ASSERT_EQ(r.ev.stream, 13);
+		ASSERT_EQ(r.ev.correlation, 9);
+		ASSERT_EQ(r.ev.u.kernel.grid[0] * 100 + r.ev.u.kernel.grid[1] * 10 +
+			      r.ev.u.kernel.grid[2],
+			  321);
+		ASSERT_EQ(r.ev.u.kernel.block[0], 128);
+		ASSERT_EQ(r.ev.u.kernel.block[2], 4);
+		ASSERT_EQ(r.ev.u.kernel.registers, 40);
+		ASSERT_EQ(r.ev.u.kernel.shared_bytes, 48);
+		ASSERT_EQ(r.ev.u.kernel.context, 2);
+		/* CUPTI reports KERNEL the same way when only that kind is on. */
+		k.kind = CUPTI_ACTIVITY_KIND_KERNEL;
+	}
+	/* A name that is not mangled stays as it is; each distinct name is made once. */
+	k.name = "triton_poi_fused_add_0";
+	gprof_coll_translate((CUpti_Activity *)&k, &r);
+	ASSERT(r.ev.name == S("triton_poi_fused_add_0"));
+	ASSERT(gprof_coll_kernel_name("triton_poi_fused_add_0") == r.ev.name);
+	ASSERT(gprof_coll_kernel_name(NULL) == S(""));
+	k.end = 0;
+	gprof_coll_translate((CUpti_Activity *)&k, &r);
+	ASSERT_EQ(r.cls, GPROF_COLL_UNTIMED);
+}
+
+TEST(collector_translate_copies_and_memory)
+{
+	CUpti_ActivityMemcpy6 c = {
+	    .kind = CUPTI_ACTIVITY_KIND_MEMCPY,
+	    .copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOH,
+	    .srcKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+	    .dstKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
+	    .bytes = 4096,
+	    .start = 10,
+	    .end = 30,
+	    .deviceId = 0,
+	    .contextId = 1,
+	    .streamId = 7,
+	    .correlationId = 3,
+	};
+	CUpti_ActivityMemset4 s = {
+	    .kind = CUPTI_ACTIVITY_KIND_MEMSET,
+	    .bytes = 128,
+	    .start = 40,
+	    .end = 41,
+	    .streamId = 14,
+	    .correlationId = 4,
+	    .memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+	};
+	CUpti_ActivityMemory4 m = {
+	    .kind = CUPTI_ACTIVITY_KIND_MEMORY2,
+	    .memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
+	    .memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+	    .address = 0x7f0000001000,
+	    .bytes = 1 << 20,
+	    .timestamp = 50,
+	    .deviceId = 2,
+	};
+	CUpti_ActivityExternalCorrelation x = {.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+	struct gprof_coll_rec r;
+
+	gprof_coll_translate((CUpti_Activity *)&c, &r);
+	ASSERT_EQ(r.cls, GPROF_COLL_GPU);
+	ASSERT_EQ(r.ev.kind, GPROF_EXPORT_MEMCPY);
+	ASSERT_EQ(r.ev.u.copy.copy_kind, GPROF_COPY_DTOH);
+	ASSERT_EQ(r.ev.u.copy.src_kind, GPROF_MEM_DEVICE);
+	ASSERT_EQ(r.ev.u.copy.dst_kind, GPROF_MEM_PINNED);
+	ASSERT_EQ(r.ev.u.copy.bytes, 4096);
+	ASSERT_EQ(r.ev.u.copy.context, 1);
+	ASSERT_EQ(r.ev.stream, 7);
+	ASSERT_EQ(r.ev.dur_ns, 20);
+	ASSERT_EQ(r.ev.correlation, 3);
+
+	gprof_coll_translate((CUpti_Activity *)&s, &r);
+	ASSERT_EQ(r.ev.kind, GPROF_EXPORT_MEMSET);
+	ASSERT_EQ(r.ev.u.copy.dst_kind, GPROF_MEM_DEVICE);
+	ASSERT_EQ(r.ev.u.copy.bytes, 128);
+	ASSERT_EQ(r.ev.stream, 14);
+
+	gprof_coll_translate((CUpti_Activity *)&m, &r);
+	ASSERT_EQ(r.cls, GPROF_COLL_MEMORY);
+	ASSERT_EQ(r.delta, 1 << 20);
+	ASSERT_EQ(r.address, 0x7f0000001000);
+	ASSERT_EQ(r.ev.device, 2);
+	ASSERT_EQ(r.ev.ts_ns, 50);
+	m.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+	gprof_coll_translate((CUpti_Activity *)&m, &r);
+	ASSERT_EQ(r.delta, -(1 << 20));
+	/* Pinned host memory is not the GPU's; untimed records are skipped. */
+	m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+	gprof_coll_translate((CUpti_Activity *)&m, &r);
+	ASSERT_EQ(r.cls, GPROF_COLL_OTHER);
+	m.timestamp = 0;
+	gprof_coll_translate((CUpti_Activity *)&m, &r);
+	ASSERT_EQ(r.cls, GPROF_COLL_UNTIMED);
+	c.start = 0;
+	gprof_coll_translate((CUpti_Activity *)&c, &r);
+	ASSERT_EQ(r.cls, GPROF_COLL_UNTIMED);
+	gprof_coll_translate((CUpti_Activity *)&x, &r);
+	ASSERT_EQ(r.cls, GPROF_COLL_OTHER);
+}
+
+static bool keep_even(uint64_t key, uint64_t val, void *arg)
+{
+	(void)key;
+	(*(int *)arg)++;
+	return val % 2 == 0;
+}
+
+/* The map against a plain array, through inserts, deletes (with clusters) and a filter. */
+TEST(collector_map)
+{
+	enum {
+		N = 3072 /* 3/4 of 4096: full */
+	};
+	static uint64_t ref[N + 1];
+	struct gprof_coll_map m;
+	uint64_t v;
+	int seen = 0;
+
+	ASSERT_EQ(gprof_coll_map_init(&m, 4096), 0);
+	ASSERT_EQ(gprof_coll_map_put(&m, 0, 1), -EINVAL);
+	for (uint64_t k = 1; k <= N; k++) {
+		ASSERT_EQ(gprof_coll_map_put(&m, k * 4096, k), 0); /* keys that collide a lot */
+		ref[k] = k;
+	}
+	ASSERT_EQ(gprof_coll_map_put(&m, 999999999, 1), -ENOSPC);
+	for (uint64_t k = 1; k <= N; k += 3) {
+		ASSERT(gprof_coll_map_del(&m, k * 4096));
+		ref[k] = 0;
+	}
+	ASSERT(!gprof_coll_map_del(&m, 4096));
+	gprof_coll_map_filter(&m, keep_even, &seen);
+	ASSERT_GE(seen, N - (N + 2) / 3);
+	for (uint64_t k = 1; k <= N; k++) {
+		bool want = ref[k] && k % 2 == 0;
+
+		ASSERT_EQ(gprof_coll_map_get(&m, k * 4096, &v), want);
+		if (want)
+			ASSERT_EQ(v, k);
+	}
+	ASSERT_EQ(gprof_coll_map_grow(&m), 0);
+	ASSERT_EQ(m.cap, 8192);
+	ASSERT(gprof_coll_map_get(&m, 2 * 4096, &v) && v == 2);
+	gprof_coll_map_clear(&m);
+	ASSERT_EQ(m.n, 0);
+	ASSERT(!gprof_coll_map_get(&m, 2 * 4096, &v));
+	gprof_coll_map_free(&m);
+}
+
+/* The pool: at most its cap, then discard buffers, then none; completed ones in order. */
+TEST(collector_buffers)
+{
+	uint8_t *b[8];
+	size_t size[8], max;
+	struct gprof_coll_buf got;
+	int n = 0;
+
+	ASSERT_EQ(gprof_coll_buffers_init(2 * GPROF_COLL_BUF_BYTES), 0);
+	for (n = 0; n < 8; n++) {
+		gprof_coll_buffer_request(&b[n], &size[n], &max);
+		ASSERT_EQ((uintptr_t)b[n] % 8, 0);
+		if (!b[n])
+			break;
+	}
+	/* 2 from the pool, 4 discard buffers, then nothing (CUPTI counts what it drops). */
+	ASSERT_EQ(n, 6);
+	ASSERT_EQ(size[0], GPROF_COLL_BUF_BYTES);
+	ASSERT_EQ(size[1], GPROF_COLL_BUF_BYTES);
+	ASSERT_LT(size[2], GPROF_COLL_BUF_BYTES);
+	ASSERT_EQ(size[6], 0);
+	ASSERT(!gprof_coll_buffers_take(&got));
+	for (int i = 0; i < n; i++)
+		gprof_coll_buffer_complete(NULL, 0, b[i], size[i], (size_t)i * 8);
+	for (int i = 0; i < n; i++) {
+		ASSERT(gprof_coll_buffers_take(&got));
+		ASSERT(got.buf == b[i]);
+		ASSERT_EQ(got.valid, (size_t)i * 8);
+		ASSERT_EQ(got.discard, i >= 2);
+		gprof_coll_buffers_give_back(&got);
+	}
+	ASSERT(!gprof_coll_buffers_take(&got));
+	/* What came back is handed out again. */
+	gprof_coll_buffer_request(&b[7], &size[7], &max);
+	ASSERT(b[7] == b[0] || b[7] == b[1]);
+}
+
+/*
+ * Attribution: the records of a small program, in the order CUPTI's buffers could bring them,
+ * walked by a stand-in for cuptiActivityGetNextRecord.
+ */
+struct fake_buf {
+	const void *recs[16];
+	size_t n;
+};
+
+static CUptiResult CUPTIAPI fake_next(uint8_t *buf, size_t valid, CUpti_Activity **rec)
+{
+	const struct fake_buf *b = (const struct fake_buf *)buf;
+	size_t i = 0;
+
+	(void)valid;
+	while (*rec && i < b->n && b->recs[i] != *rec)
+		i++;
+	i = *rec ? i + 1 : 0;
+	if (i >= b->n)
+		return CUPTI_ERROR_MAX_LIMIT_REACHED;
+	*rec = (CUpti_Activity *)b->recs[i];
+	return CUPTI_SUCCESS;
+}
+
+#define T0 1751410836000000000ull
+
+static CUpti_ActivityAPI api_rec(uint32_t cbid, uint32_t corr, uint64_t start)
+{
+	return (CUpti_ActivityAPI){.kind = CUPTI_ACTIVITY_KIND_RUNTIME,
+				   .cbid = cbid,
+				   .start = start,
+				   .end = start + 100,
+				   .threadId = 4242,
+				   .correlationId = corr};
+}
+
+static CUpti_ActivityKernel10 kernel_rec(uint32_t corr, uint64_t start)
+{
+	return (CUpti_ActivityKernel10){.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+					.start = start,
+					.end = start + 50,
+					.streamId = 13,
+					.gridX = 1,
+					.gridY = 1,
+					.gridZ = 1,
+					.blockX = 32,
+					.blockY = 1,
+					.blockZ = 1,
+					.correlationId = corr,
+					.name = "k"};
+}
+
+static void walk(const struct fake_buf *b)
+{
+	struct gprof_coll_buf cb = {.buf = (uint8_t *)b, .valid = b->n};
+
+	gprof_coll_attrib_buffer(&cb);
+}
+
+static int count_with(const struct trace *t, const char *ph, const char *cat, long long corr)
+{
+	size_t i;
+	json_t *ev;
+	int n = 0;
+
+	json_array_foreach(t->events, i, ev)
+	{
+		json_t *c = json_object_get(json_object_get(ev, "args"), "correlation");
+
+		if (!strcmp(trace_str(ev, "ph"), ph) &&
+		    (!cat || !strcmp(trace_str(ev, "cat"), cat)) &&
+		    (ph[0] == 'X' ? json_integer_value(c)
+				  : json_integer_value(json_object_get(ev, "id"))) == corr)
+			n++;
+	}
+	return n;
+}
+
+static long long tid_of(const struct trace *t, long long corr)
+{
+	size_t i;
+	json_t *ev;
+
+	json_array_foreach(t->events, i, ev)
+	{
+		json_t *c = json_object_get(json_object_get(ev, "args"), "correlation");
+
+		if (!strcmp(trace_str(ev, "cat"), "cuda_runtime") && json_integer_value(c) == corr)
+			return json_integer_value(json_object_get(ev, "tid"));
+	}
+	return -1;
+}
+
+static void load_only_trace(const char *dir, struct trace *t)
+{
+	char path[PATH_MAX * 2], why[512];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int n = 0;
+
+	ASSERT(d);
+	while ((de = readdir(d))) {
+		if (!strstr(de->d_name, ".pt.trace.json.gz"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		n++;
+	}
+	closedir(d);
+	ASSERT_EQ(n, 1);
+	ASSERT_MSG(trace_load(path, t, why, sizeof(why)) == 0, "%s", why);
+	ASSERT_MSG(trace_check(t, why, sizeof(why)) == 0, "%s", why);
+	unlink(path);
+}
+
+TEST(collector_attribution)
+{
+	const uint64_t begin = T0 + 1000000, end = T0 + 9000000;
+	/* Calls: 10 launch (GPU first), 11 launch (API first), 12 malloc, 13 launch before the
+	 * window, 14 sync whose GPU record is not a launch's, 15 launch whose kernel never comes,
+	 * 16 launch after the window. */
+	CUpti_ActivityAPI a10 = api_rec(211, 10, begin + 100), a11 = api_rec(211, 11, begin + 300),
+			  a12 = api_rec(20, 12, begin + 500), a13 = api_rec(211, 13, begin - 500),
+			  a14 = api_rec(131, 14, begin + 700), a15 = api_rec(211, 15, begin + 900),
+			  a16 = api_rec(211, 16, end + 10);
+	CUpti_ActivityKernel10 k10 = kernel_rec(10, begin + 200), k11 = kernel_rec(11, begin + 400),
+			       k13 = kernel_rec(13, begin + 100), k14 = kernel_rec(14, begin + 800),
+			       k16 = kernel_rec(16, end + 20);
+	struct fake_buf gpu = {{&k10, &k13, &k16}, 3};
+	struct fake_buf host = {{&a13, &a10, &a11, &a12, &a14, &a15, &a16}, 7};
+	struct fake_buf late = {{&k11, &k14}, 2};
+	struct gprof_export_config cfg = {.output = NULL, .gzip_level = 1, .buffer_bytes = 1 << 20};
+	struct gprof_export_window_info info = {.schedule = "test"};
+	struct gprof_coll_win *w = &gprof_coll_wins[0];
+	char dir[] = "/tmp/gprof-test-collector-XXXXXX";
+	struct trace t;
+	uint32_t id;
+
+	ASSERT(mkdtemp(dir));
+	cfg.output = dir;
+	cfg.base_ns = T0;
+	ASSERT_EQ(gprof_export_init(&cfg), 0);
+	ASSERT_EQ(gprof_export_window_open(&info, &id), 0);
+	gprof_cupti.next_record = fake_next;
+	gprof_coll_activities = GPROF_ACT_KERNEL | GPROF_ACT_API;
+	ASSERT_EQ(gprof_coll_attrib_init(), 0);
+	*w = (struct gprof_coll_win){.id = id, .begin_ns = begin, .end_ns = UINT64_MAX};
+	/* This thread says who it is; CUPTI's other thread ids stay as they are. */
+	a12.threadId = (uint32_t)(uintptr_t)pthread_self();
+	gprof_collector_note_thread(777);
+
+	walk(&gpu);
+	/* The window ends (SAVE) before any record of a call made after it exists. */
+	w->end_ns = end;
+	walk(&host);
+	ASSERT_EQ(w->pending, 2); /* 11 and 15 wait for their kernels */
+	walk(&late);
+	ASSERT_EQ(w->pending, 1);
+	gprof_coll_attrib_finish(w);
+	ASSERT_EQ(w->unlinked, 1); /* k14 */
+	gprof_export_window_release(id);
+	ASSERT_EQ(gprof_export_window_wait(id, 20000), 0);
+	load_only_trace(dir, &t);
+
+	/* Linked pairs, each once, both ways round. */
+	for (long long c = 10; c <= 11; c++) {
+		ASSERT_EQ(count_with(&t, "X", "cuda_runtime", c), 1);
+		ASSERT_EQ(count_with(&t, "X", "kernel", c), 1);
+		ASSERT_EQ(count_with(&t, "s", NULL, c), 1);
+		ASSERT_EQ(count_with(&t, "f", NULL, c), 1);
+	}
+	/* Calls without GPU work, or whose work never came: written, unlinked. */
+	ASSERT_EQ(count_with(&t, "X", "cuda_runtime", 12) + count_with(&t, "X", "cuda_runtime", 15),
+		  2);
+	ASSERT_EQ(count_with(&t, "s", NULL, 15), 0);
+	/* GPU work whose call queued no work CUPTI knows of: placed by correlation, unlinked. */
+	ASSERT_EQ(count_with(&t, "X", "kernel", 14), 1);
+	ASSERT_EQ(count_with(&t, "f", NULL, 14), 0);
+	/* Outside the window: neither the calls nor their work. */
+	for (long long c = 13; c <= 16; c += 3) {
+		ASSERT_EQ(count_with(&t, "X", "cuda_runtime", c), 0);
+		ASSERT_EQ(count_with(&t, "X", "kernel", c), 0);
+	}
+	ASSERT_EQ(tid_of(&t, 10), 4242);
+	ASSERT_EQ(tid_of(&t, 12), 777);
+	trace_free(&t);
+	gprof_export_shutdown(5000);
+	rmdir(dir);
+}
