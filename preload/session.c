@@ -1,8 +1,12 @@
 /*
  * The session ties preload/ together: it owns the configuration and the stepper, opens and
- * releases export windows on the stepper's transitions, and turns hooked calls and NVTX events
- * into trace events of the current window.
+ * releases export windows on the stepper's transitions, drives the collector (CUPTI) from the
+ * same transitions, and turns hooked calls and NVTX events into trace events of the current
+ * window. While CUPTI records the runtime API, hooked calls write no events of their own:
+ * CUPTI's carry the correlation ids that link launches to GPU work (collector/collector.h).
  */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +14,7 @@
 #include "common/config.h"
 #include "common/demangle.h"
 #include "common/log.h"
+#include "collector/collector.h"
 #include "export/export.h"
 #include "preload/preload.h"
 #include "preload/ptrmap.h"
@@ -33,6 +38,15 @@ static int cuda_used;
 static struct gprof_ptrmap kernel_names;
 static struct gprof_ptrmap allocations;
 static uint64_t allocated_bytes; /* change since the window opened */
+
+/* Set on a thread while it runs the first-call path (maybe inside cuInit): no CUDA calls. */
+static GPROF_TLS bool in_first_call;
+
+/* Share of GPROF_BUFFER_MB for CUPTI's activity buffers; the exporter gets the rest. */
+#define CUPTI_SHARE	  4 /* a quarter */
+#define CUPTI_MIN_BYTES	  (256u << 10)
+#define DRAIN_MS	  2000 /* how long a window waits for late GPU records */
+#define COLLECTOR_FINI_MS 3000
 
 static void hot_set(int bit, bool on)
 {
@@ -64,6 +78,61 @@ static void push_step(const struct gprof_sched_event *ev)
 	gprof_export_push(&e);
 }
 
+/* cudaDeviceProp -> the header's device fields. */
+static void device_of(const struct cudaDeviceProp *p, int id, struct gprof_export_device *d)
+{
+	*d = (struct gprof_export_device){
+	    .id = id,
+	    .total_global_mem = p->totalGlobalMem,
+	    .compute_major = p->major,
+	    .compute_minor = p->minor,
+	    .max_threads_per_block = p->maxThreadsPerBlock,
+	    .max_threads_per_mp = p->maxThreadsPerMultiProcessor,
+	    .regs_per_block = p->regsPerBlock,
+	    .regs_per_mp = p->regsPerMultiprocessor,
+	    .warp_size = p->warpSize,
+	    .shared_mem_per_block = (int)p->sharedMemPerBlock,
+	    .shared_mem_per_block_optin = (int)p->sharedMemPerBlockOptin,
+	    .shared_mem_per_mp = (int)p->sharedMemPerMultiprocessor,
+	    .num_sms = p->multiProcessorCount,
+	};
+	snprintf(d->name, sizeof(d->name), "%s", p->name);
+}
+
+/*
+ * Versions and deviceProperties from the runtime, once, when CUDA is in use and the thread is
+ * not inside CUDA's initialisation; without a libcudart in the process they stay unknown.
+ */
+static void runtime_info(void)
+{
+	typedef cudaError_t (*int_fn)(int *);
+	typedef cudaError_t (*props_fn)(struct cudaDeviceProp *, int);
+	static struct gprof_export_process_info rt; /* written by the one caller that gets here */
+	static int done;
+	struct cudaDeviceProp p;
+	int_fn rt_ver, drv_ver, count;
+	props_fn props;
+	int n = 0;
+
+	if (in_first_call || !__atomic_load_n(&cuda_used, __ATOMIC_RELAXED) ||
+	    __atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
+		return;
+	rt_ver = (int_fn)gprof_resolve("cudaRuntimeGetVersion");
+	drv_ver = (int_fn)gprof_resolve("cudaDriverGetVersion");
+	count = (int_fn)gprof_resolve("cudaGetDeviceCount");
+	props = (props_fn)gprof_resolve("cudaGetDeviceProperties");
+	if (rt_ver)
+		rt_ver(&rt.cuda_runtime_version);
+	if (drv_ver)
+		drv_ver(&rt.cuda_driver_version);
+	if (!count || !props || count(&n) != cudaSuccess)
+		n = 0;
+	for (int i = 0; i < n && rt.n_devices < GPROF_EXPORT_MAX_DEVICES; i++)
+		if (props(&p, i) == cudaSuccess)
+			device_of(&p, i, &rt.devices[rt.n_devices++]);
+	gprof_collector_set_runtime_info(&rt);
+}
+
 static void window_begin(const struct gprof_sched_event *ev)
 {
 	struct gprof_export_window_info info = {
@@ -78,6 +147,7 @@ static void window_begin(const struct gprof_sched_event *ev)
 		return;
 	}
 	__atomic_store_n(&allocated_bytes, 0, __ATOMIC_RELAXED);
+	gprof_collector_window_begin(id, ev->window, ev->begin_ns);
 	__atomic_store_n(&cur_window, id, __ATOMIC_RELAXED);
 	__atomic_store_n(&window_open, 1, __ATOMIC_RELEASE);
 	hot_set(GPROF_HOT_RECORDING, true);
@@ -90,6 +160,9 @@ static void window_end(const struct gprof_sched_event *ev)
 	hot_set(GPROF_HOT_RECORDING, false);
 	__atomic_store_n(&window_open, 0, __ATOMIC_RELEASE);
 	gprof_export_window_set_last_step(cur_window, ev->last_step);
+	runtime_info();
+	/* The collector drains the window's late GPU records on its own thread. */
+	gprof_collector_window_end(cur_window, ev->end_ns);
 	gprof_export_window_release(cur_window);
 }
 
@@ -109,7 +182,11 @@ static void on_sched_event(const struct gprof_sched_event *ev, void *ctx)
 		window_end(ev);
 		break;
 	case GPROF_SCHED_EV_WARMUP:
+		runtime_info();
+		gprof_collector_warmup();
+		break;
 	case GPROF_SCHED_EV_DISCARD:
+		gprof_collector_discard();
 		break;
 	}
 }
@@ -132,18 +209,28 @@ static void on_window_done(const struct gprof_export_result *r, void *arg)
 int gprof_session_init(void)
 {
 	struct gprof_export_config ecfg = {0};
+	struct gprof_collector_config ccfg = {0};
+	size_t total, cupti;
 
 	if (gprof_config_load(&cfg, NULL) != 0 || cfg.disable)
 		return -1;
 	gprof_log_level = cfg.log_level;
 	gprof_config_schedule_str(&cfg.schedule, schedule_str, sizeof(schedule_str));
+	total = (size_t)cfg.buffer_mb << 20;
+	cupti = total / CUPTI_SHARE > CUPTI_MIN_BYTES ? total / CUPTI_SHARE : CUPTI_MIN_BYTES;
 	ecfg = (struct gprof_export_config){
 	    .output = cfg.output,
 	    .gzip_level = cfg.gzip_level,
-	    .buffer_bytes = (size_t)cfg.buffer_mb << 20,
+	    .buffer_bytes = total - cupti,
 	    .on_window_done = on_window_done,
 	};
-	if (gprof_export_init(&ecfg) != 0 ||
+	ccfg = (struct gprof_collector_config){
+	    .cupti_lib = cfg.cupti_lib,
+	    .activities = cfg.activities,
+	    .buffer_bytes = cupti,
+	    .drain_ms = DRAIN_MS,
+	};
+	if (gprof_export_init(&ecfg) != 0 || gprof_collector_init(&ccfg) != 0 ||
 	    gprof_stepper_init(&stepper, &cfg.schedule, on_sched_event, NULL) != 0) {
 		pr_err("cannot start (out of memory?); libgprof is off for this process");
 		return -1;
@@ -155,19 +242,34 @@ int gprof_session_init(void)
 
 void gprof_session_first_cuda_call(void)
 {
+	int saved_errno = errno;
+
 	if (inert)
 		return;
 	if (__atomic_fetch_and(&gprof_hot, ~GPROF_HOT_FIRST_CALL, __ATOMIC_ACQ_REL) &
 	    GPROF_HOT_FIRST_CALL) {
 		__atomic_store_n(&cuda_used, 1, __ATOMIC_RELAXED);
+		gprof_collector_note_thread((uint32_t)gprof_tid());
+		/* CUPTI first, so that `all`'s window, opened just below, finds it ready. */
+		in_first_call = true;
+		gprof_collector_start();
 		gprof_stepper_start(&stepper, gprof_now_ns());
+		in_first_call = false;
 	}
+	/* Loading CUPTI searches files: the program's errno must not notice. */
+	errno = saved_errno;
 }
 
 void gprof_session_step_marker(uint64_t ts_ns)
 {
-	if (!inert)
-		gprof_stepper_mark(&stepper, ts_ns, gprof_tid());
+	int saved_errno = errno;
+
+	if (inert)
+		return;
+	gprof_collector_note_thread((uint32_t)gprof_tid());
+	/* Transitions may enable CUPTI or ask the runtime for its devices: errno stays. */
+	gprof_stepper_mark(&stepper, ts_ns, gprof_tid());
+	errno = saved_errno;
 }
 
 /* While recording or warming up: NVTX keeps copies of messages for ranges still open. */
@@ -198,6 +300,7 @@ void gprof_session_nvtx(const char *domain, const char *msg, size_t len, uint64_
 
 	if (!(cfg.activities & GPROF_ACT_NVTX) || !window_get(&e.window))
 		return;
+	gprof_collector_note_thread(e.tid);
 	e.name = gprof_export_intern_n(msg, len);
 	e.u.domain = domain ? gprof_export_intern(domain) : NULL;
 	gprof_export_push(&e);
@@ -314,13 +417,17 @@ void gprof_session_api(const struct gprof_api_call *c)
 		    .copy_kind = (uint8_t)c->copy_kind,
 		},
 	};
+	unsigned mine;
 
 	if (!window_get(&e.window))
 		return;
+	gprof_collector_note_thread(e.tid);
+	/* What CUPTI records is written from its records, not from here. */
+	mine = cfg.activities & ~gprof_collector_covers();
 	if ((hi->family == GPROF_FAMILY_ALLOC || hi->family == GPROF_FAMILY_FREE) &&
-	    (cfg.activities & GPROF_ACT_MEMORY))
+	    (mine & GPROF_ACT_MEMORY))
 		push_memory(c, e.window);
-	if (!(cfg.activities & GPROF_ACT_API))
+	if (!(mine & GPROF_ACT_API))
 		return;
 	e.name = hook_name(c->hook, 0);
 	e.u.api.api = hook_name(c->hook, 1);
@@ -337,6 +444,7 @@ void gprof_session_fini(void)
 	if (inert)
 		return;
 	gprof_stepper_finish(&stepper, gprof_now_ns());
+	gprof_collector_fini(COLLECTOR_FINI_MS);
 	if (gprof_export_shutdown(10000) != 0)
 		pr_warn("the trace writer did not finish in 10 s; a trace may be left as .partial");
 	if (__atomic_load_n(&cuda_used, __ATOMIC_RELAXED) && !cfg.schedule.all &&
@@ -349,8 +457,9 @@ void gprof_session_fini(void)
 
 void gprof_session_forked(void)
 {
-	/* The writer thread and the window belong to the parent. */
+	/* The writer thread, CUPTI and the window belong to the parent. */
 	inert = true;
+	gprof_collector_forked();
 	__atomic_store_n(&gprof_hot, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&window_open, 0, __ATOMIC_RELAXED);
 }

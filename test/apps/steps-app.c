@@ -16,7 +16,10 @@
  * Options: -s steps (default 10), -t worker threads (default 1), -S the main thread does the
  * work itself instead of workers (step markers and launches on one thread), -x the step marker
  * is "step#k" instead of "step", -e after the steps, calls that fail: prints each result and
- * errno, so outputs with and without a profiler can be compared.
+ * errno, so outputs with and without a profiler can be compared, -l k after the body of step k
+ * each worker also launches kernel slow (_Z4slowPf, grid 1, block 32) on a second stream of its
+ * own that nothing waits for until the next step's cudaFree (make it long with
+ * FAKEGPU_KERNEL_TABLE=slow=<ns> to have it end after the next step marker).
  * The main thread marks NVTX "step" at the start of each step, then the workers run it.
  */
 #include <errno.h>
@@ -42,7 +45,12 @@ static void scale_stub(void)
 	stub_calls++;
 }
 
-static int steps = 10, workers = 1, single, numbered, errors;
+static void slow_stub(void)
+{
+	stub_calls += 2;
+}
+
+static int steps = 10, workers = 1, single, numbered, errors, late_step = -1;
 static pthread_barrier_t step_begin, step_end;
 static nvtxDomainHandle_t domain;
 static nvtxRangeId_t across; /* started by the main thread, ended by the first worker */
@@ -93,20 +101,43 @@ static void step_body(int k, cudaStream_t s)
 	domain_range();
 }
 
+/* -l: the side stream (only then), and a kernel on it after step k's body, left running. */
+static void side_stream(cudaStream_t *side, int create)
+{
+	if (late_step < 0)
+		return;
+	if (create)
+		CHECK(cudaStreamCreateWithFlags(side, cudaStreamNonBlocking));
+	else
+		CHECK(cudaStreamDestroy(*side));
+}
+
+static void late_launch(int k, cudaStream_t side)
+{
+	void *args[] = {NULL};
+
+	if (k == late_step)
+		CHECK(cudaLaunchKernel((const void *)slow_stub, (dim3){1, 1, 1}, (dim3){32, 1, 1},
+				       args, 0, side));
+}
+
 static void *worker(void *arg)
 {
 	int first = arg != NULL;
-	cudaStream_t s;
+	cudaStream_t s, side = NULL;
 
 	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	side_stream(&side, 1);
 	for (int k = 0; k < steps; k++) {
 		pthread_barrier_wait(&step_begin);
 		step_body(k, s);
+		late_launch(k, side);
 		if (first)
 			nvtxRangeEnd(across);
 		pthread_barrier_wait(&step_end);
 	}
 	CHECK(cudaStreamDestroy(s));
+	side_stream(&side, 0);
 	return NULL;
 }
 
@@ -140,7 +171,7 @@ static void parse(int argc, char **argv)
 {
 	int c;
 
-	while ((c = getopt(argc, argv, "s:t:Sxe")) != -1) {
+	while ((c = getopt(argc, argv, "s:t:Sxel:")) != -1) {
 		switch (c) {
 		case 's':
 			steps = atoi(optarg);
@@ -157,9 +188,13 @@ static void parse(int argc, char **argv)
 		case 'e':
 			errors = 1;
 			break;
+		case 'l':
+			late_step = atoi(optarg);
+			break;
 		default:
-			fprintf(stderr,
-				"usage: steps-app [-s steps] [-t threads] [-S] [-x] [-e]\n");
+			fprintf(
+			    stderr,
+			    "usage: steps-app [-s steps] [-t threads] [-S] [-x] [-e] [-l step]\n");
 			exit(64);
 		}
 	}
@@ -179,15 +214,19 @@ int main(int argc, char **argv)
 	handle = __cudaRegisterFatBinary(fatbin);
 	__cudaRegisterFunction(handle, (const char *)scale_stub, (char *)"_Z5scaleIfEvPT_i",
 			       "_Z5scaleIfEvPT_i", -1, NULL, NULL, NULL, NULL, NULL);
+	__cudaRegisterFunction(handle, (const char *)slow_stub, (char *)"_Z4slowPf", "_Z4slowPf",
+			       -1, NULL, NULL, NULL, NULL, NULL);
 	__cudaRegisterFatBinaryEnd(handle);
 	domain = nvtxDomainCreateA("mydomain");
 	if (single) {
-		cudaStream_t s;
+		cudaStream_t s, side = NULL;
 
 		CHECK(cudaStreamCreate(&s));
+		side_stream(&side, 1);
 		for (int k = 0; k < steps; k++) {
 			mark_step(k);
 			step_body(k, s);
+			late_launch(k, side);
 		}
 		printf("steps-app: %d steps on one thread ok\n", steps);
 		return 0;

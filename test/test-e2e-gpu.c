@@ -1,0 +1,908 @@
+/*
+ * End-to-end tests of the collector: programs run on the simulated GPU and CUPTI under
+ * LD_PRELOAD, and every trace is checked against TRACE_FORMAT.md and against the simulation's
+ * ground-truth log (FAKEGPU_LOG): which GPU work ran, launched by which call, on which stream.
+ */
+#include <dirent.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <unistd.h>
+
+#include "common/compiler.h"
+#include "task.h"
+#include "util/gtlog.h"
+#include "util/proc.h"
+#include "util/trace.h"
+
+#define MAX_TRACES 8
+#define MAX_ENV	   32
+
+struct run {
+	char dir[PATH_MAX];
+	char gt_path[PATH_MAX + 16];
+	struct proc_result res;
+	int n_traces;
+	struct trace traces[MAX_TRACES];
+	json_t *gt; /* the ground-truth log */
+};
+
+static const char *build_path(const char *rel)
+{
+	char *p = NULL;
+
+	ASSERT(asprintf(&p, "%s/%s", getenv("TEST_BUILD"), rel) > 0);
+	return p;
+}
+
+static const char *fake_cupti_env(void)
+{
+	char *p = NULL;
+
+	ASSERT(asprintf(&p, "GPROF_CUPTI_LIB=%s/fakecuda/libcupti.so.13", getenv("TEST_BUILD")) >
+	       0);
+	return p;
+}
+
+/* Sets or replaces (by name) one "NAME=value" or "NAME" entry of a NULL-terminated list. */
+static void env_put(const char **env, const char *spec)
+{
+	size_t name = strcspn(spec, "=");
+	int i = 0;
+
+	for (; env[i]; i++)
+		if (strcspn(env[i], "=") == name && !strncmp(env[i], spec, name))
+			break;
+	ASSERT(i < MAX_ENV - 1);
+	if (!env[i])
+		env[i + 1] = NULL;
+	env[i] = spec;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Loads and checks every trace of the run, in name (= time) order. */
+static void load_traces(struct run *r)
+{
+	char *names[MAX_TRACES], why[512], path[PATH_MAX * 2];
+	DIR *d = opendir(r->dir);
+	struct dirent *de;
+	int n = 0;
+
+	ASSERT(d);
+	while ((de = readdir(d))) {
+		ASSERT_MSG(!strstr(de->d_name, ".partial"), "left behind: %s", de->d_name);
+		if (strstr(de->d_name, ".pt.trace.json.gz") && n < MAX_TRACES)
+			names[n++] = strdup(de->d_name);
+	}
+	closedir(d);
+	qsort(names, (size_t)n, sizeof(names[0]), cmp_str);
+	for (int i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%s", r->dir, names[i]);
+		ASSERT_MSG(trace_load(path, &r->traces[i], why, sizeof(why)) == 0, "%s: %s", path,
+			   why);
+		ASSERT_MSG(trace_check(&r->traces[i], why, sizeof(why)) == 0, "%s: %s", path, why);
+		free(names[i]);
+	}
+	r->n_traces = n;
+}
+
+/*
+ * Runs argv (under libgprof if preload) on the simulated GPU with the simulated CUPTI;
+ * `extra` (NULL-terminated) adds or overrides environment entries.
+ */
+static void run_app(struct run *r, const char *const argv[], const char *const *extra, bool preload)
+{
+	static char out_env[PATH_MAX + 16], gt_env[PATH_MAX + 32];
+	const char *env[MAX_ENV] = {NULL};
+
+	memset(r, 0, sizeof(*r));
+	snprintf(r->dir, sizeof(r->dir), "/tmp/gprof-gpu-XXXXXX");
+	ASSERT(mkdtemp(r->dir));
+	snprintf(r->gt_path, sizeof(r->gt_path), "%s/gt.log", r->dir);
+	snprintf(out_env, sizeof(out_env), "GPROF_OUTPUT=%s", r->dir);
+	snprintf(gt_env, sizeof(gt_env), "FAKEGPU_LOG=%s", r->gt_path);
+	env_put(env, preload ? proc_preload(build_path("libgprof.so")) : "LD_PRELOAD");
+	env_put(env, out_env);
+	env_put(env, gt_env);
+	env_put(env, "NVTX_INJECTION64_PATH");
+	env_put(env, "CUDA_INJECTION64_PATH");
+	env_put(env, "FAKEGPU_TIME_SCALE=0.1");
+	env_put(env, fake_cupti_env());
+	for (; extra && *extra; extra++)
+		env_put(env, *extra);
+	ASSERT_EQ(proc_run(argv, env, 120, &r->res), 0);
+	ASSERT_MSG(!r->res.timed_out, "%s timed out", argv[0]);
+	load_traces(r);
+	r->gt = gtlog_load(r->gt_path); /* NULL for the real runtime */
+}
+
+static void run_free(struct run *r)
+{
+	char cmd[PATH_MAX + 16];
+
+	for (int i = 0; i < r->n_traces; i++)
+		trace_free(&r->traces[i]);
+	json_decref(r->gt);
+	proc_result_free(&r->res);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", r->dir);
+	ASSERT_EQ(system(cmd), 0);
+}
+
+static json_t *arg(const json_t *ev, const char *key)
+{
+	return json_object_get(json_object_get(ev, "args"), key);
+}
+
+static long long int_of(const json_t *v)
+{
+	return json_is_integer(v) ? json_integer_value(v) : -1;
+}
+
+static long long arg_int(const json_t *ev, const char *key)
+{
+	return int_of(arg(ev, key));
+}
+
+/* µs with three decimals -> ns */
+static long long ts_ns(const json_t *ev, const char *key)
+{
+	return (long long)(json_number_value(json_object_get(ev, key)) * 1000.0 + 0.5);
+}
+
+static bool is_gpu(const json_t *ev)
+{
+	const char *cat = trace_str(ev, "cat");
+
+	return !strcmp(cat, "kernel") || !strcmp(cat, "gpu_memcpy") || !strcmp(cat, "gpu_memset");
+}
+
+static bool is_api(const json_t *ev)
+{
+	const char *cat = trace_str(ev, "cat");
+
+	return !strcmp(cat, "cuda_runtime") || !strcmp(cat, "cuda_driver");
+}
+
+static int count_cat(const struct trace *t, const char *cat)
+{
+	size_t i;
+	json_t *ev;
+	int n = 0;
+
+	json_array_foreach(t->events, i, ev) n += !strcmp(trace_str(ev, "cat"), cat);
+	return n;
+}
+
+/* The trace's events with correlation `corr` that pass `pick`, and how many there are. */
+static int find_corr(const struct trace *t, long long corr, bool (*pick)(const json_t *),
+		     json_t **found)
+{
+	size_t i;
+	json_t *ev;
+	int n = 0;
+
+	json_array_foreach(t->events, i, ev)
+	{
+		if (pick(ev) && arg_int(ev, "correlation") == corr) {
+			*found = ev;
+			n++;
+		}
+	}
+	return n;
+}
+
+/* The flow half of type ph ("s" or "f") with id corr, and how many there are. */
+static int find_flow(const struct trace *t, long long corr, const char *ph, json_t **found)
+{
+	size_t i;
+	json_t *ev;
+	int n = 0;
+
+	json_array_foreach(t->events, i, ev)
+	{
+		if (!strcmp(trace_str(ev, "ph"), ph) && int_of(json_object_get(ev, "id")) == corr) {
+			*found = ev;
+			n++;
+		}
+	}
+	return n;
+}
+
+/* The ground-truth API call with correlation corr. */
+static json_t *gt_api(json_t *gt, long long corr)
+{
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(gt, i, e)
+	{
+		if (!strcmp(gtlog_str(e, "type"), "api") && gtlog_int(e, "corr") == corr)
+			return e;
+	}
+	return NULL;
+}
+
+/* TRACE_FORMAT.md: the names readers know for the entry points the simulation has. */
+static const char *public_name(const char *symbol)
+{
+	static const char *const forms[][2] = {
+	    {"__cudaLaunchKernel", "cudaLaunchKernel"},
+	    {"__cudaLaunchKernel_ptsz", "cudaLaunchKernel"},
+	    {"cudaLaunchKernel_ptsz", "cudaLaunchKernel"},
+	    {"cudaLaunchKernelExC_ptsz", "cudaLaunchKernelExC"},
+	    {"cudaMemcpy_ptds", "cudaMemcpy"},
+	    {"cudaMemcpyAsync_ptsz", "cudaMemcpyAsync"},
+	    {"cudaMemset_ptds", "cudaMemset"},
+	    {"cudaMemsetAsync_ptsz", "cudaMemsetAsync"},
+	    {"cudaStreamSynchronize_ptsz", "cudaStreamSynchronize"},
+	    {"cuMemcpyHtoD_v2", "cuMemcpyHtoD"},
+	    {"cuMemcpyDtoH_v2", "cuMemcpyDtoH"},
+	    {"cuMemAlloc_v2", "cuMemAlloc"},
+	    {"cuMemFree_v2", "cuMemFree"},
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(forms); i++)
+		if (!strcmp(symbol, forms[i][0]))
+			return forms[i][1];
+	return symbol;
+}
+
+/* What the trace calls a memcpy of gt's copy_kind "HtoD" from "pageable" to "device". */
+static void memcpy_name(json_t *g, char *out, size_t size)
+{
+	static const char *const kinds[][2] = {
+	    {"pageable", "Pageable"}, {"pinned", "Pinned"}, {"device", "Device"}};
+	const char *src = gtlog_str(g, "src_kind"), *dst = gtlog_str(g, "dst_kind");
+
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
+		src = strcmp(src, kinds[i][0]) ? src : kinds[i][1];
+		dst = strcmp(dst, kinds[i][0]) ? dst : kinds[i][1];
+	}
+	snprintf(out, size, "Memcpy %s (%s -> %s)", gtlog_str(g, "copy_kind"), src, dst);
+}
+
+static bool dim3_is(const json_t *a, const json_t *b)
+{
+	for (size_t i = 0; i < 3; i++)
+		if (int_of(json_array_get(a, i)) != int_of(json_array_get(b, i)) ||
+		    int_of(json_array_get(a, i)) < 0)
+			return false;
+	return true;
+}
+
+/*
+ * A kernel's name in the trace: demangled (as c++filt writes it) when the program has a C++
+ * runtime (cxx); a C program may have none, and then the raw name is right too.
+ */
+static void check_kernel_name(const char *got, const char *raw, bool cxx)
+{
+	static const char *const demangled[][2] = {
+	    {"_Z5scaleIfEvPT_i", "void scale<float>(float*, int)"},
+	    {"_Z4slowPf", "slow(float*)"},
+	    {"_Z4fillPffi", "fill(float*, float, int)"},
+	    {"_Z5scaleIdEvPT_S0_i", "void scale<double>(double*, double, int)"},
+	    {"_Z5scaleIfEvPT_S0_i", "void scale<float>(float*, float, int)"},
+	    {"_Z4reluPfi", "relu(float*, int)"},
+	    {"_Z7vec_addPfPKfS1_i", "vec_add(float*, float const*, float const*, int)"},
+	};
+	const char *want = raw;
+
+	for (size_t i = 0; i < ARRAY_SIZE(demangled); i++)
+		if (!strcmp(raw, demangled[i][0]))
+			want = demangled[i][1];
+	if (!cxx && !strcmp(got, raw))
+		return;
+	ASSERT_STR_EQ(got, want);
+}
+
+/* The GPU event ev is the gt operation g: kind, name, dimensions, bytes, device, stream. */
+static void check_gpu_fields(const json_t *ev, json_t *g, bool cxx)
+{
+	const char *kind = gtlog_str(g, "kind");
+	char name[256];
+
+	ASSERT_EQ(arg_int(ev, "device"), gtlog_int(g, "device"));
+	ASSERT_EQ(arg_int(ev, "stream"), gtlog_int(g, "stream"));
+	ASSERT_EQ(int_of(json_object_get(ev, "pid")), gtlog_int(g, "device"));
+	ASSERT_EQ(int_of(json_object_get(ev, "tid")), gtlog_int(g, "stream"));
+	if (!strcmp(kind, "kernel")) {
+		ASSERT_STR_EQ(trace_str(ev, "cat"), "kernel");
+		check_kernel_name(trace_str(ev, "name"), gtlog_str(g, "name"), cxx);
+		ASSERT(dim3_is(arg(ev, "grid"), json_object_get(g, "grid")));
+		ASSERT(dim3_is(arg(ev, "block"), json_object_get(g, "block")));
+		ASSERT_EQ(arg_int(ev, "shared memory"), gtlog_int(g, "shared"));
+		return;
+	}
+	ASSERT_EQ(arg_int(ev, "bytes"), gtlog_int(g, "bytes"));
+	if (!strcmp(kind, "memcpy")) {
+		memcpy_name(g, name, sizeof(name));
+		ASSERT_STR_EQ(trace_str(ev, "cat"), "gpu_memcpy");
+		ASSERT_STR_EQ(trace_str(ev, "name"), name);
+	} else {
+		ASSERT_STR_EQ(trace_str(ev, "cat"), "gpu_memset");
+	}
+}
+
+/* Trace times are ns since baseTimeNanoseconds, written as µs with 3 decimals: exact. */
+static void check_times(const struct trace *t, const json_t *ev, json_t *g)
+{
+	long long base = int_of(json_object_get(t->root, "baseTimeNanoseconds"));
+
+	ASSERT_EQ(ts_ns(ev, "ts") + base, gtlog_int(g, "start"));
+	ASSERT_EQ(ts_ns(ev, "dur"), gtlog_int(g, "end") - gtlog_int(g, "start"));
+}
+
+/*
+ * The GPU event for gt operation g is in t exactly once, as g says, with exactly one launch
+ * event (the gt call with its correlation: name, cbid, thread) that starts no later than it, and
+ * one ac2g flow pair between the two.
+ */
+static void check_linked(const struct trace *t, json_t *gt, json_t *g, bool cxx)
+{
+	long long corr = gtlog_int(g, "corr");
+	json_t *ev = NULL, *api = NULL, *s = NULL, *f = NULL, *call = gt_api(gt, corr);
+
+	ASSERT_MSG(find_corr(t, corr, is_gpu, &ev) == 1, "GPU work of correlation %lld", corr);
+	check_gpu_fields(ev, g, cxx);
+	check_times(t, ev, g);
+	ASSERT_MSG(call, "no call with correlation %lld in the log", corr);
+	ASSERT_MSG(find_corr(t, corr, is_api, &api) == 1, "launch of correlation %lld", corr);
+	ASSERT_STR_EQ(trace_str(api, "name"), public_name(gtlog_str(call, "name")));
+	ASSERT_STR_EQ(trace_str(api, "cat"), !strcmp(gtlog_str(call, "domain"), "driver")
+						 ? "cuda_driver"
+						 : "cuda_runtime");
+	ASSERT_EQ(arg_int(api, "cbid"), gtlog_int(call, "cbid"));
+	ASSERT_EQ(int_of(json_object_get(api, "tid")), gtlog_int(call, "tid"));
+	ASSERT_LE(ts_ns(api, "ts"), ts_ns(ev, "ts"));
+	ASSERT_EQ(find_flow(t, corr, "s", &s), 1);
+	ASSERT_EQ(find_flow(t, corr, "f", &f), 1);
+	ASSERT(json_equal(json_object_get(s, "tid"), json_object_get(api, "tid")));
+	ASSERT(json_equal(json_object_get(f, "tid"), json_object_get(ev, "tid")));
+	ASSERT(json_equal(json_object_get(f, "pid"), json_object_get(ev, "pid")));
+}
+
+/* gt operations that pass `want` are each linked in t; t has no other GPU work. */
+static int check_gpu_work(const struct trace *t, json_t *gt, bool (*want)(json_t *g, void *arg),
+			  void *arg, bool cxx)
+{
+	size_t i;
+	json_t *g;
+	int n = 0;
+
+	ASSERT_MSG(gt, "no ground-truth log");
+	json_array_foreach(gt, i, g)
+	{
+		if (strcmp(gtlog_str(g, "type"), "gpu") || !want(g, arg))
+			continue;
+		check_linked(t, gt, g, cxx);
+		n++;
+	}
+	ASSERT_EQ(count_cat(t, "kernel") + count_cat(t, "gpu_memcpy") + count_cat(t, "gpu_memset"),
+		  n);
+	return n;
+}
+
+/* steps-app: the step of a GPU operation, from its arguments (see steps-app.c). */
+static int steps_app_step(json_t *g, int late_step)
+{
+	const char *kind = gtlog_str(g, "kind");
+
+	if (!strcmp(kind, "kernel") && strstr(gtlog_str(g, "name"), "slow"))
+		return late_step;
+	if (!strcmp(kind, "kernel"))
+		return (int)int_of(json_array_get(json_object_get(g, "grid"), 0)) - 1;
+	if (!strcmp(kind, "memcpy"))
+		return (int)(gtlog_int(g, "bytes") / 256) - 1;
+	return (int)(gtlog_int(g, "bytes") / 128) - 1;
+}
+
+struct steps {
+	int first, last, late;
+};
+
+static bool in_steps(json_t *g, void *arg)
+{
+	const struct steps *s = arg;
+	int k = steps_app_step(g, s->late);
+
+	return k >= s->first && k <= s->last;
+}
+
+/* steps-app: the step of a call, from its arguments; -1 for calls that do not say. */
+static int steps_app_call_step(json_t *call)
+{
+	static const struct {
+		const char *name, *key;
+		long long unit;
+	} calls[] = {
+	    {"cudaMalloc", "bytes", 4096},     {"cudaMemcpy", "bytes", 256},
+	    {"cudaMemcpyAsync", "bytes", 256}, {"cudaMemsetAsync", "bytes", 128},
+	    {"cudaLaunchKernel", "grid", 1},
+	};
+	json_t *args = json_object_get(call, "args");
+
+	for (size_t i = 0; i < ARRAY_SIZE(calls); i++) {
+		json_t *v = json_object_get(args, calls[i].key);
+
+		if (strcmp(gtlog_str(call, "name"), calls[i].name))
+			continue;
+		if (json_is_array(v))
+			v = json_array_get(v, 0);
+		return int_of(v) > 0 ? (int)(int_of(v) / calls[i].unit) - 1 : -1;
+	}
+	return -1;
+}
+
+/*
+ * steps-app: each call of steps [first, last] whose arguments say its step is in t exactly
+ * once (name, cbid, result, thread), and no API event of t is a call of another step.
+ */
+static void check_steps_calls(const struct trace *t, json_t *gt, const struct steps *s)
+{
+	size_t i;
+	json_t *e, *ev = NULL;
+	int n = 0;
+
+	json_array_foreach(gt, i, e)
+	{
+		int k = steps_app_call_step(e);
+
+		if (strcmp(gtlog_str(e, "type"), "api") || k < s->first || k > s->last ||
+		    strstr(gtlog_str(e, "symbol"), "slow"))
+			continue;
+		ASSERT_EQ(find_corr(t, gtlog_int(e, "corr"), is_api, &ev), 1);
+		ASSERT_STR_EQ(trace_str(ev, "name"), gtlog_str(e, "name"));
+		ASSERT_EQ(arg_int(ev, "cbid"), gtlog_int(e, "cbid"));
+		ASSERT_EQ(arg_int(ev, "result"), gtlog_int(e, "result"));
+		ASSERT_EQ(int_of(json_object_get(ev, "tid")), gtlog_int(e, "tid"));
+		n++;
+	}
+	ASSERT_GT(n, 0);
+	json_array_foreach(t->events, i, ev)
+	{
+		json_t *call = is_api(ev) ? gt_api(gt, arg_int(ev, "correlation")) : NULL;
+		int k = call ? steps_app_call_step(call) : -1;
+
+		ASSERT_MSG(!is_api(ev) || call, "API event without its call in the log");
+		ASSERT_MSG(k < 0 || (k >= s->first && k <= s->last), "a call of step %d", k);
+	}
+}
+
+static bool every_op(json_t *g, void *arg)
+{
+	(void)g;
+	(void)arg;
+	return true;
+}
+
+/* No host event is written twice: every API event is CUPTI's (a correlation), each once. */
+static void check_api_once(const struct trace *t)
+{
+	size_t i;
+	json_t *ev, *other;
+
+	json_array_foreach(t->events, i, ev)
+	{
+		if (!is_api(ev))
+			continue;
+		ASSERT_GT(arg_int(ev, "correlation"), 0);
+		ASSERT_EQ(find_corr(t, arg_int(ev, "correlation"), is_api, &other), 1);
+	}
+}
+
+static json_t *gprof_meta(const struct trace *t, const char *key)
+{
+	return json_object_get(json_object_get(t->root, "gprof"), key);
+}
+
+static const char *cupti_status(const struct trace *t)
+{
+	return trace_str(gprof_meta(t, "cupti"), "status");
+}
+
+/* A warning line of the trace's metadata that contains `text`, or NULL. */
+static const char *warning_with(const struct trace *t, const char *text)
+{
+	size_t i;
+	json_t *w;
+
+	json_array_foreach(gprof_meta(t, "warnings"), i, w)
+	{
+		if (json_is_string(w) && strstr(json_string_value(w), text))
+			return json_string_value(w);
+	}
+	return NULL;
+}
+
+TEST(e2e_gpu_default_schedule)
+{
+	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "10", NULL};
+	struct steps steps = {2, 4, -1};
+	struct run r;
+	char lib[PATH_MAX];
+
+	run_app(&r, argv, NULL, true);
+	ASSERT_EQ(r.res.status, 0);
+	ASSERT_EQ(r.n_traces, 1);
+	/* Per step one kernel, two copies and a memset (steps-app.c), all of steps 2-4. */
+	ASSERT_EQ(check_gpu_work(&r.traces[0], r.gt, in_steps, &steps, false), 12);
+	check_api_once(&r.traces[0]);
+	check_steps_calls(&r.traces[0], r.gt, &steps);
+	ASSERT_STR_EQ(cupti_status(&r.traces[0]), "in use");
+	ASSERT(realpath(fake_cupti_env() + strlen("GPROF_CUPTI_LIB="), lib));
+	ASSERT_STR_EQ(trace_str(gprof_meta(&r.traces[0], "cupti"), "library"), lib);
+	/* MEMORY2: 3 cudaMalloc and 3 cudaFree in the window. */
+	ASSERT_EQ(count_cat(&r.traces[0], "gpu_memory"), 6);
+	ASSERT(!strstr(r.res.err, "CUPTI"));
+	run_free(&r);
+}
+
+/* Where a step began or ended (its ProfilerStep span), in ns of CLOCK_REALTIME. */
+static long long step_time_ns(const struct trace *t, unsigned step, bool end)
+{
+	long long base = int_of(json_object_get(t->root, "baseTimeNanoseconds"));
+	char name[32];
+	size_t i;
+	json_t *ev;
+
+	snprintf(name, sizeof(name), "ProfilerStep#%u", step);
+	json_array_foreach(t->events, i, ev)
+	{
+		if (!strcmp(trace_str(ev, "name"), name))
+			return base + ts_ns(ev, "ts") + (end ? ts_ns(ev, "dur") : 0);
+	}
+	FAIL("no %s", name);
+}
+
+static json_t *gt_slow_kernel(json_t *gt)
+{
+	size_t i;
+	json_t *g;
+
+	json_array_foreach(gt, i, g)
+	{
+		if (!strcmp(gtlog_str(g, "type"), "gpu") && strstr(gtlog_str(g, "name"), "slow"))
+			return g;
+	}
+	FAIL("no slow kernel in the log");
+}
+
+/*
+ * A kernel launched in the last active step that ends after the next step marker is in the
+ * trace; one launched in the warmup step that ends inside the window is not.
+ */
+TEST(e2e_gpu_late_kernel)
+{
+	const char *env[] = {"FAKEGPU_KERNEL_TABLE=slow=300000000", NULL}; /* 30 ms at 0.1 */
+	const char *const late[] = {"4", "1"};
+
+	for (size_t c = 0; c < ARRAY_SIZE(late); c++) {
+		const char *argv[] = {
+		    build_path("test/apps/steps-app"), "-s", "8", "-l", late[c], NULL};
+		struct steps steps = {2, 4, atoi(late[c])};
+		long long marker;
+		json_t *slow;
+		struct run r;
+
+		run_app(&r, argv, env, true);
+		ASSERT_EQ(r.res.status, 0);
+		ASSERT_EQ(r.n_traces, 1);
+		slow = gt_slow_kernel(r.gt);
+		/* The point: it ends after the next marker (the window's end; its beginning). */
+		marker = steps.late == 4 ? step_time_ns(&r.traces[0], 4, true)
+					 : step_time_ns(&r.traces[0], 2, false);
+		ASSERT_GT(gtlog_int(slow, "end"), marker);
+		ASSERT_EQ(check_gpu_work(&r.traces[0], r.gt, in_steps, &steps, false),
+			  steps.late == 4 ? 13 : 12);
+		run_free(&r);
+	}
+}
+
+/* Driver-API launches (the Triton pattern: no hook sees them) with their cuda_driver events. */
+TEST(e2e_gpu_driver_api)
+{
+	const char *argv[] = {build_path("test/apps/drv-app"), "3", NULL};
+	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
+	struct run r;
+
+	run_app(&r, argv, env, true);
+	ASSERT_EQ(r.res.status, 0);
+	ASSERT_STR_CONTAINS(r.res.out, "drv-app: 3 steps ok");
+	ASSERT_EQ(r.n_traces, 1);
+	/* 2 kernels per step and the two copies (drv-app.c), all after cuInit opened the window. */
+	ASSERT_EQ(check_gpu_work(&r.traces[0], r.gt, every_op, NULL, false), 8);
+	ASSERT_EQ(count_cat(&r.traces[0], "cuda_runtime"), 0);
+	ASSERT_GE(count_cat(&r.traces[0], "cuda_driver"), 8);
+	check_api_once(&r.traces[0]);
+	run_free(&r);
+}
+
+/* nvcc 13's <<<>>> (__cudaLaunchKernel, and its _ptsz form): every launch, copy and memset. */
+TEST(e2e_gpu_nvcc_app)
+{
+	const char *const apps[] = {build_path("test/apps/nvcc-app"),
+				    build_path("test/apps/nvcc-app-pt")};
+	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
+
+	if (access(apps[0], X_OK) != 0)
+		SKIP("no nvcc-app (nvcc missing)");
+	for (size_t a = 0; a < ARRAY_SIZE(apps); a++) {
+		const char *argv[] = {apps[a], NULL};
+		struct run r;
+
+		run_app(&r, argv, env, true);
+		ASSERT_EQ(r.res.status, 0);
+		ASSERT_EQ(r.n_traces, 1);
+		/* Per step 3 kernels, 3 copies, 1 memset (nvcc-app.cu), 3 steps. */
+		ASSERT_EQ(check_gpu_work(&r.traces[0], r.gt, every_op, NULL, true), 21);
+		check_api_once(&r.traces[0]);
+		run_free(&r);
+	}
+}
+
+/* 8 threads launching on their own streams while the main thread marks steps; rt-app. */
+TEST(e2e_gpu_threads_and_streams)
+{
+	const char *steps_argv[] = {build_path("test/apps/steps-app"), "-s", "8", "-t", "8", NULL};
+	const char *rt_argv[] = {build_path("test/apps/rt-app"), "-s", "3", "-t", "4", NULL};
+	const char *all[] = {"GPROF_SCHEDULE=all", NULL};
+	struct steps steps = {2, 4, -1};
+	struct run r;
+
+	run_app(&r, steps_argv, NULL, true);
+	ASSERT_EQ(r.res.status, 0);
+	ASSERT_EQ(r.n_traces, 1);
+	ASSERT_EQ(check_gpu_work(&r.traces[0], r.gt, in_steps, &steps, false), 8 * 3 * 4);
+	check_api_once(&r.traces[0]);
+	check_steps_calls(&r.traces[0], r.gt, &steps);
+	run_free(&r);
+
+	run_app(&r, rt_argv, all, true);
+	ASSERT_EQ(r.res.status, 0);
+	ASSERT_EQ(r.n_traces, 1);
+	/* Per step and thread 2 copies, 2 kernels, 1 memset (rt-app.c). */
+	ASSERT_EQ(check_gpu_work(&r.traces[0], r.gt, every_op, NULL, false), 3 * 4 * 5);
+	check_api_once(&r.traces[0]);
+	run_free(&r);
+}
+
+/* The GPU events t has are gt operations of `steps`, as gt says; returns how many. */
+static int check_gpu_present(const struct trace *t, json_t *gt, const struct steps *steps)
+{
+	size_t i, j;
+	json_t *ev, *g;
+	int n = 0;
+
+	ASSERT_MSG(gt, "no ground-truth log");
+	json_array_foreach(t->events, i, ev)
+	{
+		bool found = false;
+
+		if (!is_gpu(ev))
+			continue;
+		json_array_foreach(gt, j, g)
+		{
+			if (strcmp(gtlog_str(g, "type"), "gpu") ||
+			    gtlog_int(g, "corr") != arg_int(ev, "correlation"))
+				continue;
+			ASSERT(in_steps(g, (void *)steps));
+			check_gpu_fields(ev, g, false);
+			check_times(t, ev, g);
+			found = true;
+		}
+		ASSERT_MSG(found, "GPU event of correlation %lld", arg_int(ev, "correlation"));
+		n++;
+	}
+	return n;
+}
+
+static int gt_ops_in(json_t *gt, const struct steps *steps)
+{
+	size_t i;
+	json_t *g;
+	int n = 0;
+
+	json_array_foreach(gt, i, g) n +=
+	    !strcmp(gtlog_str(g, "type"), "gpu") && in_steps(g, (void *)steps);
+	return n;
+}
+
+/* Injected drops: counted in the metadata, reported once, the rest of the trace right. */
+TEST(e2e_gpu_dropped_records)
+{
+	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "8", NULL};
+	const char *env[] = {"FAKEGPU_CUPTI_DROP_EVERY=5", NULL};
+	struct steps steps = {2, 4, -1};
+	long long dropped;
+	struct run r;
+	int present;
+
+	run_app(&r, argv, env, true);
+	ASSERT_EQ(r.res.status, 0);
+	ASSERT_EQ(r.n_traces, 1);
+	dropped = int_of(json_object_get(gprof_meta(&r.traces[0], "dropped"), "cupti"));
+	present = check_gpu_present(&r.traces[0], r.gt, &steps);
+	/* Every 5th record of the window (API and GPU ones) was lost: some GPU work too. */
+	ASSERT_GT(dropped, 0);
+	ASSERT_LT(present, gt_ops_in(r.gt, &steps));
+	ASSERT_LE(gt_ops_in(r.gt, &steps) - present, dropped);
+	ASSERT(warning_with(&r.traces[0], "dropped"));
+	ASSERT_STR_CONTAINS(r.res.err, "CUPTI activity records were dropped");
+	run_free(&r);
+}
+
+/* Numbers in the metadata's "skipped CUPTI records" warning. */
+static void skipped_counts(const struct trace *t, unsigned long long *untimed,
+			   unsigned long long *unknown)
+{
+	const char *w = warning_with(t, "skipped CUPTI records: ");
+
+	*untimed = *unknown = 0;
+	if (w)
+		ASSERT_EQ(sscanf(strstr(w, "records: "), "records: %llu without timestamps, %llu",
+				 untimed, unknown),
+			  2);
+}
+
+/* Zero timestamps and unknown kinds: skipped and counted; every event left has a real time. */
+TEST(e2e_gpu_skipped_records)
+{
+	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "8", NULL};
+	const char *zero[] = {"FAKEGPU_CUPTI_ZERO_TS_EVERY=4", NULL};
+	const char *unknown[] = {"FAKEGPU_CUPTI_UNKNOWN_KIND_EVERY=7", NULL};
+	struct steps steps = {2, 4, -1};
+	unsigned long long n_untimed, n_unknown;
+	struct run r;
+	size_t i;
+	json_t *ev;
+	int present;
+
+	run_app(&r, argv, zero, true);
+	ASSERT_EQ(r.res.status, 0);
+	ASSERT_EQ(r.n_traces, 1);
+	skipped_counts(&r.traces[0], &n_untimed, &n_unknown);
+	present = check_gpu_present(&r.traces[0], r.gt, &steps);
+	ASSERT_GT(n_untimed, 0);
+	ASSERT_LE(gt_ops_in(r.gt, &steps) - present, (long long)n_untimed);
+	json_array_foreach(r.traces[0].events, i, ev)
+	{
+		if (json_object_get(ev, "ts"))
+			ASSERT_GE(ts_ns(ev, "ts"), 0);
+	}
+	run_free(&r);
+
+	run_app(&r, argv, unknown, true);
+	ASSERT_EQ(r.res.status, 0);
+	ASSERT_EQ(r.n_traces, 1);
+	skipped_counts(&r.traces[0], &n_untimed, &n_unknown);
+	ASSERT_GT(n_unknown, 0);
+	check_gpu_present(&r.traces[0], r.gt, &steps);
+	run_free(&r);
+}
+
+/* The hooks' own events (issue #4): launches carry their arguments, no GPU work, no CUPTI. */
+static void check_hooks_only(const struct trace *t)
+{
+	size_t i;
+	json_t *ev;
+	int launches = 0;
+
+	json_array_foreach(t->events, i, ev)
+	{
+		ASSERT(!is_gpu(ev));
+		ASSERT(strcmp(trace_str(ev, "cat"), "cuda_driver"));
+		if (!strcmp(trace_str(ev, "name"), "cudaLaunchKernel")) {
+			ASSERT(json_is_array(arg(ev, "grid")));
+			launches++;
+		}
+	}
+	ASSERT_GT(launches, 0);
+}
+
+static int lines_with(const char *text, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
+		n++;
+	return n;
+}
+
+/*
+ * CUPTI absent, held by another tool (error 39), or failing to enable: the program's output and
+ * status as without libgprof, a hooks-only trace, one message saying why, the same in the trace.
+ */
+TEST(e2e_gpu_cupti_unavailable)
+{
+	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "6", NULL};
+	const struct {
+		const char *env, *why;
+	} cases[] = {
+	    {"GPROF_CUPTI_LIB=/nonexistent/libcupti.so.13",
+	     "GPROF_CUPTI_LIB='/nonexistent/libcupti.so.13' cannot be loaded"},
+	    {"FAKEGPU_CUPTI_SUBSCRIBE_TAKEN=1", "another tool holds CUPTI"},
+	    {"FAKEGPU_CUPTI_ENABLE_FAIL=all", "cuptiActivityEnable"},
+	};
+
+	for (size_t c = 0; c < ARRAY_SIZE(cases); c++) {
+		const char *env[] = {cases[c].env, NULL};
+		struct run with, without;
+
+		run_app(&without, argv, env, false);
+		run_app(&with, argv, env, true);
+		ASSERT_EQ(with.res.status, without.res.status);
+		ASSERT_STR_EQ(with.res.out, without.res.out);
+		ASSERT_EQ(with.n_traces, 1);
+		check_hooks_only(&with.traces[0]);
+		ASSERT_EQ(lines_with(with.res.err, "gprof: "), 2); /* the reason, the trace */
+		ASSERT_EQ(lines_with(with.res.err, "GPU activity is not recorded: "), 1);
+		ASSERT_STR_CONTAINS(with.res.err, cases[c].why);
+		ASSERT_STR_CONTAINS(cupti_status(&with.traces[0]), "not used: ");
+		ASSERT_STR_CONTAINS(cupti_status(&with.traces[0]), cases[c].why);
+		run_free(&with);
+		run_free(&without);
+	}
+}
+
+/*
+ * Without GPROF_CUPTI_LIB, CUPTI is found next to the runtime in use: the simulated one next to
+ * the simulated runtime; the toolkit's next to the real runtime, which with no GPU cannot
+ * subscribe: then the program runs as always with a hooks-only trace.
+ */
+TEST(e2e_gpu_cupti_found_next_to_runtime)
+{
+	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "6", NULL};
+	const char *real_argv[] = {build_path("test/apps/steps-app-real"), "-e", NULL};
+	const char *env[] = {"GPROF_CUPTI_LIB", NULL};
+	const char *real_env[] = {"GPROF_CUPTI_LIB", "GPROF_SCHEDULE=all", NULL};
+	struct run r, without;
+	char lib[PATH_MAX];
+
+	run_app(&r, argv, env, true);
+	ASSERT_EQ(r.n_traces, 1);
+	ASSERT(realpath(build_path("fakecuda/libcupti.so.13"), lib));
+	ASSERT_STR_EQ(trace_str(gprof_meta(&r.traces[0], "cupti"), "library"), lib);
+	ASSERT_STR_EQ(cupti_status(&r.traces[0]), "in use");
+	ASSERT_GT(count_cat(&r.traces[0], "kernel"), 0);
+	run_free(&r);
+
+	run_app(&without, real_argv, real_env, false);
+	run_app(&r, real_argv, real_env, true);
+	ASSERT_EQ(r.res.status, without.res.status);
+	ASSERT_STR_EQ(r.res.out, without.res.out);
+	ASSERT_EQ(r.n_traces, 1);
+	ASSERT_STR_CONTAINS(cupti_status(&r.traces[0]), "not used: ");
+	ASSERT_EQ(lines_with(r.res.err, "GPU activity is not recorded: "), 1);
+	run_free(&r);
+	run_free(&without);
+}
+
+/* GPROF_ACTIVITIES chooses: kernels alone (no API events, no links), or API events alone. */
+TEST(e2e_gpu_activities)
+{
+	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "6", NULL};
+	const char *kernels[] = {"GPROF_ACTIVITIES=kernel,nvtx", NULL};
+	const char *api[] = {"GPROF_ACTIVITIES=api", NULL};
+	struct run r;
+
+	run_app(&r, argv, kernels, true);
+	ASSERT_EQ(r.n_traces, 1);
+	ASSERT_EQ(count_cat(&r.traces[0], "kernel"), 3);
+	ASSERT_EQ(count_cat(&r.traces[0], "gpu_memcpy") + count_cat(&r.traces[0], "gpu_memset") +
+		      count_cat(&r.traces[0], "cuda_runtime") +
+		      count_cat(&r.traces[0], "gpu_memory") + count_cat(&r.traces[0], "ac2g"),
+		  0);
+	run_free(&r);
+
+	run_app(&r, argv, api, true);
+	ASSERT_EQ(r.n_traces, 1);
+	ASSERT_GT(count_cat(&r.traces[0], "cuda_runtime"), 0);
+	check_api_once(&r.traces[0]);
+	ASSERT_EQ(count_cat(&r.traces[0], "kernel") + count_cat(&r.traces[0], "ac2g") +
+		      count_cat(&r.traces[0], "user_annotation") - 3,
+		  0);
+	run_free(&r);
+}
