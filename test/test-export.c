@@ -1508,3 +1508,77 @@ TEST(export_trace_checker_rejects)
 		trace_free(&t);
 	}
 }
+
+/* Keeps the writer busy with bursts of events for window *arg until `busy_stop`. */
+static volatile int busy_stop;
+static uint64_t pushed; /* events accepted by gprof_export_push, all threads */
+
+static void push_counted(const struct gprof_export_event *ev)
+{
+	if (gprof_export_push(ev) == 0)
+		__atomic_add_fetch(&pushed, 1, __ATOMIC_RELAXED);
+}
+
+static void *busy_producer(void *arg)
+{
+	uint32_t w = *(uint32_t *)arg;
+	struct gprof_export_event ev = {
+	    .kind = GPROF_EXPORT_NVTX_MARK,
+	    .window = w,
+	    .ts_ns = BASE_NS + 1000,
+	    .tid = my_tid(),
+	    .name = gprof_export_intern("busy"),
+	};
+
+	/* Bursts, so that the writer is often mid-pass. */
+	while (!__atomic_load_n(&busy_stop, __ATOMIC_RELAXED)) {
+		for (int i = 0; i < 500; i++)
+			push_counted(&ev);
+		usleep(200);
+	}
+	return NULL;
+}
+
+/*
+ * Windows opened while the writer is in the middle of a pass get every event pushed right after
+ * the open (a pass plans which windows exist, then drains: events of a window opened in between
+ * are early, not late). Every accepted event is written; none is late.
+ */
+TEST(export_window_opened_mid_pass)
+{
+	char dir[256];
+	struct gprof_export_stats st;
+
+	make_tmpdir(dir, sizeof(dir));
+	start_export(dir, 16u << 20);
+	/* Rounds of one busy window and 6 short ones: window slots are reused as ids advance. */
+	for (unsigned round = 0; round < 40; round++) {
+		uint32_t busy_window = open_window(round * 10, 0);
+		pthread_t busy;
+
+		__atomic_store_n(&busy_stop, 0, __ATOMIC_RELAXED);
+		ASSERT_EQ(pthread_create(&busy, NULL, busy_producer, &busy_window), 0);
+		for (unsigned i = 1; i <= 6; i++) {
+			uint32_t w = open_window(round * 10 + i, i);
+			struct gprof_export_event ev = {
+			    .kind = GPROF_EXPORT_NVTX_MARK,
+			    .window = w,
+			    .ts_ns = BASE_NS + i,
+			    .tid = my_tid(),
+			    .name = gprof_export_intern("early"),
+			};
+
+			for (int k = 0; k < 20; k++)
+				push_counted(&ev);
+			close_window(w);
+		}
+		__atomic_store_n(&busy_stop, 1, __ATOMIC_RELAXED);
+		pthread_join(busy, NULL);
+		close_window(busy_window);
+	}
+	ASSERT_EQ(gprof_export_shutdown(10000), 0);
+	gprof_export_get_stats(&st);
+	ASSERT_EQ(st.late, 0);
+	ASSERT_EQ(st.written, pushed);
+	rm_rf(dir);
+}
