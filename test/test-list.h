@@ -121,6 +121,7 @@ X(preload_inert_cases)
 X(preload_no_step_marker)
 X(preload_bad_config)
 X(preload_nvtx_path_taken)
+X(preload_runtime_loaded_local)
 
 /* collector */
 X(collector_clean_names)

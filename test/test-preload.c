@@ -518,3 +518,23 @@ TEST(preload_nvtx_path_taken)
 	ASSERT_STR_CONTAINS(r.res.out, "steps-app: 3 steps x 1 threads ok");
 	run_free(&r);
 }
+
+/*
+ * The runtime loaded RTLD_LOCAL inside a plugin (as Python loads extension modules), where
+ * dlsym(RTLD_NEXT) finds nothing: the hooks still reach it, and the calls are recorded.
+ */
+TEST(preload_runtime_loaded_local)
+{
+	const char *argv[] = {build_path("test/apps/local-app"), NULL};
+	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
+	struct run r;
+
+	run_under(&r, argv, env, true);
+	ASSERT_EQ(r.res.status, 0);
+	ASSERT_STR_CONTAINS(r.res.out, "cudaMalloc 0, cudaMemcpy 0, cudaFree 0");
+	ASSERT_EQ(r.n_traces, 1);
+	ASSERT_EQ(count_events(&r.traces[0], "cuda_runtime", "cudaMalloc"), 1);
+	ASSERT_EQ(count_events(&r.traces[0], "cuda_runtime", "cudaMemcpy"), 1);
+	ASSERT_EQ(count_events(&r.traces[0], "cuda_runtime", "cudaFree"), 1);
+	run_free(&r);
+}

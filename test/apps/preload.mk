@@ -11,3 +11,14 @@ $(APPS_OUT)/steps-app-real: $(BUILD)/test/apps/steps-app.o
 		-l:libcudart.so.13 -ldl -lpthread
 
 TEST_DEPS += $(APPS_OUT)/steps-app $(APPS_OUT)/steps-app-real
+
+# A program whose CUDA runtime is loaded RTLD_LOCAL, inside a plugin.
+$(APPS_OUT)/local-plugin.so: $(BUILD)/test/apps/local-plugin.o $(FAKE_CUDART_LIB)
+	$(call quiet,LD,$@)
+	$(Q)$(CC) -shared $(LDFLAGS) -o $@ $< $(APPS_RPATH) -l:libcudart.so.13
+
+$(APPS_OUT)/local-app: $(BUILD)/test/apps/local-app.o
+	$(call quiet,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< -ldl
+
+TEST_DEPS += $(APPS_OUT)/local-plugin.so $(APPS_OUT)/local-app
