@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define PR_FMT "collector: "
 #include "collector/internal.h"
@@ -43,6 +44,12 @@ static uint32_t *free_held, n_free_held;
 static struct gprof_coll_map links;  /* correlation id -> LINK(...) */
 static struct gprof_coll_map allocs; /* device address -> bytes, for the memory counter */
 static uint64_t in_use[DEVICES_MAX]; /* device bytes CUPTI saw allocated and not yet freed */
+
+/* libgprof's own calls: CUPTI's thread id and a time range (written by one thread, once). */
+static struct {
+	uint32_t thread;
+	uint64_t from_ns, to_ns;
+} own;
 
 /* pthread_self() as CUPTI reports it -> kernel tid; filled by any thread, lock-free. */
 static uint32_t thread_keys[THREADS_MAX], thread_tids[THREADS_MAX];
@@ -99,6 +106,33 @@ static uint32_t thread_tid(uint32_t key)
 			return tid;
 	}
 	return key;
+}
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void gprof_collector_own_calls(bool begin)
+{
+	if (begin) {
+		__atomic_store_n(&own.to_ns, UINT64_MAX, __ATOMIC_RELAXED);
+		__atomic_store_n(&own.from_ns, realtime_ns(), __ATOMIC_RELAXED);
+		__atomic_store_n(&own.thread, (uint32_t)(uintptr_t)pthread_self(),
+				 __ATOMIC_RELEASE);
+	} else {
+		__atomic_store_n(&own.to_ns, realtime_ns(), __ATOMIC_RELEASE);
+	}
+}
+
+static bool is_own_call(const struct gprof_coll_rec *r)
+{
+	return r->thread == __atomic_load_n(&own.thread, __ATOMIC_ACQUIRE) &&
+	       r->ev.ts_ns >= __atomic_load_n(&own.from_ns, __ATOMIC_RELAXED) &&
+	       r->ev.ts_ns <= __atomic_load_n(&own.to_ns, __ATOMIC_ACQUIRE);
 }
 
 bool gprof_coll_win_ended(const struct gprof_coll_win *w)
@@ -341,7 +375,8 @@ static void on_record(const CUpti_Activity *rec)
 			w->untimed++;
 		break;
 	case GPROF_COLL_API:
-		on_api(&r);
+		if (!is_own_call(&r))
+			on_api(&r);
 		break;
 	case GPROF_COLL_GPU:
 		on_gpu(&r);

@@ -24,6 +24,7 @@
 #ifndef GPROF_COLLECTOR_H
 #define GPROF_COLLECTOR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -68,6 +69,12 @@ unsigned gprof_collector_covers(void);
  * call on a thread.
  */
 void gprof_collector_note_thread(uint32_t tid);
+
+/*
+ * Around libgprof's own CUDA calls on the calling thread (begin true, then false): CUPTI's
+ * records of them are not the program's and are left out.
+ */
+void gprof_collector_own_calls(bool begin);
 
 /* What the runtime said (versions, devices) for every later trace header; CUPTI's part is ours. */
 void gprof_collector_set_runtime_info(const struct gprof_export_process_info *rt);

@@ -315,7 +315,7 @@ void gprof_collector_fini(unsigned timeout_ms)
 {
 	pthread_mutex_lock(&gprof_coll.lock);
 	gprof_coll.want = false;
-	gprof_coll.stop = true;
+	__atomic_store_n(&gprof_coll.stop, true, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&gprof_coll.lock);
 	gprof_coll_thread_stop(timeout_ms);
 	pthread_mutex_lock(&gprof_coll.lock);

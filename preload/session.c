@@ -39,8 +39,12 @@ static struct gprof_ptrmap kernel_names;
 static struct gprof_ptrmap allocations;
 static uint64_t allocated_bytes; /* change since the window opened */
 
-/* Set on a thread while it runs the first-call path (maybe inside cuInit): no CUDA calls. */
+/*
+ * No CUDA calls of our own: on a thread inside the first-call path (maybe inside cuInit), nor
+ * once the process exits (the runtime's own atexit teardown has run: calls would crash).
+ */
 static GPROF_TLS bool in_first_call;
+static int exiting;
 
 /* Share of GPROF_BUFFER_MB for CUPTI's activity buffers; the exporter gets the rest. */
 #define CUPTI_SHARE	  4 /* a quarter */
@@ -100,8 +104,9 @@ static void device_of(const struct cudaDeviceProp *p, int id, struct gprof_expor
 }
 
 /*
- * Versions and deviceProperties from the runtime, once, when CUDA is in use and the thread is
- * not inside CUDA's initialisation; without a libcudart in the process they stay unknown.
+ * Versions and deviceProperties from the runtime, once, when CUDA is in use and calling it is
+ * safe (see in_first_call); without a libcudart in the process they stay unknown. CUPTI sees
+ * these calls: the collector is told they are ours, not the program's.
  */
 static void runtime_info(void)
 {
@@ -114,9 +119,12 @@ static void runtime_info(void)
 	props_fn props;
 	int n = 0;
 
-	if (in_first_call || !__atomic_load_n(&cuda_used, __ATOMIC_RELAXED) ||
+	if (__atomic_load_n(&done, __ATOMIC_ACQUIRE) || in_first_call ||
+	    __atomic_load_n(&exiting, __ATOMIC_ACQUIRE) ||
+	    !__atomic_load_n(&cuda_used, __ATOMIC_RELAXED) ||
 	    __atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
 		return;
+	gprof_collector_own_calls(true);
 	rt_ver = (int_fn)gprof_resolve("cudaRuntimeGetVersion");
 	drv_ver = (int_fn)gprof_resolve("cudaDriverGetVersion");
 	count = (int_fn)gprof_resolve("cudaGetDeviceCount");
@@ -130,6 +138,7 @@ static void runtime_info(void)
 	for (int i = 0; i < n && rt.n_devices < GPROF_EXPORT_MAX_DEVICES; i++)
 		if (props(&p, i) == cudaSuccess)
 			device_of(&p, i, &rt.devices[rt.n_devices++]);
+	gprof_collector_own_calls(false);
 	gprof_collector_set_runtime_info(&rt);
 }
 
@@ -422,6 +431,8 @@ void gprof_session_api(const struct gprof_api_call *c)
 	if (!window_get(&e.window))
 		return;
 	gprof_collector_note_thread(e.tid);
+	/* For `all`, whose window opens in the first call: now that the call has returned. */
+	runtime_info();
 	/* What CUPTI records is written from its records, not from here. */
 	mine = cfg.activities & ~gprof_collector_covers();
 	if ((hi->family == GPROF_FAMILY_ALLOC || hi->family == GPROF_FAMILY_FREE) &&
@@ -443,6 +454,7 @@ void gprof_session_fini(void)
 {
 	if (inert)
 		return;
+	__atomic_store_n(&exiting, 1, __ATOMIC_RELEASE);
 	gprof_stepper_finish(&stepper, gprof_now_ns());
 	gprof_collector_fini(COLLECTOR_FINI_MS);
 	if (gprof_export_shutdown(10000) != 0)

@@ -493,6 +493,29 @@ static void check_api_once(const struct trace *t)
 	}
 }
 
+/*
+ * deviceProperties from the simulated runtime (FAKEGPU_DEVICES=1: an H200), and none of the
+ * calls libgprof made to learn them in the trace: the test programs make none of their own.
+ */
+static void check_devices(const struct trace *t)
+{
+	static const char *const ours[] = {"cudaGetDeviceProperties", "cudaGetDeviceCount",
+					   "cudaRuntimeGetVersion", "cudaDriverGetVersion"};
+	json_t *dev = json_array_get(json_object_get(t->root, "deviceProperties"), 0);
+	size_t i;
+	json_t *ev;
+
+	ASSERT_EQ(json_array_size(json_object_get(t->root, "deviceProperties")), 1);
+	ASSERT_STR_EQ(trace_str(dev, "name"), "NVIDIA H200");
+	ASSERT_EQ(int_of(json_object_get(dev, "numSms")), 132);
+	ASSERT_EQ(int_of(json_object_get(t->root, "cuda_runtime_version")), 13000);
+	json_array_foreach(t->events, i, ev)
+	{
+		for (size_t k = 0; k < ARRAY_SIZE(ours); k++)
+			ASSERT_MSG(strcmp(trace_str(ev, "name"), ours[k]), "%s", ours[k]);
+	}
+}
+
 static json_t *gprof_meta(const struct trace *t, const char *key)
 {
 	return json_object_get(json_object_get(t->root, "gprof"), key);
@@ -536,6 +559,7 @@ TEST(e2e_gpu_default_schedule)
 	ASSERT_STR_EQ(trace_str(gprof_meta(&r.traces[0], "cupti"), "library"), lib);
 	/* MEMORY2: 3 cudaMalloc and 3 cudaFree in the window. */
 	ASSERT_EQ(count_cat(&r.traces[0], "gpu_memory"), 6);
+	check_devices(&r.traces[0]);
 	ASSERT(!strstr(r.res.err, "CUPTI"));
 	run_free(&r);
 }
@@ -639,6 +663,7 @@ TEST(e2e_gpu_nvcc_app)
 		/* Per step 3 kernels, 3 copies, 1 memset (nvcc-app.cu), 3 steps. */
 		ASSERT_EQ(check_gpu_work(&r.traces[0], r.gt, every_op, NULL, true), 21);
 		check_api_once(&r.traces[0]);
+		check_devices(&r.traces[0]);
 		run_free(&r);
 	}
 }
