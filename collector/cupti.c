@@ -223,6 +223,7 @@ void gprof_collector_start(void)
 		gprof_coll.proc.cupti_version = (int)gprof_cupti.version;
 		set_state(GPROF_COLL_READY);
 		publish_status("in use");
+		pr_info("CUPTI %s (API version %u) in use", gprof_cupti.path, gprof_cupti.version);
 		if (gprof_coll.want)
 			enable_kinds();
 	}

@@ -13,9 +13,9 @@
 #include "collector/internal.h"
 #include "common/log.h"
 
-#define SETTLE_MS 5   /* after a window ends: time for API calls in flight elsewhere to return */
-#define POLL_MS	  10  /* flush period while a window waits for GPU records */
-#define IDLE_MS	  500 /* nothing to drain */
+#define SETTLE_MS 5    /* after a window ends: time for API calls in flight elsewhere to return */
+#define POLL_MS	  10   /* flush period while a window waits for GPU records */
+#define IDLE_MS	  1000 /* nothing to drain: sleep until kicked, looking now and then */
 
 static uint64_t mono_ms(void)
 {
