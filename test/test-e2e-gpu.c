@@ -10,125 +10,14 @@
 
 #include "common/compiler.h"
 #include "task.h"
+#include "util/e2e.h"
 #include "util/gtlog.h"
-#include "util/proc.h"
-#include "util/trace.h"
 
-#define MAX_TRACES 8
-#define MAX_ENV	   32
-
-struct run {
-	char dir[PATH_MAX];
-	char gt_path[PATH_MAX + 16];
-	struct proc_result res;
-	int n_traces;
-	struct trace traces[MAX_TRACES];
-	json_t *gt; /* the ground-truth log */
-};
-
-static const char *build_path(const char *rel)
+/* Runs argv on the simulated GPU with the simulated CUPTI; `extra` adds environment entries. */
+static void run_app(struct e2e_run *r, const char *const argv[], const char *const *extra,
+		    bool preload)
 {
-	char *p = NULL;
-
-	ASSERT(asprintf(&p, "%s/%s", getenv("TEST_BUILD"), rel) > 0);
-	return p;
-}
-
-static const char *fake_cupti_env(void)
-{
-	char *p = NULL;
-
-	ASSERT(asprintf(&p, "GPROF_CUPTI_LIB=%s/fakecuda/libcupti.so.13", getenv("TEST_BUILD")) >
-	       0);
-	return p;
-}
-
-/* Sets or replaces (by name) one "NAME=value" or "NAME" entry of a NULL-terminated list. */
-static void env_put(const char **env, const char *spec)
-{
-	size_t name = strcspn(spec, "=");
-	int i = 0;
-
-	for (; env[i]; i++)
-		if (strcspn(env[i], "=") == name && !strncmp(env[i], spec, name))
-			break;
-	ASSERT(i < MAX_ENV - 1);
-	if (!env[i])
-		env[i + 1] = NULL;
-	env[i] = spec;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Loads and checks every trace of the run, in name (= time) order. */
-static void load_traces(struct run *r)
-{
-	char *names[MAX_TRACES], why[512], path[PATH_MAX * 2];
-	DIR *d = opendir(r->dir);
-	struct dirent *de;
-	int n = 0;
-
-	ASSERT(d);
-	while ((de = readdir(d))) {
-		ASSERT_MSG(!strstr(de->d_name, ".partial"), "left behind: %s", de->d_name);
-		if (strstr(de->d_name, ".pt.trace.json.gz") && n < MAX_TRACES)
-			names[n++] = strdup(de->d_name);
-	}
-	closedir(d);
-	qsort(names, (size_t)n, sizeof(names[0]), cmp_str);
-	for (int i = 0; i < n; i++) {
-		snprintf(path, sizeof(path), "%s/%s", r->dir, names[i]);
-		ASSERT_MSG(trace_load(path, &r->traces[i], why, sizeof(why)) == 0, "%s: %s", path,
-			   why);
-		ASSERT_MSG(trace_check(&r->traces[i], why, sizeof(why)) == 0, "%s: %s", path, why);
-		free(names[i]);
-	}
-	r->n_traces = n;
-}
-
-/*
- * Runs argv (under libgprof if preload) on the simulated GPU with the simulated CUPTI;
- * `extra` (NULL-terminated) adds or overrides environment entries.
- */
-static void run_app(struct run *r, const char *const argv[], const char *const *extra, bool preload)
-{
-	static char out_env[PATH_MAX + 16], gt_env[PATH_MAX + 32];
-	const char *env[MAX_ENV] = {NULL};
-
-	memset(r, 0, sizeof(*r));
-	snprintf(r->dir, sizeof(r->dir), "/tmp/gprof-gpu-XXXXXX");
-	ASSERT(mkdtemp(r->dir));
-	snprintf(r->gt_path, sizeof(r->gt_path), "%s/gt.log", r->dir);
-	snprintf(out_env, sizeof(out_env), "GPROF_OUTPUT=%s", r->dir);
-	snprintf(gt_env, sizeof(gt_env), "FAKEGPU_LOG=%s", r->gt_path);
-	env_put(env, preload ? proc_preload(build_path("libgprof.so")) : "LD_PRELOAD");
-	env_put(env, out_env);
-	env_put(env, gt_env);
-	env_put(env, "NVTX_INJECTION64_PATH");
-	env_put(env, "CUDA_INJECTION64_PATH");
-	env_put(env, "FAKEGPU_TIME_SCALE=0.1");
-	env_put(env, fake_cupti_env());
-	for (; extra && *extra; extra++)
-		env_put(env, *extra);
-	ASSERT_EQ(proc_run(argv, env, 120, &r->res), 0);
-	ASSERT_MSG(!r->res.timed_out, "%s timed out", argv[0]);
-	load_traces(r);
-	r->gt = gtlog_load(r->gt_path); /* NULL for the real runtime */
-}
-
-static void run_free(struct run *r)
-{
-	char cmd[PATH_MAX + 16];
-
-	for (int i = 0; i < r->n_traces; i++)
-		trace_free(&r->traces[i]);
-	json_decref(r->gt);
-	proc_result_free(&r->res);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", r->dir);
-	ASSERT_EQ(system(cmd), 0);
+	e2e_run(r, argv, e2e_build_path("fakecuda/libcupti.so.13"), extra, preload);
 }
 
 static json_t *arg(const json_t *ev, const char *key)
@@ -139,11 +28,6 @@ static json_t *arg(const json_t *ev, const char *key)
 static long long int_of(const json_t *v)
 {
 	return json_is_integer(v) ? json_integer_value(v) : -1;
-}
-
-static long long arg_int(const json_t *ev, const char *key)
-{
-	return int_of(arg(ev, key));
 }
 
 /* µs with three decimals -> ns */
@@ -166,16 +50,6 @@ static bool is_api(const json_t *ev)
 	return !strcmp(cat, "cuda_runtime") || !strcmp(cat, "cuda_driver");
 }
 
-static int count_cat(const struct trace *t, const char *cat)
-{
-	size_t i;
-	json_t *ev;
-	int n = 0;
-
-	json_array_foreach(t->events, i, ev) n += !strcmp(trace_str(ev, "cat"), cat);
-	return n;
-}
-
 /* The trace's events with correlation `corr` that pass `pick`, and how many there are. */
 static int find_corr(const struct trace *t, long long corr, bool (*pick)(const json_t *),
 		     json_t **found)
@@ -186,7 +60,7 @@ static int find_corr(const struct trace *t, long long corr, bool (*pick)(const j
 
 	json_array_foreach(t->events, i, ev)
 	{
-		if (pick(ev) && arg_int(ev, "correlation") == corr) {
+		if (pick(ev) && e2e_arg_int(ev, "correlation") == corr) {
 			*found = ev;
 			n++;
 		}
@@ -304,8 +178,8 @@ static void check_gpu_fields(const json_t *ev, json_t *g, bool cxx)
 	const char *kind = gtlog_str(g, "kind");
 	char name[256];
 
-	ASSERT_EQ(arg_int(ev, "device"), gtlog_int(g, "device"));
-	ASSERT_EQ(arg_int(ev, "stream"), gtlog_int(g, "stream"));
+	ASSERT_EQ(e2e_arg_int(ev, "device"), gtlog_int(g, "device"));
+	ASSERT_EQ(e2e_arg_int(ev, "stream"), gtlog_int(g, "stream"));
 	ASSERT_EQ(int_of(json_object_get(ev, "pid")), gtlog_int(g, "device"));
 	ASSERT_EQ(int_of(json_object_get(ev, "tid")), gtlog_int(g, "stream"));
 	if (!strcmp(kind, "kernel")) {
@@ -313,10 +187,10 @@ static void check_gpu_fields(const json_t *ev, json_t *g, bool cxx)
 		check_kernel_name(trace_str(ev, "name"), gtlog_str(g, "name"), cxx);
 		ASSERT(dim3_is(arg(ev, "grid"), json_object_get(g, "grid")));
 		ASSERT(dim3_is(arg(ev, "block"), json_object_get(g, "block")));
-		ASSERT_EQ(arg_int(ev, "shared memory"), gtlog_int(g, "shared"));
+		ASSERT_EQ(e2e_arg_int(ev, "shared memory"), gtlog_int(g, "shared"));
 		return;
 	}
-	ASSERT_EQ(arg_int(ev, "bytes"), gtlog_int(g, "bytes"));
+	ASSERT_EQ(e2e_arg_int(ev, "bytes"), gtlog_int(g, "bytes"));
 	if (!strcmp(kind, "memcpy")) {
 		memcpy_name(g, name, sizeof(name));
 		ASSERT_STR_EQ(trace_str(ev, "cat"), "gpu_memcpy");
@@ -354,7 +228,7 @@ static void check_linked(const struct trace *t, json_t *gt, json_t *g, bool cxx)
 	ASSERT_STR_EQ(trace_str(api, "cat"), !strcmp(gtlog_str(call, "domain"), "driver")
 						 ? "cuda_driver"
 						 : "cuda_runtime");
-	ASSERT_EQ(arg_int(api, "cbid"), gtlog_int(call, "cbid"));
+	ASSERT_EQ(e2e_arg_int(api, "cbid"), gtlog_int(call, "cbid"));
 	ASSERT_EQ(int_of(json_object_get(api, "tid")), gtlog_int(call, "tid"));
 	ASSERT_LE(ts_ns(api, "ts"), ts_ns(ev, "ts"));
 	ASSERT_EQ(find_flow(t, corr, "s", &s), 1);
@@ -380,7 +254,8 @@ static int check_gpu_work(const struct trace *t, json_t *gt, bool (*want)(json_t
 		check_linked(t, gt, g, cxx);
 		n++;
 	}
-	ASSERT_EQ(count_cat(t, "kernel") + count_cat(t, "gpu_memcpy") + count_cat(t, "gpu_memset"),
+	ASSERT_EQ(e2e_count(t, "kernel", NULL) + e2e_count(t, "gpu_memcpy", NULL) +
+		      e2e_count(t, "gpu_memset", NULL),
 		  n);
 	return n;
 }
@@ -456,15 +331,15 @@ static void check_steps_calls(const struct trace *t, json_t *gt, const struct st
 			continue;
 		ASSERT_EQ(find_corr(t, gtlog_int(e, "corr"), is_api, &ev), 1);
 		ASSERT_STR_EQ(trace_str(ev, "name"), gtlog_str(e, "name"));
-		ASSERT_EQ(arg_int(ev, "cbid"), gtlog_int(e, "cbid"));
-		ASSERT_EQ(arg_int(ev, "result"), gtlog_int(e, "result"));
+		ASSERT_EQ(e2e_arg_int(ev, "cbid"), gtlog_int(e, "cbid"));
+		ASSERT_EQ(e2e_arg_int(ev, "result"), gtlog_int(e, "result"));
 		ASSERT_EQ(int_of(json_object_get(ev, "tid")), gtlog_int(e, "tid"));
 		n++;
 	}
 	ASSERT_GT(n, 0);
 	json_array_foreach(t->events, i, ev)
 	{
-		json_t *call = is_api(ev) ? gt_api(gt, arg_int(ev, "correlation")) : NULL;
+		json_t *call = is_api(ev) ? gt_api(gt, e2e_arg_int(ev, "correlation")) : NULL;
 		int k = call ? steps_app_call_step(call) : -1;
 
 		ASSERT_MSG(!is_api(ev) || call, "API event without its call in the log");
@@ -489,8 +364,8 @@ static void check_api_once(const struct trace *t)
 	{
 		if (!is_api(ev))
 			continue;
-		ASSERT_GT(arg_int(ev, "correlation"), 0);
-		ASSERT_EQ(find_corr(t, arg_int(ev, "correlation"), is_api, &other), 1);
+		ASSERT_GT(e2e_arg_int(ev, "correlation"), 0);
+		ASSERT_EQ(find_corr(t, e2e_arg_int(ev, "correlation"), is_api, &other), 1);
 	}
 }
 
@@ -543,9 +418,9 @@ static const char *warning_with(const struct trace *t, const char *text)
 
 TEST(e2e_gpu_default_schedule)
 {
-	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "10", NULL};
+	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "10", NULL};
 	struct steps steps = {2, 4, -1};
-	struct run r;
+	struct e2e_run r;
 	char lib[PATH_MAX];
 
 	run_app(&r, argv, NULL, true);
@@ -556,13 +431,13 @@ TEST(e2e_gpu_default_schedule)
 	check_api_once(&r.traces[0]);
 	check_steps_calls(&r.traces[0], r.gt, &steps);
 	ASSERT_STR_EQ(cupti_status(&r.traces[0]), "in use");
-	ASSERT(realpath(fake_cupti_env() + strlen("GPROF_CUPTI_LIB="), lib));
+	ASSERT(realpath(e2e_build_path("fakecuda/libcupti.so.13"), lib));
 	ASSERT_STR_EQ(trace_str(gprof_meta(&r.traces[0], "cupti"), "library"), lib);
 	/* MEMORY2: 3 cudaMalloc and 3 cudaFree in the window. */
-	ASSERT_EQ(count_cat(&r.traces[0], "gpu_memory"), 6);
+	ASSERT_EQ(e2e_count(&r.traces[0], "gpu_memory", NULL), 6);
 	check_devices(&r.traces[0]);
 	ASSERT(!strstr(r.res.err, "CUPTI"));
-	run_free(&r);
+	e2e_free(&r);
 }
 
 /* Where a step began or ended (its ProfilerStep span), in ns of CLOCK_REALTIME. */
@@ -606,11 +481,11 @@ TEST(e2e_gpu_late_kernel)
 
 	for (size_t c = 0; c < ARRAY_SIZE(late); c++) {
 		const char *argv[] = {
-		    build_path("test/apps/steps-app"), "-s", "8", "-l", late[c], NULL};
+		    e2e_build_path("test/apps/steps-app"), "-s", "8", "-l", late[c], NULL};
 		struct steps steps = {2, 4, atoi(late[c])};
 		long long marker;
 		json_t *slow;
-		struct run r;
+		struct e2e_run r;
 
 		run_app(&r, argv, env, true);
 		ASSERT_EQ(r.res.status, 0);
@@ -622,16 +497,16 @@ TEST(e2e_gpu_late_kernel)
 		ASSERT_GT(gtlog_int(slow, "end"), marker);
 		ASSERT_EQ(check_gpu_work(&r.traces[0], r.gt, in_steps, &steps, false),
 			  steps.late == 4 ? 13 : 12);
-		run_free(&r);
+		e2e_free(&r);
 	}
 }
 
 /* Driver-API launches (the Triton pattern: no hook sees them) with their cuda_driver events. */
 TEST(e2e_gpu_driver_api)
 {
-	const char *argv[] = {build_path("test/apps/drv-app"), "3", NULL};
+	const char *argv[] = {e2e_build_path("test/apps/drv-app"), "3", NULL};
 	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
-	struct run r;
+	struct e2e_run r;
 
 	run_app(&r, argv, env, true);
 	ASSERT_EQ(r.res.status, 0);
@@ -639,24 +514,24 @@ TEST(e2e_gpu_driver_api)
 	ASSERT_EQ(r.n_traces, 1);
 	/* 2 kernels per step and the two copies (drv-app.c), all after cuInit opened the window. */
 	ASSERT_EQ(check_gpu_work(&r.traces[0], r.gt, every_op, NULL, false), 8);
-	ASSERT_EQ(count_cat(&r.traces[0], "cuda_runtime"), 0);
-	ASSERT_GE(count_cat(&r.traces[0], "cuda_driver"), 8);
+	ASSERT_EQ(e2e_count(&r.traces[0], "cuda_runtime", NULL), 0);
+	ASSERT_GE(e2e_count(&r.traces[0], "cuda_driver", NULL), 8);
 	check_api_once(&r.traces[0]);
-	run_free(&r);
+	e2e_free(&r);
 }
 
 /* nvcc 13's <<<>>> (__cudaLaunchKernel, and its _ptsz form): every launch, copy and memset. */
 TEST(e2e_gpu_nvcc_app)
 {
-	const char *const apps[] = {build_path("test/apps/nvcc-app"),
-				    build_path("test/apps/nvcc-app-pt")};
+	const char *const apps[] = {e2e_build_path("test/apps/nvcc-app"),
+				    e2e_build_path("test/apps/nvcc-app-pt")};
 	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
 
 	if (access(apps[0], X_OK) != 0)
 		SKIP("no nvcc-app (nvcc missing)");
 	for (size_t a = 0; a < ARRAY_SIZE(apps); a++) {
 		const char *argv[] = {apps[a], NULL};
-		struct run r;
+		struct e2e_run r;
 
 		run_app(&r, argv, env, true);
 		ASSERT_EQ(r.res.status, 0);
@@ -665,18 +540,19 @@ TEST(e2e_gpu_nvcc_app)
 		ASSERT_EQ(check_gpu_work(&r.traces[0], r.gt, every_op, NULL, true), 21);
 		check_api_once(&r.traces[0]);
 		check_devices(&r.traces[0]);
-		run_free(&r);
+		e2e_free(&r);
 	}
 }
 
 /* 8 threads launching on their own streams while the main thread marks steps; rt-app. */
 TEST(e2e_gpu_threads_and_streams)
 {
-	const char *steps_argv[] = {build_path("test/apps/steps-app"), "-s", "8", "-t", "8", NULL};
-	const char *rt_argv[] = {build_path("test/apps/rt-app"), "-s", "3", "-t", "4", NULL};
+	const char *steps_argv[] = {
+	    e2e_build_path("test/apps/steps-app"), "-s", "8", "-t", "8", NULL};
+	const char *rt_argv[] = {e2e_build_path("test/apps/rt-app"), "-s", "3", "-t", "4", NULL};
 	const char *all[] = {"GPROF_SCHEDULE=all", NULL};
 	struct steps steps = {2, 4, -1};
-	struct run r;
+	struct e2e_run r;
 
 	run_app(&r, steps_argv, NULL, true);
 	ASSERT_EQ(r.res.status, 0);
@@ -684,7 +560,7 @@ TEST(e2e_gpu_threads_and_streams)
 	ASSERT_EQ(check_gpu_work(&r.traces[0], r.gt, in_steps, &steps, false), 8 * 3 * 4);
 	check_api_once(&r.traces[0]);
 	check_steps_calls(&r.traces[0], r.gt, &steps);
-	run_free(&r);
+	e2e_free(&r);
 
 	run_app(&r, rt_argv, all, true);
 	ASSERT_EQ(r.res.status, 0);
@@ -692,7 +568,7 @@ TEST(e2e_gpu_threads_and_streams)
 	/* Per step and thread 2 copies, 2 kernels, 1 memset (rt-app.c). */
 	ASSERT_EQ(check_gpu_work(&r.traces[0], r.gt, every_op, NULL, false), 3 * 4 * 5);
 	check_api_once(&r.traces[0]);
-	run_free(&r);
+	e2e_free(&r);
 }
 
 /* The GPU events t has are gt operations of `steps`, as gt says; returns how many. */
@@ -712,14 +588,14 @@ static int check_gpu_present(const struct trace *t, json_t *gt, const struct ste
 		json_array_foreach(gt, j, g)
 		{
 			if (strcmp(gtlog_str(g, "type"), "gpu") ||
-			    gtlog_int(g, "corr") != arg_int(ev, "correlation"))
+			    gtlog_int(g, "corr") != e2e_arg_int(ev, "correlation"))
 				continue;
 			ASSERT(in_steps(g, (void *)steps));
 			check_gpu_fields(ev, g, false);
 			check_times(t, ev, g);
 			found = true;
 		}
-		ASSERT_MSG(found, "GPU event of correlation %lld", arg_int(ev, "correlation"));
+		ASSERT_MSG(found, "GPU event of correlation %lld", e2e_arg_int(ev, "correlation"));
 		n++;
 	}
 	return n;
@@ -739,11 +615,11 @@ static int gt_ops_in(json_t *gt, const struct steps *steps)
 /* Injected drops: counted in the metadata, reported once, the rest of the trace right. */
 TEST(e2e_gpu_dropped_records)
 {
-	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "8", NULL};
+	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "8", NULL};
 	const char *env[] = {"FAKEGPU_CUPTI_DROP_EVERY=5", NULL};
 	struct steps steps = {2, 4, -1};
 	long long dropped;
-	struct run r;
+	struct e2e_run r;
 	int present;
 
 	run_app(&r, argv, env, true);
@@ -757,7 +633,7 @@ TEST(e2e_gpu_dropped_records)
 	ASSERT_LE(gt_ops_in(r.gt, &steps) - present, dropped);
 	ASSERT(warning_with(&r.traces[0], "dropped"));
 	ASSERT_STR_CONTAINS(r.res.err, "CUPTI activity records were dropped");
-	run_free(&r);
+	e2e_free(&r);
 }
 
 /* Numbers in the metadata's "skipped CUPTI records" warning. */
@@ -776,12 +652,12 @@ static void skipped_counts(const struct trace *t, unsigned long long *untimed,
 /* Zero timestamps and unknown kinds: skipped and counted; every event left has a real time. */
 TEST(e2e_gpu_skipped_records)
 {
-	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "8", NULL};
+	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "8", NULL};
 	const char *zero[] = {"FAKEGPU_CUPTI_ZERO_TS_EVERY=4", NULL};
 	const char *unknown[] = {"FAKEGPU_CUPTI_UNKNOWN_KIND_EVERY=7", NULL};
 	struct steps steps = {2, 4, -1};
 	unsigned long long n_untimed, n_unknown;
-	struct run r;
+	struct e2e_run r;
 	size_t i;
 	json_t *ev;
 	int present;
@@ -798,7 +674,7 @@ TEST(e2e_gpu_skipped_records)
 		if (json_object_get(ev, "ts"))
 			ASSERT_GE(ts_ns(ev, "ts"), 0);
 	}
-	run_free(&r);
+	e2e_free(&r);
 
 	run_app(&r, argv, unknown, true);
 	ASSERT_EQ(r.res.status, 0);
@@ -806,7 +682,7 @@ TEST(e2e_gpu_skipped_records)
 	skipped_counts(&r.traces[0], &n_untimed, &n_unknown);
 	ASSERT_GT(n_unknown, 0);
 	check_gpu_present(&r.traces[0], r.gt, &steps);
-	run_free(&r);
+	e2e_free(&r);
 }
 
 /* The hooks' own events (issue #4): launches carry their arguments, no GPU work, no CUPTI. */
@@ -843,7 +719,7 @@ static int lines_with(const char *text, const char *needle)
  */
 TEST(e2e_gpu_cupti_unavailable)
 {
-	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "6", NULL};
+	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "6", NULL};
 	const struct {
 		const char *env, *why;
 	} cases[] = {
@@ -855,7 +731,7 @@ TEST(e2e_gpu_cupti_unavailable)
 
 	for (size_t c = 0; c < ARRAY_SIZE(cases); c++) {
 		const char *env[] = {cases[c].env, NULL};
-		struct run with, without;
+		struct e2e_run with, without;
 
 		run_app(&without, argv, env, false);
 		run_app(&with, argv, env, true);
@@ -868,8 +744,8 @@ TEST(e2e_gpu_cupti_unavailable)
 		ASSERT_STR_CONTAINS(with.res.err, cases[c].why);
 		ASSERT_STR_CONTAINS(cupti_status(&with.traces[0]), "not used: ");
 		ASSERT_STR_CONTAINS(cupti_status(&with.traces[0]), cases[c].why);
-		run_free(&with);
-		run_free(&without);
+		e2e_free(&with);
+		e2e_free(&without);
 	}
 }
 
@@ -880,20 +756,20 @@ TEST(e2e_gpu_cupti_unavailable)
  */
 TEST(e2e_gpu_cupti_found_next_to_runtime)
 {
-	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "6", NULL};
-	const char *real_argv[] = {build_path("test/apps/steps-app-real"), "-e", NULL};
+	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "6", NULL};
+	const char *real_argv[] = {e2e_build_path("test/apps/steps-app-real"), "-e", NULL};
 	const char *env[] = {"GPROF_CUPTI_LIB", NULL};
 	const char *real_env[] = {"GPROF_CUPTI_LIB", "GPROF_SCHEDULE=all", NULL};
-	struct run r, without;
+	struct e2e_run r, without;
 	char lib[PATH_MAX];
 
 	run_app(&r, argv, env, true);
 	ASSERT_EQ(r.n_traces, 1);
-	ASSERT(realpath(build_path("fakecuda/libcupti.so.13"), lib));
+	ASSERT(realpath(e2e_build_path("fakecuda/libcupti.so.13"), lib));
 	ASSERT_STR_EQ(trace_str(gprof_meta(&r.traces[0], "cupti"), "library"), lib);
 	ASSERT_STR_EQ(cupti_status(&r.traces[0]), "in use");
-	ASSERT_GT(count_cat(&r.traces[0], "kernel"), 0);
-	run_free(&r);
+	ASSERT_GT(e2e_count(&r.traces[0], "kernel", NULL), 0);
+	e2e_free(&r);
 
 	run_app(&without, real_argv, real_env, false);
 	run_app(&r, real_argv, real_env, true);
@@ -902,35 +778,37 @@ TEST(e2e_gpu_cupti_found_next_to_runtime)
 	ASSERT_EQ(r.n_traces, 1);
 	ASSERT_STR_CONTAINS(cupti_status(&r.traces[0]), "not used: ");
 	ASSERT_EQ(lines_with(r.res.err, "GPU activity is not recorded: "), 1);
-	run_free(&r);
-	run_free(&without);
+	e2e_free(&r);
+	e2e_free(&without);
 }
 
 /* GPROF_ACTIVITIES chooses: kernels alone (no API events, no links), or API events alone. */
 TEST(e2e_gpu_activities)
 {
-	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "6", NULL};
+	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "6", NULL};
 	const char *kernels[] = {"GPROF_ACTIVITIES=kernel,nvtx", NULL};
 	const char *api[] = {"GPROF_ACTIVITIES=api", NULL};
-	struct run r;
+	struct e2e_run r;
 
 	run_app(&r, argv, kernels, true);
 	ASSERT_EQ(r.n_traces, 1);
-	ASSERT_EQ(count_cat(&r.traces[0], "kernel"), 3);
-	ASSERT_EQ(count_cat(&r.traces[0], "gpu_memcpy") + count_cat(&r.traces[0], "gpu_memset") +
-		      count_cat(&r.traces[0], "cuda_runtime") +
-		      count_cat(&r.traces[0], "gpu_memory") + count_cat(&r.traces[0], "ac2g"),
+	ASSERT_EQ(e2e_count(&r.traces[0], "kernel", NULL), 3);
+	ASSERT_EQ(e2e_count(&r.traces[0], "gpu_memcpy", NULL) +
+		      e2e_count(&r.traces[0], "gpu_memset", NULL) +
+		      e2e_count(&r.traces[0], "cuda_runtime", NULL) +
+		      e2e_count(&r.traces[0], "gpu_memory", NULL) +
+		      e2e_count(&r.traces[0], "ac2g", NULL),
 		  0);
-	run_free(&r);
+	e2e_free(&r);
 
 	run_app(&r, argv, api, true);
 	ASSERT_EQ(r.n_traces, 1);
-	ASSERT_GT(count_cat(&r.traces[0], "cuda_runtime"), 0);
+	ASSERT_GT(e2e_count(&r.traces[0], "cuda_runtime", NULL), 0);
 	check_api_once(&r.traces[0]);
-	ASSERT_EQ(count_cat(&r.traces[0], "kernel") + count_cat(&r.traces[0], "ac2g") +
-		      count_cat(&r.traces[0], "user_annotation") - 3,
+	ASSERT_EQ(e2e_count(&r.traces[0], "kernel", NULL) + e2e_count(&r.traces[0], "ac2g", NULL) +
+		      e2e_count(&r.traces[0], "user_annotation", NULL) - 3,
 		  0);
-	run_free(&r);
+	e2e_free(&r);
 }
 
 /*
@@ -941,10 +819,10 @@ TEST(e2e_gpu_activities)
  */
 TEST(e2e_gpu_back_to_back_windows)
 {
-	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "7", "-l", "2", NULL};
+	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "7", "-l", "2", NULL};
 	const char *env[] = {"GPROF_SCHEDULE=skip_first=1,wait=0,warmup=0,active=2,repeat=0",
 			     "FAKEGPU_KERNEL_TABLE=slow=300000000", NULL};
-	struct run r;
+	struct e2e_run r;
 
 	run_app(&r, argv, env, true);
 	ASSERT_EQ(r.res.status, 0);
@@ -959,5 +837,5 @@ TEST(e2e_gpu_back_to_back_windows)
 		check_steps_calls(&r.traces[w], r.gt, &steps);
 	}
 	ASSERT_GT(gtlog_int(gt_slow_kernel(r.gt), "end"), step_time_ns(&r.traces[1], 3, false));
-	run_free(&r);
+	e2e_free(&r);
 }

@@ -11,128 +11,17 @@
 
 #include "common/compiler.h"
 #include "task.h"
+#include "util/e2e.h"
 #include "util/gtlog.h"
-#include "util/proc.h"
-#include "util/trace.h"
 
-#define MAX_TRACES 16
-
-struct run {
-	char dir[PATH_MAX];
-	char gt_path[PATH_MAX + 16];
-	struct proc_result res;
-	int n_traces;
-	struct trace traces[MAX_TRACES];
-	json_t *gt; /* the ground-truth log */
-};
-
-/* A path in the build folder; a test process makes few, so they are never freed. */
-static const char *build_path(const char *rel)
+/*
+ * These tests are about the hooks' own events, which libgprof writes when CUPTI is not there;
+ * test-e2e-gpu.c runs the same programs with the simulated CUPTI.
+ */
+static void run_under(struct e2e_run *r, const char *const argv[], const char *const *env,
+		      bool preload)
 {
-	char *p = NULL;
-
-	ASSERT(asprintf(&p, "%s/%s", getenv("TEST_BUILD"), rel) > 0);
-	return p;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Loads and checks every trace in r->dir, in name order (= time order); no .partial may remain. */
-static void load_traces(struct run *r)
-{
-	char *names[MAX_TRACES];
-	struct dirent *de;
-	DIR *d = opendir(r->dir);
-	char why[512], path[PATH_MAX * 2];
-	int n = 0;
-
-	ASSERT(d);
-	while ((de = readdir(d))) {
-		ASSERT_MSG(!strstr(de->d_name, ".partial"), "left behind: %s", de->d_name);
-		if (strstr(de->d_name, ".pt.trace.json.gz") && n < MAX_TRACES)
-			names[n++] = strdup(de->d_name);
-	}
-	closedir(d);
-	qsort(names, (size_t)n, sizeof(names[0]), cmp_str);
-	for (int i = 0; i < n; i++) {
-		snprintf(path, sizeof(path), "%s/%s", r->dir, names[i]);
-		ASSERT_MSG(trace_load(path, &r->traces[i], why, sizeof(why)) == 0, "%s: %s", path,
-			   why);
-		ASSERT_MSG(trace_check(&r->traces[i], why, sizeof(why)) == 0, "%s: %s", path, why);
-		free(names[i]);
-	}
-	r->n_traces = n;
-}
-
-/* Runs argv under libgprof with `env` added (NULL-terminated); output lands in a fresh folder. */
-static void run_under(struct run *r, const char *const argv[], const char *const *env, bool preload)
-{
-	char out_env[PATH_MAX + 16], gt_env[PATH_MAX + 32];
-	const char *full[32];
-	int n = 0;
-
-	memset(r, 0, sizeof(*r));
-	snprintf(r->dir, sizeof(r->dir), "/tmp/gprof-e2e-XXXXXX");
-	ASSERT(mkdtemp(r->dir));
-	snprintf(r->gt_path, sizeof(r->gt_path), "%s/gt.log", r->dir);
-	snprintf(out_env, sizeof(out_env), "GPROF_OUTPUT=%s", r->dir);
-	snprintf(gt_env, sizeof(gt_env), "FAKEGPU_LOG=%s", r->gt_path);
-	full[n++] = preload ? proc_preload(build_path("libgprof.so")) : "LD_PRELOAD";
-	full[n++] = out_env;
-	full[n++] = gt_env;
-	full[n++] = "NVTX_INJECTION64_PATH";
-	full[n++] = "CUDA_INJECTION64_PATH";
-	full[n++] = "FAKEGPU_TIME_SCALE=0.1";
-	/*
-	 * These tests are about the hooks' own events, which libgprof writes when CUPTI is not
-	 * there; test-e2e-gpu.c runs the same programs with the simulated CUPTI.
-	 */
-	full[n++] = "GPROF_CUPTI_LIB=/nonexistent/libcupti.so.13";
-	for (; env && *env && n < 31; env++)
-		full[n++] = *env;
-	full[n] = NULL;
-	ASSERT_EQ(proc_run(argv, full, 120, &r->res), 0);
-	ASSERT_MSG(!r->res.timed_out, "%s timed out", argv[0]);
-	load_traces(r);
-	r->gt = gtlog_load(r->gt_path);
-}
-
-static void run_free(struct run *r)
-{
-	char cmd[PATH_MAX + 16];
-
-	for (int i = 0; i < r->n_traces; i++)
-		trace_free(&r->traces[i]);
-	json_decref(r->gt);
-	proc_result_free(&r->res);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", r->dir);
-	ASSERT_EQ(system(cmd), 0);
-}
-
-/* The events of t matching cat (and name, if not NULL). */
-static int count_events(const struct trace *t, const char *cat, const char *name)
-{
-	size_t i;
-	json_t *ev;
-	int n = 0;
-
-	json_array_foreach(t->events, i, ev)
-	{
-		if (!strcmp(trace_str(ev, "cat"), cat) &&
-		    (!name || !strcmp(trace_str(ev, "name"), name)))
-			n++;
-	}
-	return n;
-}
-
-static long long arg_int(const json_t *ev, const char *key)
-{
-	json_t *v = json_object_get(json_object_get(ev, "args"), key);
-
-	return json_is_integer(v) ? json_integer_value(v) : -1;
+	e2e_run(r, argv, "/nonexistent/libcupti.so.13", env, preload);
 }
 
 /* The step numbers of t's ProfilerStep#N spans, as a bit set. */
@@ -186,8 +75,8 @@ static long long grid_x(const json_t *ev)
  * Every hooked call steps-app made in steps [first, last] (per the ground-truth log) is in the
  * trace exactly once, with its name and arguments, and nothing from other steps.
  */
-static void check_calls(const struct run *r, const struct trace *t, unsigned first, unsigned last,
-			int workers)
+static void check_calls(const struct e2e_run *r, const struct trace *t, unsigned first,
+			unsigned last, int workers)
 {
 	static const char *const hooked[] = {"cudaLaunchKernel", "cudaMalloc", "cudaMemcpy",
 					     "cudaMemcpyAsync", "cudaMemsetAsync"};
@@ -220,12 +109,12 @@ static void check_calls(const struct run *r, const struct trace *t, unsigned fir
 			if (strcmp(trace_str(ev, "cat"), "cuda_runtime") ||
 			    strcmp(trace_str(ev, "name"), hooked[h]))
 				continue;
-			k = step_of_call(hooked[h], arg_int(ev, "bytes"), grid_x(ev));
+			k = step_of_call(hooked[h], e2e_arg_int(ev, "bytes"), grid_x(ev));
 			ASSERT_MSG(k >= 0 && k < 64, "%s with unexpected arguments", hooked[h]);
 			got[k]++;
-			ASSERT_EQ(arg_int(ev, "result"), 0);
+			ASSERT_EQ(e2e_arg_int(ev, "result"), 0);
 			if (!strcmp(hooked[h], "cudaLaunchKernel")) {
-				ASSERT_EQ(arg_int(ev, "shared memory"), k * 16);
+				ASSERT_EQ(e2e_arg_int(ev, "shared memory"), k * 16);
 				ASSERT_STR_CONTAINS(
 				    trace_str(json_object_get(ev, "args"), "kernel"), "scale");
 			}
@@ -241,8 +130,8 @@ static void check_calls(const struct run *r, const struct trace *t, unsigned fir
 
 TEST(preload_default_schedule)
 {
-	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "10", NULL};
-	struct run r;
+	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "10", NULL};
+	struct e2e_run r;
 
 	run_under(&r, argv, NULL, true);
 	ASSERT_EQ(r.res.status, 0);
@@ -250,20 +139,20 @@ TEST(preload_default_schedule)
 	ASSERT_EQ(step_set(&r.traces[0]), steps_between(2, 4));
 	check_calls(&r, &r.traces[0], 2, 4, 1);
 	/* NVTX: per step, forward + inner + dom-range ranges, the cross-thread range, marks. */
-	ASSERT_EQ(count_events(&r.traces[0], "user_annotation", "forward"), 3);
-	ASSERT_EQ(count_events(&r.traces[0], "user_annotation", "inner"), 3);
-	ASSERT_EQ(count_events(&r.traces[0], "user_annotation", "dom-range"), 3);
-	ASSERT_EQ(count_events(&r.traces[0], "user_annotation", "wide \xe2\x9c\x93"), 3);
-	ASSERT_GE(count_events(&r.traces[0], "user_annotation", "across"), 2);
-	ASSERT_EQ(count_events(&r.traces[0], "gpu_memory", NULL), 6);
-	ASSERT_EQ(count_events(&r.traces[0], "cuda_runtime", "cudaFree"), 3);
-	run_free(&r);
+	ASSERT_EQ(e2e_count(&r.traces[0], "user_annotation", "forward"), 3);
+	ASSERT_EQ(e2e_count(&r.traces[0], "user_annotation", "inner"), 3);
+	ASSERT_EQ(e2e_count(&r.traces[0], "user_annotation", "dom-range"), 3);
+	ASSERT_EQ(e2e_count(&r.traces[0], "user_annotation", "wide \xe2\x9c\x93"), 3);
+	ASSERT_GE(e2e_count(&r.traces[0], "user_annotation", "across"), 2);
+	ASSERT_EQ(e2e_count(&r.traces[0], "gpu_memory", NULL), 6);
+	ASSERT_EQ(e2e_count(&r.traces[0], "cuda_runtime", "cudaFree"), 3);
+	e2e_free(&r);
 }
 
 TEST(preload_domain_and_tids)
 {
-	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "6", NULL};
-	struct run r;
+	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "6", NULL};
+	struct e2e_run r;
 	size_t i;
 	json_t *ev;
 	long long worker_tid = -1;
@@ -288,52 +177,52 @@ TEST(preload_domain_and_tids)
 		if (!strcmp(name, "forward"))
 			ASSERT(!json_object_get(json_object_get(ev, "args"), "domain"));
 	}
-	run_free(&r);
+	e2e_free(&r);
 }
 
 TEST(preload_markers_on_launching_thread)
 {
-	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "10", "-S", NULL};
-	struct run r;
+	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "10", "-S", NULL};
+	struct e2e_run r;
 
 	run_under(&r, argv, NULL, true);
 	ASSERT_EQ(r.res.status, 0);
 	ASSERT_EQ(r.n_traces, 1);
 	ASSERT_EQ(step_set(&r.traces[0]), steps_between(2, 4));
 	check_calls(&r, &r.traces[0], 2, 4, 1);
-	run_free(&r);
+	e2e_free(&r);
 }
 
 TEST(preload_numbered_step_markers)
 {
-	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "10", "-x", NULL};
-	struct run r;
+	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "10", "-x", NULL};
+	struct e2e_run r;
 
 	run_under(&r, argv, NULL, true);
 	ASSERT_EQ(r.n_traces, 1);
 	ASSERT_EQ(step_set(&r.traces[0]), steps_between(2, 4));
-	run_free(&r);
+	e2e_free(&r);
 }
 
 TEST(preload_eight_threads)
 {
-	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "8", "-t", "8", NULL};
-	struct run r;
+	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "8", "-t", "8", NULL};
+	struct e2e_run r;
 
 	run_under(&r, argv, NULL, true);
 	ASSERT_EQ(r.res.status, 0);
 	ASSERT_EQ(r.n_traces, 1);
 	check_calls(&r, &r.traces[0], 2, 4, 8);
-	ASSERT_EQ(count_events(&r.traces[0], "user_annotation", "forward"), 24);
-	run_free(&r);
+	ASSERT_EQ(e2e_count(&r.traces[0], "user_annotation", "forward"), 24);
+	e2e_free(&r);
 }
 
 TEST(preload_repeat)
 {
-	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "10", NULL};
+	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "10", NULL};
 	const char *env2[] = {"GPROF_SCHEDULE=wait=1,warmup=1,active=2,repeat=2", NULL};
 	const char *env0[] = {"GPROF_SCHEDULE=wait=1,warmup=1,active=2,repeat=0", NULL};
-	struct run r;
+	struct e2e_run r;
 
 	/* Cycles of 4 steps (wait, warmup, active, active): steps 2-3 and 6-7 are recorded. */
 	run_under(&r, argv, env2, true);
@@ -342,34 +231,34 @@ TEST(preload_repeat)
 	ASSERT_EQ(step_set(&r.traces[1]), steps_between(6, 7));
 	check_calls(&r, &r.traces[0], 2, 3, 1);
 	check_calls(&r, &r.traces[1], 6, 7, 1);
-	run_free(&r);
+	e2e_free(&r);
 
 	/* repeat=0 over 12 steps: 2-3, 6-7 and 10-11, the last saved at exit. */
-	const char *argv12[] = {build_path("test/apps/steps-app"), "-s", "12", NULL};
+	const char *argv12[] = {e2e_build_path("test/apps/steps-app"), "-s", "12", NULL};
 
 	run_under(&r, argv12, env0, true);
 	ASSERT_EQ(r.n_traces, 3);
 	ASSERT_EQ(step_set(&r.traces[2]), steps_between(10, 11));
 	check_calls(&r, &r.traces[2], 10, 11, 1);
-	run_free(&r);
+	e2e_free(&r);
 }
 
 TEST(preload_schedule_all)
 {
-	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "5", NULL};
+	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "5", NULL};
 	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
-	struct run r;
+	struct e2e_run r;
 
 	run_under(&r, argv, env, true);
 	ASSERT_EQ(r.n_traces, 1);
 	check_calls(&r, &r.traces[0], 0, 4, 1);
-	run_free(&r);
+	e2e_free(&r);
 }
 
 TEST(preload_nvcc_app)
 {
-	const char *app = build_path("test/apps/nvcc-app");
-	const char *pt = build_path("test/apps/nvcc-app-pt");
+	const char *app = e2e_build_path("test/apps/nvcc-app");
+	const char *pt = e2e_build_path("test/apps/nvcc-app-pt");
 	const char *const apps[][2] = {{app, "__cudaLaunchKernel"},
 				       {pt, "__cudaLaunchKernel_ptsz"}};
 	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
@@ -378,7 +267,7 @@ TEST(preload_nvcc_app)
 		SKIP("no nvcc-app (nvcc missing)");
 	for (size_t a = 0; a < 2; a++) {
 		const char *argv[] = {apps[a][0], NULL};
-		struct run r;
+		struct e2e_run r;
 		size_t i;
 		json_t *ev;
 		int launches = 0;
@@ -400,21 +289,21 @@ TEST(preload_nvcc_app)
 		ASSERT_GT(launches, 0);
 		ASSERT_EQ(launches, (int)gtlog_count(r.gt, "{\"type\":\"api\",\"cbid\":505}") +
 					(int)gtlog_count(r.gt, "{\"type\":\"api\",\"cbid\":506}"));
-		ASSERT_GE(count_events(&r.traces[0], "cuda_runtime", "cudaLaunchKernel"), 1);
-		run_free(&r);
+		ASSERT_GE(e2e_count(&r.traces[0], "cuda_runtime", "cudaLaunchKernel"), 1);
+		e2e_free(&r);
 	}
 }
 
 /* Output, errno and exit status identical with and without libgprof, on both runtimes. */
 TEST(preload_results_unchanged)
 {
-	const char *const apps[] = {build_path("test/apps/steps-app"),
-				    build_path("test/apps/steps-app-real")};
+	const char *const apps[] = {e2e_build_path("test/apps/steps-app"),
+				    e2e_build_path("test/apps/steps-app-real")};
 	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
 
 	for (size_t a = 0; a < ARRAY_SIZE(apps); a++) {
 		const char *argv[] = {apps[a], "-e", NULL};
-		struct run with, without;
+		struct e2e_run with, without;
 
 		run_under(&without, argv, env, false);
 		run_under(&with, argv, env, true);
@@ -422,25 +311,25 @@ TEST(preload_results_unchanged)
 		ASSERT_STR_EQ(with.res.out, without.res.out);
 		ASSERT_STR_CONTAINS(with.res.out, "cudaMalloc(1 TiB) = ");
 		ASSERT_STR_CONTAINS(with.res.out, ", errno 4242\n");
-		run_free(&with);
-		run_free(&without);
+		e2e_free(&with);
+		e2e_free(&without);
 	}
 }
 
 /* With the real libcudart and no GPU every call fails with 35, and passes through as it is. */
 TEST(preload_real_runtime_without_gpu)
 {
-	const char *argv[] = {build_path("test/apps/steps-app-real"), "-e", NULL};
+	const char *argv[] = {e2e_build_path("test/apps/steps-app-real"), "-e", NULL};
 	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
-	struct run r;
+	struct e2e_run r;
 
 	run_under(&r, argv, env, true);
 	ASSERT_EQ(r.res.status, 0);
 	ASSERT_STR_CONTAINS(r.res.out, "cudaMalloc(1 TiB) = 35, errno 4242");
 	ASSERT_STR_CONTAINS(r.res.out, "cudaMemcpy(bad kind) = 35, errno 77");
 	ASSERT_EQ(r.n_traces, 1);
-	ASSERT_EQ(count_events(&r.traces[0], "cuda_runtime", "cudaMalloc"), 1);
-	run_free(&r);
+	ASSERT_EQ(e2e_count(&r.traces[0], "cuda_runtime", "cudaMalloc"), 1);
+	e2e_free(&r);
 }
 
 /* No CUDA, or GPROF_DISABLE=1: no file, no message, the same exit status. */
@@ -450,7 +339,7 @@ TEST(preload_inert_cases)
 	const char *sh_argv[] = {"/bin/sh", "-c", "exit 5", NULL};
 	const char *true_argv[] = {"/bin/true", NULL};
 	const char *disable[] = {"GPROF_DISABLE=1", NULL};
-	const char *app_argv[] = {build_path("test/apps/steps-app"), "-s", "6", NULL};
+	const char *app_argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "6", NULL};
 	struct {
 		const char *const *argv;
 		const char *const *env;
@@ -461,7 +350,7 @@ TEST(preload_inert_cases)
 	};
 
 	for (size_t c = 0; c < ARRAY_SIZE(cases); c++) {
-		struct run r;
+		struct e2e_run r;
 
 		if (cases[c].argv == py_argv && access("/usr/bin/python3", X_OK) != 0)
 			continue;
@@ -470,15 +359,15 @@ TEST(preload_inert_cases)
 			   r.res.status, r.res.err);
 		ASSERT_EQ(r.n_traces, 0);
 		ASSERT_MSG(!strstr(r.res.err, "gprof:"), "case %zu printed: %s", c, r.res.err);
-		run_free(&r);
+		e2e_free(&r);
 	}
 }
 
 /* A CUDA program that never marks a step gets one message naming the two ways out. */
 TEST(preload_no_step_marker)
 {
-	const char *argv[] = {build_path("test/apps/steps-app-real"), "-e", NULL};
-	struct run r;
+	const char *argv[] = {e2e_build_path("test/apps/steps-app-real"), "-e", NULL};
+	struct e2e_run r;
 
 	run_under(&r, argv, NULL, true);
 	ASSERT_EQ(r.res.status, 0);
@@ -486,15 +375,15 @@ TEST(preload_no_step_marker)
 	ASSERT_STR_CONTAINS(r.res.err, "gprof: ");
 	ASSERT_STR_CONTAINS(r.res.err, "torch.cuda.nvtx.mark");
 	ASSERT_STR_CONTAINS(r.res.err, "GPROF_SCHEDULE=all");
-	run_free(&r);
+	e2e_free(&r);
 }
 
 /* A bad configuration value: one line, libgprof off, the program as without it. */
 TEST(preload_bad_config)
 {
-	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "6", NULL};
+	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "6", NULL};
 	const char *env[] = {"GPROF_SCHEDULE=wait=1,bogus=2", NULL};
-	struct run r;
+	struct e2e_run r;
 
 	run_under(&r, argv, env, true);
 	ASSERT_EQ(r.res.status, 0);
@@ -502,21 +391,21 @@ TEST(preload_bad_config)
 	ASSERT_STR_CONTAINS(r.res.err, "gprof: GPROF_SCHEDULE='wait=1,bogus=2': ");
 	ASSERT_EQ(strchr(r.res.err, '\n') - r.res.err + 1, (long)strlen(r.res.err));
 	ASSERT_STR_CONTAINS(r.res.out, "steps-app: 6 steps x 1 threads ok");
-	run_free(&r);
+	e2e_free(&r);
 }
 
 /* NVTX_INJECTION64_PATH set by the user: one warning, the program runs. */
 TEST(preload_nvtx_path_taken)
 {
-	const char *argv[] = {build_path("test/apps/steps-app"), "-s", "3", NULL};
+	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "3", NULL};
 	const char *env[] = {"NVTX_INJECTION64_PATH=/nonexistent/libothertool.so", NULL};
-	struct run r;
+	struct e2e_run r;
 
 	run_under(&r, argv, env, true);
 	ASSERT_EQ(r.res.status, 0);
 	ASSERT_STR_CONTAINS(r.res.err, "gprof: NVTX_INJECTION64_PATH is already set");
 	ASSERT_STR_CONTAINS(r.res.out, "steps-app: 3 steps x 1 threads ok");
-	run_free(&r);
+	e2e_free(&r);
 }
 
 /*
@@ -525,16 +414,16 @@ TEST(preload_nvtx_path_taken)
  */
 TEST(preload_runtime_loaded_local)
 {
-	const char *argv[] = {build_path("test/apps/local-app"), NULL};
+	const char *argv[] = {e2e_build_path("test/apps/local-app"), NULL};
 	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
-	struct run r;
+	struct e2e_run r;
 
 	run_under(&r, argv, env, true);
 	ASSERT_EQ(r.res.status, 0);
 	ASSERT_STR_CONTAINS(r.res.out, "cudaMalloc 0, cudaMemcpy 0, cudaFree 0");
 	ASSERT_EQ(r.n_traces, 1);
-	ASSERT_EQ(count_events(&r.traces[0], "cuda_runtime", "cudaMalloc"), 1);
-	ASSERT_EQ(count_events(&r.traces[0], "cuda_runtime", "cudaMemcpy"), 1);
-	ASSERT_EQ(count_events(&r.traces[0], "cuda_runtime", "cudaFree"), 1);
-	run_free(&r);
+	ASSERT_EQ(e2e_count(&r.traces[0], "cuda_runtime", "cudaMalloc"), 1);
+	ASSERT_EQ(e2e_count(&r.traces[0], "cuda_runtime", "cudaMemcpy"), 1);
+	ASSERT_EQ(e2e_count(&r.traces[0], "cuda_runtime", "cudaFree"), 1);
+	e2e_free(&r);
 }

@@ -1,0 +1,132 @@
+/* End-to-end runs on the simulated GPU (e2e.h). */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../task.h"
+#include "e2e.h"
+#include "gtlog.h"
+
+#define MAX_ENV 40
+
+const char *e2e_build_path(const char *rel)
+{
+	char *p = NULL;
+
+	ASSERT(asprintf(&p, "%s/%s", getenv("TEST_BUILD"), rel) > 0);
+	return p;
+}
+
+/* Sets or replaces (by name) one "NAME=value" or "NAME" entry of a NULL-terminated list. */
+static void env_put(const char **env, const char *spec)
+{
+	size_t name = strcspn(spec, "=");
+	int i = 0;
+
+	for (; env[i]; i++)
+		if (strcspn(env[i], "=") == name && !strncmp(env[i], spec, name))
+			break;
+	ASSERT(i < MAX_ENV - 1);
+	if (!env[i])
+		env[i + 1] = NULL;
+	env[i] = spec;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void load_traces(struct e2e_run *r)
+{
+	char *names[E2E_MAX_TRACES], why[512], path[PATH_MAX * 2];
+	DIR *d = opendir(r->dir);
+	struct dirent *de;
+	int n = 0;
+
+	ASSERT(d);
+	while ((de = readdir(d))) {
+		ASSERT_MSG(!strstr(de->d_name, ".partial"), "left behind: %s", de->d_name);
+		if (strstr(de->d_name, ".pt.trace.json.gz") && n < E2E_MAX_TRACES)
+			names[n++] = strdup(de->d_name);
+	}
+	closedir(d);
+	qsort(names, (size_t)n, sizeof(names[0]), cmp_str);
+	for (int i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%s", r->dir, names[i]);
+		ASSERT_MSG(trace_load(path, &r->traces[i], why, sizeof(why)) == 0, "%s: %s", path,
+			   why);
+		ASSERT_MSG(trace_check(&r->traces[i], why, sizeof(why)) == 0, "%s: %s", path, why);
+		free(names[i]);
+	}
+	r->n_traces = n;
+}
+
+void e2e_run(struct e2e_run *r, const char *const argv[], const char *cupti_lib,
+	     const char *const *extra, bool preload)
+{
+	char *out_env = NULL, *gt_env = NULL, *cupti_env = NULL;
+	const char *env[MAX_ENV] = {NULL};
+
+	memset(r, 0, sizeof(*r));
+	snprintf(r->dir, sizeof(r->dir), "/tmp/gprof-e2e-XXXXXX");
+	ASSERT(mkdtemp(r->dir));
+	snprintf(r->gt_path, sizeof(r->gt_path), "%s/gt.log", r->dir);
+	ASSERT(asprintf(&out_env, "GPROF_OUTPUT=%s", r->dir) > 0);
+	ASSERT(asprintf(&gt_env, "FAKEGPU_LOG=%s", r->gt_path) > 0);
+	env_put(env, preload ? proc_preload(e2e_build_path("libgprof.so")) : "LD_PRELOAD");
+	env_put(env, out_env);
+	env_put(env, gt_env);
+	env_put(env, "NVTX_INJECTION64_PATH");
+	env_put(env, "CUDA_INJECTION64_PATH");
+	env_put(env, "FAKEGPU_TIME_SCALE=0.1");
+	if (cupti_lib) {
+		ASSERT(asprintf(&cupti_env, "GPROF_CUPTI_LIB=%s", cupti_lib) > 0);
+		env_put(env, cupti_env);
+	}
+	for (; extra && *extra; extra++)
+		env_put(env, *extra);
+	ASSERT_EQ(proc_run(argv, env, 120, &r->res), 0);
+	ASSERT_MSG(!r->res.timed_out, "%s timed out", argv[0]);
+	load_traces(r);
+	r->gt = gtlog_load(r->gt_path);
+	free(out_env);
+	free(gt_env);
+	free(cupti_env);
+}
+
+void e2e_free(struct e2e_run *r)
+{
+	char cmd[PATH_MAX + 16];
+
+	for (int i = 0; i < r->n_traces; i++)
+		trace_free(&r->traces[i]);
+	json_decref(r->gt);
+	proc_result_free(&r->res);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", r->dir);
+	ASSERT_EQ(system(cmd), 0);
+}
+
+int e2e_count(const struct trace *t, const char *cat, const char *name)
+{
+	size_t i;
+	json_t *ev;
+	int n = 0;
+
+	json_array_foreach(t->events, i, ev)
+	{
+		if (!strcmp(trace_str(ev, "cat"), cat) &&
+		    (!name || !strcmp(trace_str(ev, "name"), name)))
+			n++;
+	}
+	return n;
+}
+
+long long e2e_arg_int(const json_t *ev, const char *key)
+{
+	json_t *v = json_object_get(json_object_get(ev, "args"), key);
+
+	return json_is_integer(v) ? json_integer_value(v) : -1;
+}

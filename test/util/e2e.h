@@ -1,0 +1,45 @@
+/*
+ * End-to-end runs: a program on the simulated GPU, under libgprof or not, with its traces
+ * loaded and checked against TRACE_FORMAT.md and its ground-truth log (FAKEGPU_LOG) loaded.
+ */
+#ifndef GPROF_TEST_E2E_H
+#define GPROF_TEST_E2E_H
+
+#include <limits.h>
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "proc.h"
+#include "trace.h"
+
+#define E2E_MAX_TRACES 16
+
+struct e2e_run {
+	char dir[PATH_MAX]; /* GPROF_OUTPUT: a fresh folder, removed by e2e_free */
+	char gt_path[PATH_MAX + 16];
+	struct proc_result res;
+	int n_traces;
+	struct trace traces[E2E_MAX_TRACES]; /* in name (= time) order, each checked */
+	json_t *gt;			     /* the ground-truth log; NULL for the real runtime */
+};
+
+/* A path under the build folder (TEST_BUILD); never freed. */
+const char *e2e_build_path(const char *rel);
+
+/*
+ * Runs argv with LD_PRELOAD=libgprof (when preload), GPROF_OUTPUT, FAKEGPU_LOG, no injection
+ * variables of the caller's, FAKEGPU_TIME_SCALE=0.1 and GPROF_CUPTI_LIB=cupti_lib (when not
+ * NULL); then `extra` ("NAME=value" sets, "NAME" removes; later entries win). Fails the test if
+ * the program can't run or times out, if a .partial is left, or if a trace breaks the format.
+ */
+void e2e_run(struct e2e_run *r, const char *const argv[], const char *cupti_lib,
+	     const char *const *extra, bool preload);
+void e2e_free(struct e2e_run *r);
+
+/* The events of t with this cat and, unless NULL, this name. */
+int e2e_count(const struct trace *t, const char *cat, const char *name);
+/* An integer argument of an event, or -1. */
+long long e2e_arg_int(const json_t *ev, const char *key);
+
+#endif
