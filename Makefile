@@ -94,6 +94,8 @@ $(TEST_BIN): $(TEST_OBJS) $(CORE_LIB)
 -include test/fakecuda/runtime.mk
 -include test/apps/apps.mk
 -include test/apps/preload.mk
+-include test/reliability.mk
+-include bench/bench.mk
 
 # Tests find what they need through these variables.
 TEST_ENV := TEST_BUILD=$(abspath $(BUILD)) TEST_SRC=$(abspath .) \
