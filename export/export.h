@@ -180,6 +180,8 @@ struct gprof_export_event {
  */
 int gprof_export_push(const struct gprof_export_event *ev);
 
+struct gprof_export_summary;
+
 /* What became of a window (on_window_done). */
 struct gprof_export_result {
 	uint32_t id;
@@ -190,7 +192,32 @@ struct gprof_export_result {
 	uint64_t last_step;
 	uint64_t events[GPROF_EXPORT_KINDS]; /* written, per kind */
 	uint64_t dropped;		     /* buffer full, for this window */
+	uint64_t cupti_dropped;		     /* gprof_export_window_add_cupti_dropped */
+	/* Figures tallied as the events were written; NULL if the window failed (or no memory). */
+	const struct gprof_export_summary *summary;
 };
+
+/*
+ * The end-of-window summary of r (GPROF_SUMMARY), for on_window_done: malloc'd text (free it)
+ * of lines that each start with "gprof: ", or NULL (no summary, out of memory):
+ *
+ *	gprof: trace written: <path>
+ *	gprof:   steps A-B: <n> in <time>, mean step <time>
+ *	gprof:   GPU <d>: busy <p>% of step time (<time>); kernels <time>, memcpy <time>,
+ *		 memset <time>; peak memory <bytes>                  (one line per device)
+ *	gprof:   top <n> of <m> kernels by GPU time:   (then calls, total, mean, GPU%, name)
+ *	gprof:   copies   count  bytes  time  GB/s          (then a line per direction, memset)
+ *	gprof:   dropped records: <n> (buffer full <n>, CUPTI <n>)      (only when some were)
+ *
+ * A window without GPU activity (no CUPTI) gets one line: "gprof: trace written: <path>
+ * (steps ...; no GPU activity recorded[; GPU <d> peak memory <bytes>][; dropped records...])".
+ * Busy is the union of the device's kernel, memcpy and memset intervals within the span of
+ * the window's steps (from the first step's start to the last one's end), over that span.
+ * GPU% is a kernel's share of all GPU time (kernels, copies and memsets, all devices). Peak
+ * memory is the highest gpu_memory counter value. Times are "12.345 ms" (ns, us, ms, s), sizes
+ * "1.50 MiB" (B, KiB, MiB, GiB, TiB), GB/s is 1e9 B/s.
+ */
+char *gprof_export_summary_text(const struct gprof_export_result *r);
 
 /* Set up by gprof_export_init(); read by the writer. */
 struct gprof_export_config {

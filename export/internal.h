@@ -1,6 +1,6 @@
 /*
  * What export's files share with each other (and with export's own tests). Not an interface:
- * nothing outside export/ and test/test-{json,export}.c includes it; use export.h.
+ * nothing outside export/ and test/test-{json,export,summary}.c includes it; use export.h.
  */
 #ifndef GPROF_EXPORT_INTERNAL_H
 #define GPROF_EXPORT_INTERNAL_H
@@ -205,5 +205,17 @@ void gprof_trace_free(struct gprof_trace *t);
 /* The header text, exactly GPROF_TRACE_HEAD_BYTES long, into b (exposed for tests). */
 int gprof_trace_head(struct gprof_jbuf *b, const struct gprof_trace_meta *m,
 		     const uint64_t *counts);
+/* "HtoD", "DtoH", ... for enum gprof_export_copy_kind ("Unknown" when out of range). */
+const char *gprof_trace_copy_kind(unsigned k);
+
+/*
+ * summary.c: the end-of-window figures (export.h's gprof_export_summary_text), tallied on the
+ * writer thread from the events of one window as they are written. NULL when out of memory;
+ * events() accepts a NULL summary.
+ */
+struct gprof_export_summary *gprof_summary_new(void);
+void gprof_summary_events(struct gprof_export_summary *s, const struct gprof_export_event *ev,
+			  size_t n);
+void gprof_summary_free(struct gprof_export_summary *s);
 
 #endif

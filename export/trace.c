@@ -174,7 +174,7 @@ static const char *const mem_kinds[] = {
     [GPROF_MEM_MANAGED_STATIC] = "Managed Static",
 };
 
-static const char *copy_kind(unsigned k)
+const char *gprof_trace_copy_kind(unsigned k)
 {
 	return k < ARRAY_SIZE(copy_kinds) ? copy_kinds[k] : copy_kinds[0];
 }
@@ -217,7 +217,7 @@ static void put_api_args(struct gprof_jbuf *b, const struct gprof_export_event *
 	}
 	if (ev->flags & GPROF_EXPORT_ARG_COPY_KIND) {
 		gprof_jbuf_lit(b, ",\"copy kind\":\"");
-		put_cstr_raw(b, copy_kind(a->copy_kind));
+		put_cstr_raw(b, gprof_trace_copy_kind(a->copy_kind));
 		gprof_jbuf_lit(b, "\"");
 	}
 	if (ev->flags & GPROF_EXPORT_ARG_PTR) {
@@ -345,7 +345,7 @@ static void emit_copy(struct gprof_trace *t, const struct gprof_export_event *ev
 
 	if (ev->kind == GPROF_EXPORT_MEMCPY) {
 		gprof_jbuf_lit(b, "{\"ph\":\"X\",\"cat\":\"gpu_memcpy\",\"name\":\"Memcpy ");
-		put_cstr_raw(b, copy_kind(c->copy_kind));
+		put_cstr_raw(b, gprof_trace_copy_kind(c->copy_kind));
 		gprof_jbuf_lit(b, " (");
 		put_cstr_raw(b, mem_kind(c->src_kind));
 		gprof_jbuf_lit(b, " -> ");

@@ -30,7 +30,8 @@ struct window {
 	/* Writer only. */
 	uint32_t wid;		   /* the id this slot's trace was opened for, 0 if none */
 	struct gprof_trace *trace; /* NULL: not opened yet, or failed */
-	int error;		   /* why the window failed */
+	struct gprof_export_summary *summary; /* tallied with the trace; may be NULL */
+	int error;			      /* why the window failed */
 	struct gprof_rank rank;
 	char path[PATH_MAX]; /* the final name; the file is path + ".partial" until done */
 };
@@ -86,12 +87,12 @@ static struct window *window_of(uint32_t id)
 	return id && w->id == id ? w : NULL;
 }
 
-/* Where the events of window `id` go, from the writer's side. */
-static struct gprof_trace *trace_of(uint32_t id)
+/* The window whose trace takes the events of window `id`, from the writer's side. */
+static struct window *writing(uint32_t id)
 {
 	struct window *w = &ctl.win[id % GPROF_EXPORT_WINDOWS];
 
-	return id && w->wid == id ? w->trace : NULL;
+	return id && w->wid == id && w->trace ? w : NULL;
 }
 
 struct pass {
@@ -123,13 +124,14 @@ static void route(const struct gprof_export_event *ev, size_t n, void *arg)
 	const struct pass *p = arg;
 
 	while (n) {
-		struct gprof_trace *t = trace_of(ev->window);
+		struct window *w = writing(ev->window);
 		size_t run = 1;
 
 		while (run < n && ev[run].window == ev->window)
 			run++;
-		if (t) {
-			gprof_trace_events(t, ev, run);
+		if (w) {
+			gprof_trace_events(w->trace, ev, run);
+			gprof_summary_events(w->summary, ev, run);
 			wr.written += run;
 		} else if ((int32_t)(ev->window - p->last_id) > 0 && hold(ev, run)) {
 			/* Opened after this pass was planned: not late, just early. */
@@ -157,7 +159,9 @@ static void abandon(struct window *w, int err, const char *what)
 	       "space or point GPROF_OUTPUT at a writable folder.",
 	       (unsigned long long)w->number, what, w->path, strerror(-err));
 	gprof_trace_free(w->trace);
+	gprof_summary_free(w->summary);
 	w->trace = NULL;
+	w->summary = NULL;
 	w->error = err;
 	partial_remove(w->path);
 }
@@ -211,6 +215,8 @@ static void open_window(struct window *w, struct gprof_trace_meta *m)
 	w->trace = gprof_trace_open(m, w->open_ns, fd, ctl.cfg.gzip_level, &w->error);
 	if (!w->trace)
 		abandon(w, w->error, "cannot write the trace file");
+	else
+		w->summary = gprof_summary_new();
 }
 
 static void report(const struct window *w, const struct gprof_trace_meta *m, const uint64_t *counts,
@@ -224,6 +230,8 @@ static void report(const struct window *w, const struct gprof_trace_meta *m, con
 	    .first_step = m->first_step,
 	    .last_step = m->last_step,
 	    .dropped = gprof_buf_dropped(w->id),
+	    .cupti_dropped = m->dropped_cupti,
+	    .summary = error ? NULL : w->summary,
 	};
 
 	if (counts)
@@ -259,7 +267,9 @@ static void finish_window(struct window *w, struct gprof_trace_meta *m)
 out:
 	report(w, m, w->trace ? gprof_trace_counts(w->trace) : NULL, err);
 	gprof_trace_free(w->trace);
+	gprof_summary_free(w->summary);
 	w->trace = NULL;
+	w->summary = NULL;
 	w->error = err;
 }
 

@@ -1,0 +1,572 @@
+/*
+ * The end-of-window summary: tallies the events of a window on the writer thread as they are
+ * written (kernel totals by interned name, copies by direction, GPU busy time per device, peak
+ * device memory, step times), and formats them as "gprof: " lines when the file is complete.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "export/internal.h"
+
+#define TOP_KERNELS 10
+#define NAME_COLS   96 /* bytes of a kernel name shown */
+/*
+ * Busy spans kept per device before the oldest half is folded into a total. Records arrive
+ * nearly in time order, so folding only matters for windows with more gaps than this.
+ */
+#define SPANS_MAX  (1u << 16)
+#define COPY_KINDS (GPROF_COPY_PTOP + 1)
+
+enum gpu_kind {
+	GPU_KERNEL,
+	GPU_MEMCPY,
+	GPU_MEMSET,
+	GPU_KINDS
+};
+
+struct kernel_total {
+	const struct gprof_export_str *name; /* interned: the pointer is the name's identity */
+	uint64_t calls, ns;
+	bool used;
+};
+
+struct span {
+	uint64_t begin, end; /* ns, end exclusive */
+};
+
+struct device {
+	uint32_t id;
+	struct span *spans; /* sorted, disjoint, not touching */
+	size_t n, cap;
+	uint64_t folded_ns, folded_end; /* union of spans folded away, and where they end */
+	uint64_t peak_bytes;
+	bool has_memory;
+	uint64_t kind_ns[GPU_KINDS]; /* sum of durations */
+};
+
+struct copy_total {
+	uint64_t count, bytes, ns;
+};
+
+struct gprof_export_summary {
+	struct kernel_total *kernels; /* open addressing on the name's hash */
+	size_t n_kernels, mask;
+	struct copy_total copies[COPY_KINDS], memsets;
+	struct device dev[GPROF_EXPORT_MAX_DEVICES];
+	unsigned n_dev;
+	uint64_t steps, step_ns, step_begin, step_end;
+	uint64_t gpu_events; /* kernels, memcpys, memsets */
+	bool failed;	     /* out of memory, or too many devices: figures are incomplete */
+};
+
+struct gprof_export_summary *gprof_summary_new(void)
+{
+	struct gprof_export_summary *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->mask = 63;
+	s->kernels = calloc(s->mask + 1, sizeof(*s->kernels));
+	if (!s->kernels) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void gprof_summary_free(struct gprof_export_summary *s)
+{
+	if (!s)
+		return;
+	for (unsigned i = 0; i < s->n_dev; i++)
+		free(s->dev[i].spans);
+	free(s->kernels);
+	free(s);
+}
+
+static struct kernel_total *kernel_slot(struct kernel_total *tab, size_t mask,
+					const struct gprof_export_str *name)
+{
+	size_t i = (name ? name->hash : 0) & mask;
+
+	while (tab[i].used && tab[i].name != name)
+		i = (i + 1) & mask;
+	return &tab[i];
+}
+
+/* Doubles the table; false when out of memory. */
+static bool kernels_grow(struct gprof_export_summary *s)
+{
+	size_t mask = s->mask * 2 + 1;
+	struct kernel_total *tab = calloc(mask + 1, sizeof(*tab));
+
+	if (!tab)
+		return false;
+	for (size_t i = 0; i <= s->mask; i++)
+		if (s->kernels[i].used)
+			*kernel_slot(tab, mask, s->kernels[i].name) = s->kernels[i];
+	free(s->kernels);
+	s->kernels = tab;
+	s->mask = mask;
+	return true;
+}
+
+static void add_kernel(struct gprof_export_summary *s, const struct gprof_export_event *ev,
+		       uint64_t dur)
+{
+	struct kernel_total *k = kernel_slot(s->kernels, s->mask, ev->name);
+
+	if (!k->used) {
+		if (2 * (s->n_kernels + 1) > s->mask + 1 && !kernels_grow(s)) {
+			s->failed = true;
+			return;
+		}
+		k = kernel_slot(s->kernels, s->mask, ev->name);
+		*k = (struct kernel_total){.name = ev->name, .used = true};
+		s->n_kernels++;
+	}
+	k->calls++;
+	k->ns += dur;
+}
+
+static struct device *device_of(struct gprof_export_summary *s, uint32_t id)
+{
+	for (unsigned i = 0; i < s->n_dev; i++)
+		if (s->dev[i].id == id)
+			return &s->dev[i];
+	if (s->n_dev == GPROF_EXPORT_MAX_DEVICES) {
+		s->failed = true;
+		return NULL;
+	}
+	s->dev[s->n_dev].id = id;
+	return &s->dev[s->n_dev++];
+}
+
+/*
+ * Folds the oldest half of the spans into folded_ns, to bound memory. A record that comes
+ * later for that time is counted only after folded_end (an undercount at worst), and folded
+ * time is not cut to the steps' span: both need 32K gaps between a record and its arrival.
+ */
+static void fold(struct device *d)
+{
+	size_t half = d->n / 2;
+
+	for (size_t i = 0; i < half; i++)
+		d->folded_ns += d->spans[i].end - d->spans[i].begin;
+	d->folded_end = d->spans[half - 1].end;
+	d->n -= half;
+	memmove(d->spans, d->spans + half, d->n * sizeof(*d->spans));
+}
+
+/* Index of the first span that ends at or after t (may touch or overlap [t, ...)). */
+static size_t first_reaching(const struct device *d, uint64_t t)
+{
+	size_t lo = 0, hi = d->n;
+
+	/* Records come nearly in order: most land at the end. */
+	if (!d->n || d->spans[d->n - 1].end < t)
+		return d->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (d->spans[mid].end < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Room for one more span: the array grows up to SPANS_MAX, then its oldest half is folded. */
+static bool span_room(struct gprof_export_summary *s, struct device *d)
+{
+	size_t cap = d->cap ? 2 * d->cap : 64;
+	void *p;
+
+	if (d->n < d->cap)
+		return true;
+	p = cap > SPANS_MAX ? NULL : realloc(d->spans, cap * sizeof(*d->spans));
+	if (p) {
+		d->spans = p;
+		d->cap = cap;
+	} else if (d->n) {
+		fold(d); /* n == cap >= 64 here */
+	} else {
+		s->failed = true;
+	}
+	return d->n < d->cap;
+}
+
+/* Adds [b, e) to the device's union of spans. */
+static void add_span(struct gprof_export_summary *s, struct device *d, uint64_t b, uint64_t e)
+{
+	size_t i, j;
+
+	if (!span_room(s, d))
+		return;
+	b = b < d->folded_end ? d->folded_end : b; /* folded time is counted already */
+	if (e <= b)
+		return;
+	i = first_reaching(d, b);
+	for (j = i; j < d->n && d->spans[j].begin <= e; j++) {
+		b = d->spans[j].begin < b ? d->spans[j].begin : b;
+		e = d->spans[j].end > e ? d->spans[j].end : e;
+	}
+	/* spans[i, j) merge into one at i (a new one when i == j). */
+	memmove(d->spans + i + 1, d->spans + j, (d->n - j) * sizeof(*d->spans));
+	d->n = d->n - (j - i) + 1;
+	d->spans[i] = (struct span){b, e};
+}
+
+static void add_gpu(struct gprof_export_summary *s, const struct gprof_export_event *ev,
+		    enum gpu_kind kind, uint64_t dur)
+{
+	struct device *d = device_of(s, ev->device);
+
+	if (!d)
+		return;
+	s->gpu_events++;
+	d->kind_ns[kind] += dur;
+	add_span(s, d, ev->ts_ns, ev->ts_ns + dur);
+}
+
+static void add_copy(struct gprof_export_summary *s, const struct gprof_export_event *ev,
+		     uint64_t dur)
+{
+	unsigned k = ev->u.copy.copy_kind < COPY_KINDS ? ev->u.copy.copy_kind : GPROF_COPY_UNKNOWN;
+	struct copy_total *c = ev->kind == GPROF_EXPORT_MEMSET ? &s->memsets : &s->copies[k];
+
+	c->count++;
+	c->bytes += ev->u.copy.bytes;
+	c->ns += dur;
+}
+
+static void add_step(struct gprof_export_summary *s, const struct gprof_export_event *ev,
+		     uint64_t dur)
+{
+	uint64_t end = ev->ts_ns + dur;
+
+	if (!s->steps || ev->ts_ns < s->step_begin)
+		s->step_begin = ev->ts_ns;
+	if (!s->steps || end > s->step_end)
+		s->step_end = end;
+	s->steps++;
+	s->step_ns += dur;
+}
+
+static void add_memory(struct gprof_export_summary *s, const struct gprof_export_event *ev)
+{
+	struct device *d = device_of(s, ev->device);
+
+	if (!d)
+		return;
+	if (!d->has_memory || ev->u.allocated > d->peak_bytes)
+		d->peak_bytes = ev->u.allocated;
+	d->has_memory = true;
+}
+
+void gprof_summary_events(struct gprof_export_summary *s, const struct gprof_export_event *ev,
+			  size_t n)
+{
+	for (size_t i = 0; s && i < n; i++) {
+		const struct gprof_export_event *e = &ev[i];
+		/* As the trace writes it: a wrapped negative duration is 0. */
+		uint64_t dur = (int64_t)e->dur_ns < 0 ? 0 : e->dur_ns;
+
+		switch (e->kind) {
+		case GPROF_EXPORT_STEP:
+			add_step(s, e, dur);
+			break;
+		case GPROF_EXPORT_KERNEL:
+			add_kernel(s, e, dur);
+			add_gpu(s, e, GPU_KERNEL, dur);
+			break;
+		case GPROF_EXPORT_MEMCPY:
+		case GPROF_EXPORT_MEMSET:
+			add_copy(s, e, dur);
+			add_gpu(s, e, e->kind == GPROF_EXPORT_MEMCPY ? GPU_MEMCPY : GPU_MEMSET,
+				dur);
+			break;
+		case GPROF_EXPORT_MEMORY:
+			add_memory(s, e);
+			break;
+		}
+	}
+}
+
+/* Formatting. */
+
+static void putf(struct gprof_jbuf *b, const char *fmt, ...) GPROF_PRINTF(2, 3);
+static void putf(struct gprof_jbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || !gprof_jbuf_room(b, (size_t)n + 1))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+/* "12.345 ms": three decimals of the largest unit that fits. */
+static const char *fmt_time(char out[32], uint64_t ns)
+{
+	static const struct {
+		uint64_t ns;
+		const char *unit;
+	} units[] = {{1000000000ull, "s"}, {1000000ull, "ms"}, {1000ull, "us"}};
+
+	for (size_t i = 0; i < ARRAY_SIZE(units); i++)
+		if (ns >= units[i].ns) {
+			snprintf(out, 32, "%.3f %s", (double)ns / (double)units[i].ns,
+				 units[i].unit);
+			return out;
+		}
+	snprintf(out, 32, "%llu ns", (unsigned long long)ns);
+	return out;
+}
+
+/* "1.50 MiB", or "512 B" */
+static const char *fmt_bytes(char out[32], uint64_t bytes)
+{
+	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
+	double v = (double)bytes;
+	size_t u = 0;
+
+	if (bytes < 1024) {
+		snprintf(out, 32, "%llu B", (unsigned long long)bytes);
+		return out;
+	}
+	for (v /= 1024; v >= 1024 && u + 1 < ARRAY_SIZE(units); u++)
+		v /= 1024;
+	snprintf(out, 32, "%.2f %s", v, units[u]);
+	return out;
+}
+
+static double pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+/* |union of d's spans ∩ [begin, end)| plus what was folded. */
+static uint64_t busy_ns(const struct device *d, uint64_t begin, uint64_t end)
+{
+	uint64_t ns = d->folded_ns;
+
+	for (size_t i = 0; i < d->n; i++) {
+		uint64_t b = d->spans[i].begin < begin ? begin : d->spans[i].begin;
+		uint64_t e = d->spans[i].end > end ? end : d->spans[i].end;
+
+		ns += e > b ? e - b : 0;
+	}
+	return ns;
+}
+
+/* "steps 2-4: 3 in 30.000 ms, mean step 10.000 ms" */
+static void put_steps(struct gprof_jbuf *b, const struct gprof_export_result *r,
+		      const struct gprof_export_summary *s)
+{
+	char t1[32], t2[32];
+
+	if (!s->steps) {
+		gprof_jbuf_lit(b, "no steps marked");
+		return;
+	}
+	putf(b, "steps %llu-%llu: %llu in %s, mean step %s", (unsigned long long)r->first_step,
+	     (unsigned long long)r->last_step, (unsigned long long)s->steps,
+	     fmt_time(t1, s->step_end - s->step_begin), fmt_time(t2, s->step_ns / s->steps));
+}
+
+static void put_devices(struct gprof_jbuf *b, const struct gprof_export_summary *s)
+{
+	uint64_t span = s->step_end - s->step_begin;
+	char t[3][32];
+
+	for (unsigned i = 0; i < s->n_dev; i++) {
+		const struct device *d = &s->dev[i];
+		uint64_t busy =
+		    s->steps ? busy_ns(d, s->step_begin, s->step_end) : busy_ns(d, 0, UINT64_MAX);
+
+		putf(b, "gprof:   GPU %u: ", d->id);
+		if (s->steps && span)
+			putf(b, "busy %.1f%% of step time (%s)", pct(busy, span),
+			     fmt_time(t[0], busy));
+		else
+			putf(b, "busy %s", fmt_time(t[0], busy));
+		putf(b, "; kernels %s, memcpy %s, memset %s",
+		     fmt_time(t[0], d->kind_ns[GPU_KERNEL]), fmt_time(t[1], d->kind_ns[GPU_MEMCPY]),
+		     fmt_time(t[2], d->kind_ns[GPU_MEMSET]));
+		if (d->has_memory)
+			putf(b, "; peak memory %s", fmt_bytes(t[0], d->peak_bytes));
+		gprof_jbuf_lit(b, "\n");
+	}
+}
+
+/* Kernel name for a terminal: control bytes as '?', cut at a UTF-8 boundary. */
+static void put_name(struct gprof_jbuf *b, const struct gprof_export_str *name)
+{
+	const char *raw = name ? name->raw : "";
+	size_t len = name ? name->raw_len : 0, n = len;
+	char *d;
+
+	if (name && !len) { /* the table-full placeholder has text only */
+		raw = name->text;
+		len = n = name->len;
+	}
+
+	if (n > NAME_COLS) {
+		n = NAME_COLS;
+		while (n && ((unsigned char)raw[n] & 0xc0) == 0x80)
+			n--;
+	}
+	d = gprof_jbuf_room(b, n);
+	if (!d)
+		return;
+	for (size_t i = 0; i < n; i++)
+		d[i] = (unsigned char)raw[i] < 0x20 || raw[i] == 0x7f ? '?' : raw[i];
+	b->len += n;
+	if (n < len || (name && name->cut))
+		gprof_jbuf_lit(b, "...");
+}
+
+/* The index of the kernel with the largest total not yet shown (shown[]), or -1. */
+static long next_kernel(const struct gprof_export_summary *s, const bool *shown)
+{
+	long best = -1;
+
+	for (size_t i = 0; i <= s->mask; i++) {
+		const struct kernel_total *k = &s->kernels[i];
+
+		if (k->used && !shown[i] && (best < 0 || k->ns > s->kernels[best].ns))
+			best = (long)i;
+	}
+	return best;
+}
+
+static void put_kernels(struct gprof_jbuf *b, const struct gprof_export_summary *s, uint64_t gpu_ns)
+{
+	size_t top = s->n_kernels < TOP_KERNELS ? s->n_kernels : TOP_KERNELS;
+	bool *shown = calloc(s->mask + 1, sizeof(*shown));
+	char t1[32], t2[32];
+
+	if (!top || !shown)
+		goto out;
+	putf(b, "gprof:   top %zu of %zu kernels by GPU time:\n", top, s->n_kernels);
+	putf(b, "gprof:   %8s %12s %12s %6s  %s\n", "calls", "total", "mean", "GPU%", "name");
+	for (size_t n = 0; n < top; n++) {
+		long i = next_kernel(s, shown);
+		const struct kernel_total *k = &s->kernels[i];
+
+		shown[i] = true;
+		putf(b, "gprof:   %8llu %12s %12s %6.1f  ", (unsigned long long)k->calls,
+		     fmt_time(t1, k->ns), fmt_time(t2, k->ns / k->calls), pct(k->ns, gpu_ns));
+		put_name(b, k->name);
+		gprof_jbuf_lit(b, "\n");
+	}
+out:
+	free(shown);
+}
+
+static void put_copy(struct gprof_jbuf *b, const char *what, const struct copy_total *c)
+{
+	char t1[32], t2[32];
+
+	if (!c->count)
+		return;
+	putf(b, "gprof:   %-8s %8llu %12s %12s", what, (unsigned long long)c->count,
+	     fmt_bytes(t1, c->bytes), fmt_time(t2, c->ns));
+	if (c->ns) /* bytes/ns = GB/s, to at least 3 significant digits */
+		putf(b, (double)c->bytes < (double)c->ns ? " %9.3g\n" : " %9.2f\n",
+		     (double)c->bytes / (double)c->ns);
+	else
+		putf(b, " %9s\n", "-");
+}
+
+static void put_copies(struct gprof_jbuf *b, const struct gprof_export_summary *s)
+{
+	uint64_t n = s->memsets.count;
+
+	for (unsigned k = 0; k < COPY_KINDS; k++)
+		n += s->copies[k].count;
+	if (!n)
+		return;
+	putf(b, "gprof:   %-8s %8s %12s %12s %9s\n", "copies", "count", "bytes", "time", "GB/s");
+	for (unsigned k = 0; k < COPY_KINDS; k++)
+		put_copy(b, gprof_trace_copy_kind(k), &s->copies[k]);
+	put_copy(b, "memset", &s->memsets);
+}
+
+/* "dropped records: 12 (buffer full 10, CUPTI 2)", or nothing when none were. */
+static void put_dropped(struct gprof_jbuf *b, const char *before,
+			const struct gprof_export_result *r)
+{
+	if (!r->dropped && !r->cupti_dropped)
+		return;
+	putf(b, "%sdropped records: %llu (buffer full %llu, CUPTI %llu)", before,
+	     (unsigned long long)(r->dropped + r->cupti_dropped), (unsigned long long)r->dropped,
+	     (unsigned long long)r->cupti_dropped);
+}
+
+/* Without GPU activity (no CUPTI) there is nothing to tabulate: one line. */
+static void put_short(struct gprof_jbuf *b, const struct gprof_export_result *r,
+		      const struct gprof_export_summary *s)
+{
+	char t[32];
+
+	putf(b, "gprof: trace written: %.3800s (", r->path);
+	put_steps(b, r, s);
+	gprof_jbuf_lit(b, "; no GPU activity recorded");
+	for (unsigned i = 0; i < s->n_dev; i++)
+		if (s->dev[i].has_memory)
+			putf(b, "; GPU %u peak memory %s", s->dev[i].id,
+			     fmt_bytes(t, s->dev[i].peak_bytes));
+	put_dropped(b, "; ", r);
+	gprof_jbuf_lit(b, ")\n");
+}
+
+static void put_long(struct gprof_jbuf *b, const struct gprof_export_result *r,
+		     const struct gprof_export_summary *s)
+{
+	uint64_t gpu_ns = 0;
+
+	for (unsigned i = 0; i < s->n_dev; i++)
+		for (unsigned k = 0; k < GPU_KINDS; k++)
+			gpu_ns += s->dev[i].kind_ns[k];
+	putf(b, "gprof: trace written: %.3800s\ngprof:   ", r->path);
+	put_steps(b, r, s);
+	gprof_jbuf_lit(b, "\n");
+	put_devices(b, s);
+	put_kernels(b, s, gpu_ns);
+	put_copies(b, s);
+	put_dropped(b, "gprof:   ", r);
+	if (r->dropped || r->cupti_dropped)
+		gprof_jbuf_lit(b, "\n");
+}
+
+char *gprof_export_summary_text(const struct gprof_export_result *r)
+{
+	const struct gprof_export_summary *s = r->summary;
+	struct gprof_jbuf b;
+
+	if (!s || gprof_jbuf_init(&b, 4096))
+		return NULL;
+	if (s->gpu_events)
+		put_long(&b, r, s);
+	else
+		put_short(&b, r, s);
+	if (s->failed)
+		gprof_jbuf_lit(&b, "gprof:   (out of memory, or more than 16 devices: the summary "
+				   "is incomplete)\n");
+	gprof_jbuf_put(&b, "", 1);
+	if (b.failed) {
+		gprof_jbuf_free(&b);
+		return NULL;
+	}
+	return b.p;
+}
