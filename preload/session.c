@@ -200,19 +200,44 @@ static void on_sched_event(const struct gprof_sched_event *ev, void *ctx)
 	}
 }
 
-/* On the writer thread, when a window's file is complete (or failed). */
+/* GPROF_SUMMARY names a file: the summary is appended to it. */
+static void append_summary(const char *text, const struct gprof_export_result *r)
+{
+	FILE *f;
+	int err;
+
+	errno = 0;
+	f = fopen(cfg.summary, "ae");
+	err = f ? 0 : errno;
+
+	if (f && fputs(text, f) < 0)
+		err = errno ? errno : EIO;
+	if (f && fclose(f) && !err)
+		err = errno ? errno : EIO;
+	if (err)
+		pr_warn_once("cannot append the end-of-window summary to '%.200s' (GPROF_SUMMARY): "
+			     "%s; traces are still written (this one: %.200s)",
+			     cfg.summary, strerror(err), r->path);
+}
+
+/* On the writer thread, when a window's file is complete (or failed: that was said already). */
 static void on_window_done(const struct gprof_export_result *r, void *arg)
 {
-	uint64_t n = 0;
+	char *text;
 
 	(void)arg;
-	for (int k = 0; k < GPROF_EXPORT_KINDS; k++)
-		n += r->events[k];
 	if (r->error || strcmp(cfg.summary, "off") == 0)
 		return;
-	gprof_log(GPROF_LOG_WARN, "trace written: %s (steps %llu-%llu, %llu events)", r->path,
-		  (unsigned long long)r->first_step, (unsigned long long)r->last_step,
-		  (unsigned long long)n);
+	text = gprof_export_summary_text(r);
+	if (!text) {
+		gprof_log(GPROF_LOG_WARN, "trace written: %s (no summary: out of memory)", r->path);
+		return;
+	}
+	if (strcmp(cfg.summary, "stderr") == 0)
+		fputs(text, stderr);
+	else
+		append_summary(text, r);
+	free(text);
 }
 
 int gprof_session_init(void)
