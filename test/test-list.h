@@ -143,3 +143,12 @@ X(e2e_gpu_cupti_unavailable)
 X(e2e_gpu_cupti_found_next_to_runtime)
 X(e2e_gpu_activities)
 X(e2e_gpu_back_to_back_windows)
+
+/* summary */
+X(summary_matches_trace)
+X(summary_stderr_and_off)
+X(summary_hooks_only)
+X(summary_unwritable_file)
+X(summary_random_events)
+X(summary_many_spans)
+X(summary_text_edges)
