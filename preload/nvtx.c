@@ -68,6 +68,26 @@ static pthread_mutex_t ranges_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct nvtx_open_range open_ranges[NVTX_OPEN_RANGES];
 static nvtxRangeId_t next_range_id = 1;
 
+/*
+ * Start/end ranges may end on another thread and overlap each other, which no thread's track
+ * allows (its events must nest). Each goes on a lane: a track of its own, with a thread id no
+ * real thread has (Linux pids stay below 2^22), the first lane whose last range ended before
+ * this one began. Under ranges_lock.
+ */
+#define NVTX_LANES    16
+#define NVTX_LANE_TID 0x7fff0000
+static uint64_t lane_end_ns[NVTX_LANES];
+
+static int lane_for(uint64_t start_ns, uint64_t end_ns)
+{
+	int i = 0;
+
+	while (i < NVTX_LANES - 1 && lane_end_ns[i] > start_ns)
+		i++;
+	lane_end_ns[i] = end_ns;
+	return NVTX_LANE_TID + i;
+}
+
 static pthread_key_t thread_key;
 static pthread_once_t thread_key_once = PTHREAD_ONCE_INIT;
 static GPROF_TLS struct nvtx_thread *self;
@@ -189,7 +209,7 @@ static void do_mark(const struct nvtx_domain *d, const struct nvtx_msg *m)
 
 	check_step(d, m, ts);
 	if (gprof_session_recording())
-		gprof_session_nvtx(domain_name(d), m->s, m->len, ts, ts, true);
+		gprof_session_nvtx(0, domain_name(d), m->s, m->len, ts, ts, true);
 }
 
 static int do_push(const struct nvtx_domain *d, const struct nvtx_msg *m)
@@ -222,7 +242,7 @@ static int do_pop(void)
 		struct nvtx_frame *f = &t->frames[t->depth];
 
 		if (f->text && gprof_session_recording())
-			gprof_session_nvtx(domain_name(f->domain), f->text, f->len, f->start_ns,
+			gprof_session_nvtx(0, domain_name(f->domain), f->text, f->len, f->start_ns,
 					   gprof_now_ns(), false);
 		free(f->text);
 		f->text = NULL;
@@ -254,15 +274,18 @@ static void do_end(nvtxRangeId_t id)
 {
 	uint64_t ts = gprof_now_ns();
 	struct nvtx_open_range r = {0};
+	int lane = 0;
 
 	pthread_mutex_lock(&ranges_lock);
 	if (open_ranges[id % NVTX_OPEN_RANGES].id == id) {
 		r = open_ranges[id % NVTX_OPEN_RANGES];
 		open_ranges[id % NVTX_OPEN_RANGES] = (struct nvtx_open_range){0};
+		lane = lane_for(r.start_ns, ts);
 	}
 	pthread_mutex_unlock(&ranges_lock);
 	if (r.text && gprof_session_recording())
-		gprof_session_nvtx(domain_name(r.domain), r.text, r.len, r.start_ns, ts, false);
+		gprof_session_nvtx(lane, domain_name(r.domain), r.text, r.len, r.start_ns, ts,
+				   false);
 	free(r.text);
 }
 

@@ -35,7 +35,8 @@ uint64_t gprof_now_ns(void);
 void gprof_session_first_cuda_call(void);
 void gprof_session_step_marker(uint64_t ts_ns);
 bool gprof_session_recording(void);
-void gprof_session_nvtx(const char *domain, const char *msg, size_t len, uint64_t start_ns,
+/* An NVTX event on thread tid (0: the calling thread). */
+void gprof_session_nvtx(int tid, const char *domain, const char *msg, size_t len, uint64_t start_ns,
 			uint64_t end_ns, bool is_mark);
 
 /* NVTX: the marker the session matches against messages. */

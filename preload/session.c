@@ -322,19 +322,20 @@ bool gprof_nvtx_is_step(const char *msg, size_t len)
 	return !inert && gprof_sched_marker_match(cfg.step_marker, msg);
 }
 
-void gprof_session_nvtx(const char *domain, const char *msg, size_t len, uint64_t start_ns,
+void gprof_session_nvtx(int tid, const char *domain, const char *msg, size_t len, uint64_t start_ns,
 			uint64_t end_ns, bool is_mark)
 {
 	struct gprof_export_event e = {
 	    .kind = is_mark ? GPROF_EXPORT_NVTX_MARK : GPROF_EXPORT_NVTX_RANGE,
 	    .ts_ns = start_ns,
 	    .dur_ns = end_ns - start_ns,
-	    .tid = (uint32_t)gprof_tid(),
+	    .tid = (uint32_t)(tid ? tid : gprof_tid()),
 	};
 
 	if (!(cfg.activities & GPROF_ACT_NVTX) || !window_get(&e.window))
 		return;
-	gprof_collector_note_thread(e.tid);
+	if (!tid)
+		gprof_collector_note_thread(e.tid);
 	e.name = gprof_export_intern_n(msg, len);
 	e.u.domain = domain ? gprof_export_intern(domain) : NULL;
 	gprof_export_push(&e);

@@ -814,8 +814,7 @@ TEST(e2e_gpu_activities)
 /*
  * Windows back to back (no wait, no warmup): each trace has the GPU work launched in its own
  * steps, also the kernel launched at the end of the first window that runs into the second.
- * Step 0 is skipped: there the workers create their streams while the main thread starts the
- * cross-thread NVTX range, which then overlaps those calls on the worker's track.
+ * Windows start at step 1, so that each holds two whole steps.
  */
 TEST(e2e_gpu_back_to_back_windows)
 {
@@ -837,5 +836,38 @@ TEST(e2e_gpu_back_to_back_windows)
 		check_steps_calls(&r.traces[w], r.gt, &steps);
 	}
 	ASSERT_GT(gtlog_int(gt_slow_kernel(r.gt), "end"), step_time_ns(&r.traces[1], 3, false));
+	e2e_free(&r);
+}
+
+/*
+ * NVTX ranges started on one thread and ended on another (steps-app's "across") overlap the
+ * calls of both threads, so they go on lanes of their own: the whole run, step 0 included, keeps
+ * every track nested (e2e_run checks each trace).
+ */
+TEST(e2e_gpu_cross_thread_ranges)
+{
+	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "4", "-t", "2", NULL};
+	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
+	struct e2e_run r;
+	size_t i;
+	json_t *ev;
+	int across = 0;
+
+	run_app(&r, argv, env, true);
+	ASSERT_EQ(r.res.status, 0);
+	ASSERT_EQ(r.n_traces, 1);
+	json_array_foreach(r.traces[0].events, i, ev)
+	{
+		if (strcmp(trace_str(ev, "name"), "across"))
+			continue;
+		across++;
+		ASSERT_GE(json_integer_value(json_object_get(ev, "tid")), 0x7fff0000);
+	}
+	/*
+	 * One per step, ended by the first worker after its step body; step 0's may start before
+	 * the window (it opens at the first CUDA call, the workers' racing stream creation).
+	 */
+	ASSERT_GE(across, 3);
+	ASSERT_LE(across, 4);
 	e2e_free(&r);
 }

@@ -143,6 +143,7 @@ X(e2e_gpu_cupti_unavailable)
 X(e2e_gpu_cupti_found_next_to_runtime)
 X(e2e_gpu_activities)
 X(e2e_gpu_back_to_back_windows)
+X(e2e_gpu_cross_thread_ranges)
 
 /* summary */
 X(summary_matches_trace)
@@ -152,3 +153,7 @@ X(summary_unwritable_file)
 X(summary_random_events)
 X(summary_many_spans)
 X(summary_text_edges)
+
+/* reliability */
+X(rel_nvtx_hostile_messages)
+X(rel_kernel_names_64k)
