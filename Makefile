@@ -96,6 +96,7 @@ $(TEST_BIN): $(TEST_OBJS) $(CORE_LIB)
 -include test/apps/preload.mk
 -include test/reliability.mk
 -include bench/bench.mk
+-include test/gpu/gpu.mk
 
 # Tests find what they need through these variables.
 TEST_ENV := TEST_BUILD=$(abspath $(BUILD)) TEST_SRC=$(abspath .) \
