@@ -157,3 +157,4 @@ X(summary_text_edges)
 /* reliability */
 X(rel_nvtx_hostile_messages)
 X(rel_kernel_names_64k)
+X(rel_config_hostile_values)
