@@ -1,0 +1,578 @@
+/*
+ * `make bench`: runs B1-B4 side by side in repeated rounds and prints, as Markdown, the machine,
+ * one table per benchmark (median and range over the rounds) and where each target stands.
+ *
+ *	bench <build folder>                      everything (what `make bench` runs)
+ *	bench --export <level> <dir> <kernels>    B2's child (bench/export-bench.c)
+ */
+#include <ftw.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+
+#define MAX_ROUNDS 16
+#define MAX_ENV	   8
+
+/* Rounds and sizes: enough to see through a noisy shared machine, small enough for minutes. */
+#define B1_ROUNDS   7
+#define B1_CALLS    1000000 /* per timed loop; the active phase makes a twentieth of them */
+#define B1_REPS	    "5"
+#define B2_ROUNDS   3
+#define B2_KERNELS  1000000
+#define B3_ROUNDS   3
+#define B3_LAUNCHES 5000000
+#define B4_ROUNDS   5
+#define B4_STEPS    "10000"
+
+/* The build's programs and the scratch folder; set once by main. */
+static struct {
+	char self[PATH_MAX], lib[PATH_MAX], hook_loop[PATH_MAX], steps_loop[PATH_MAX];
+	char tmp[1024], err_log[1024 + 16], preload[PATH_MAX + 16], cupti[PATH_MAX + 32];
+	int failures;
+} g;
+
+/* The figures the targets table compares (filled by each benchmark). */
+static struct {
+	double idle_extra_ns, active_launch_ns[2], m_events_per_s, bytes_per_event, rename_s_per_m;
+	double rss_extra_mib[2];
+} fig = {
+    .idle_extra_ns = NAN,
+    .active_launch_ns = {NAN, NAN},
+    .m_events_per_s = NAN,
+    .bytes_per_event = NAN,
+    .rename_s_per_m = NAN,
+    .rss_extra_mib = {NAN, NAN},
+};
+
+/* "12.3 (11.0-15.2)": median and range, into buf[CELL_MAX]. */
+#define CELL_MAX 64
+static const char *fmt(char *buf, const struct bench_stat *s, int decimals)
+{
+	if (!s->n)
+		snprintf(buf, CELL_MAX, "n/a");
+	else
+		snprintf(buf, CELL_MAX, "%.*f (%.*f-%.*f)", decimals, s->med, decimals, s->lo,
+			 decimals, s->hi);
+	return buf;
+}
+
+static struct bench_stat stat_of(const double *v, int n)
+{
+	double tmp[MAX_ROUNDS];
+	struct bench_stat s;
+
+	memcpy(tmp, v, (size_t)n * sizeof(*v));
+	bench_stat_of(tmp, n, &s);
+	return s;
+}
+
+/* Runs one program; on failure says so with the tail of its stderr. Returns 0 or -1. */
+static int run(const char *what, const char *const argv[], const char *const env[],
+	       struct bench_out *out)
+{
+	char cmd[PATH_MAX + 64];
+
+	if (bench_run(argv, env, g.err_log, out) == 0)
+		return 0;
+	fprintf(stderr, "bench: %s failed (status %d); its output:\n%s\n", what, out->status,
+		out->text);
+	snprintf(cmd, sizeof(cmd), "tail -n 20 '%s' >&2", g.err_log);
+	if (system(cmd) != 0)
+		fprintf(stderr, "bench: (no stderr log)\n");
+	g.failures++;
+	return -1;
+}
+
+/* A fresh GPROF_OUTPUT=<tmp>/<name>-<round> entry in buf. */
+static const char *output_env(char *buf, size_t size, const char *name, int round)
+{
+	snprintf(buf, size, "GPROF_OUTPUT=%s/%s-%d", g.tmp, name, round);
+	return buf;
+}
+
+/* ---- B1: hook cost ---- */
+
+struct b1_mode {
+	const char *name;
+	bool preload;
+	bool active; /* ends its window (-e) after a twentieth of the calls */
+	bool idle;   /* counts for the <= 5 ns target */
+	int cupti; /* 1: the simulated GPU's libcupti records the API; the stub makes no records */
+	const char *marker_args;
+	const char *env[3];
+};
+
+static const struct b1_mode b1_modes[] = {
+    {.name = "bare (no libgprof)"},
+    {.name = "before any step marker", .preload = true, .idle = true},
+    {.name = "wait phase",
+     .preload = true,
+     .idle = true,
+     .marker_args = "1",
+     .env = {"GPROF_SCHEDULE=wait=1000000,warmup=1,active=1"}},
+    {.name = "active phase, no CUPTI: the hooks write every call",
+     .preload = true,
+     .active = true,
+     .marker_args = "1",
+     .env = {"GPROF_SCHEDULE=wait=0,warmup=0,active=1", "GPROF_BUFFER_MB=1024"}},
+    {.name = "active phase, CUPTI records the API",
+     .preload = true,
+     .active = true,
+     .cupti = 1,
+     .marker_args = "2",
+     .env = {"GPROF_SCHEDULE=wait=0,warmup=1,active=1"}},
+    {.name = "GPROF_DISABLE=1", .preload = true, .env = {"GPROF_DISABLE=1"}},
+};
+#define B1_MODES (sizeof(b1_modes) / sizeof(b1_modes[0]))
+
+static const char *const b1_calls[] = {"launch_ns", "copy_ns", "alloc_ns"};
+static const char *const b1_call_names[] = {"cudaLaunchKernel", "cudaMemcpyAsync",
+					    "cudaMalloc/cudaFree"};
+#define B1_CALLS_N 3
+
+/* ns per call [mode][call][round]; dropped events of the active runs. */
+static double b1_ns[B1_MODES][B1_CALLS_N][MAX_ROUNDS];
+static double b1_dropped;
+
+static void b1_run(const struct b1_mode *m, int round)
+{
+	char n[32], name[32], out_env[PATH_MAX + 32];
+	const char *argv[12] = {g.hook_loop, "-n", n, "-r", B1_REPS};
+	const char *env[MAX_ENV] = {"GPROF_CUPTI_LIB=/nonexistent", "GPROF_LOG=error",
+				    "GPROF_SUMMARY=off", out_env};
+	int a = 5, e = 4;
+	struct bench_out out;
+
+	snprintf(name, sizeof(name), "b1-%d", (int)(m - b1_modes));
+	output_env(out_env, sizeof(out_env), name, round);
+	snprintf(n, sizeof(n), "%d", m->active ? B1_CALLS / 20 : B1_CALLS);
+	if (m->marker_args) {
+		argv[a++] = "-s";
+		argv[a++] = m->marker_args;
+	}
+	if (m->active)
+		argv[a++] = "-e";
+	for (int i = 0; i < 3 && m->env[i]; i++)
+		env[e++] = m->env[i];
+	if (m->preload)
+		env[e++] = g.preload;
+	if (m->cupti)
+		env[e++] = g.cupti; /* after GPROF_CUPTI_LIB=/nonexistent: replaces it */
+	for (int c = 0; c < B1_CALLS_N; c++)
+		b1_ns[m - b1_modes][c][round] = NAN;
+	if (run(m->name, argv, env, &out))
+		return;
+	for (int c = 0; c < B1_CALLS_N; c++)
+		b1_ns[m - b1_modes][c][round] = bench_value(&out, b1_calls[c]);
+	if (m->active)
+		b1_dropped += bench_value(&out, "dropped");
+}
+
+/* One table cell: ns per call, then its extra over bare and the ratio, paired by round. */
+static void b1_cell(size_t mode, int c, char *cell, size_t size)
+{
+	double extra[MAX_ROUNDS], ratio[MAX_ROUNDS];
+	struct bench_stat s = stat_of(b1_ns[mode][c], B1_ROUNDS), se, sr;
+	char a[CELL_MAX], b[CELL_MAX];
+
+	for (int r = 0; r < B1_ROUNDS; r++) {
+		extra[r] = b1_ns[mode][c][r] - b1_ns[0][c][r];
+		ratio[r] = b1_ns[mode][c][r] / b1_ns[0][c][r];
+	}
+	se = stat_of(extra, B1_ROUNDS);
+	sr = stat_of(ratio, B1_ROUNDS);
+	if (mode == 0)
+		snprintf(cell, size, "%s", fmt(a, &s, 1));
+	else
+		snprintf(cell, size, "%s; +%s; x%.1f", fmt(a, &s, 1), fmt(b, &se, 1), sr.med);
+	if (b1_modes[mode].active && c == 0)
+		fig.active_launch_ns[b1_modes[mode].cupti] = se.med;
+	if (b1_modes[mode].idle && !(se.med <= fig.idle_extra_ns))
+		fig.idle_extra_ns = se.med;
+}
+
+static void b1(void)
+{
+	char cell[256];
+
+	for (int r = 0; r < B1_ROUNDS; r++) {
+		fprintf(stderr, "bench: B1 round %d/%d\n", r + 1, B1_ROUNDS);
+		for (size_t i = 0; i < B1_MODES; i++)
+			b1_run(&b1_modes[(i + (size_t)r) % B1_MODES], r);
+	}
+	printf("\n## B1 hook cost\n\nns per call on a runtime whose calls cost nothing "
+	       "(bench/stub-cudart.c): median (range) of %d rounds; +extra over bare in the same "
+	       "round; x ratio to bare. Active phase without CUPTI: each call becomes an event "
+	       "(%.0f dropped); with CUPTI recording the API (the simulated GPU's libcupti, to "
+	       "which the stub reports nothing, so CUPTI's own cost is left out) the hooks time "
+	       "each call and write nothing.\n\n"
+	       "| phase | %s | %s | %s |\n| --- | --- | --- | --- |\n",
+	       B1_ROUNDS, b1_dropped, b1_call_names[0], b1_call_names[1], b1_call_names[2]);
+	for (size_t m = 0; m < B1_MODES; m++) {
+		printf("| %s |", b1_modes[m].name);
+		for (int c = 0; c < B1_CALLS_N; c++) {
+			b1_cell(m, c, cell, sizeof(cell));
+			printf(" %s |", cell);
+		}
+		printf("\n");
+	}
+}
+
+/* ---- B2: export ---- */
+
+static const int b2_levels[] = {1, 6};
+
+/* The table's columns, each a figure of one run; `decimals` as printed. */
+enum {
+	B2_EV_S,
+	B2_GZ,
+	B2_RAW,
+	B2_RENAME,
+	B2_ZLIB_EV_S,
+	B2_PUSH,
+	B2_COLS
+};
+static const struct {
+	const char *header;
+	int decimals;
+} b2_cols[B2_COLS] = {
+    [B2_EV_S] = {"writer M events/s", 2},
+    [B2_GZ] = {"bytes/event on disk", 1},
+    [B2_RAW] = {"bytes/event JSON", 0},
+    [B2_RENAME] = {"release to rename ms", 0},
+    [B2_ZLIB_EV_S] = {"zlib alone M events/s", 2},
+    [B2_PUSH] = {"push ns/event", 1},
+};
+
+/* [column][level][round]; the window's events (the same every run). */
+static double b2_fig[B2_COLS][2][MAX_ROUNDS];
+static double b2_events;
+
+static void b2_run(int li, int round)
+{
+	char level[8], dir[PATH_MAX + 32], kernels[32];
+	const char *argv[] = {g.self, "--export", level, dir, kernels, NULL};
+	struct bench_out out;
+	double ev;
+
+	snprintf(level, sizeof(level), "%d", b2_levels[li]);
+	snprintf(dir, sizeof(dir), "%s/b2-%d-%d", g.tmp, b2_levels[li], round);
+	snprintf(kernels, sizeof(kernels), "%d", B2_KERNELS);
+	for (int c = 0; c < B2_COLS; c++)
+		b2_fig[c][li][round] = NAN;
+	if (run("B2 export", argv, NULL, &out))
+		return;
+	b2_events = ev = bench_value(&out, "events");
+	b2_fig[B2_EV_S][li][round] = ev / bench_value(&out, "writer_cpu_ms") / 1e3;
+	b2_fig[B2_GZ][li][round] = bench_value(&out, "file_bytes") / ev;
+	b2_fig[B2_RAW][li][round] = bench_value(&out, "raw_bytes") / ev;
+	b2_fig[B2_RENAME][li][round] = bench_value(&out, "release_to_rename_ms");
+	b2_fig[B2_ZLIB_EV_S][li][round] = ev / bench_value(&out, "zlib_cpu_ms") / 1e3;
+	b2_fig[B2_PUSH][li][round] = bench_value(&out, "push_ns");
+	if (bench_value(&out, "dropped") != 0)
+		fprintf(stderr, "bench: B2 dropped events: the window did not fit\n");
+}
+
+static void b2_row(int li)
+{
+	struct bench_stat st[B2_COLS];
+	char cell[CELL_MAX];
+
+	printf("| %d |", b2_levels[li]);
+	for (int c = 0; c < B2_COLS; c++) {
+		st[c] = stat_of(b2_fig[c][li], B2_ROUNDS);
+		printf(" %s |", fmt(cell, &st[c], b2_cols[c].decimals));
+	}
+	printf("\n");
+	if (b2_levels[li] == 1) {
+		fig.m_events_per_s = st[B2_EV_S].med;
+		fig.bytes_per_event = st[B2_GZ].med;
+		fig.rename_s_per_m = st[B2_RENAME].med / 1e3 / (b2_events / 1e6);
+	}
+}
+
+static void b2(void)
+{
+	for (int r = 0; r < B2_ROUNDS; r++) {
+		fprintf(stderr, "bench: B2 round %d/%d\n", r + 1, B2_ROUNDS);
+		for (int i = 0; i < 2; i++)
+			b2_run((i + r) % 2, r);
+	}
+	printf("\n## B2 export\n\nOne window of %d kernels, each with its cudaLaunchKernel event "
+	       "and ac2g flow (%.0f events), through the real writer; median (range) of %d "
+	       "rounds. Writer events/s: events over the writer thread's CPU time. Release to "
+	       "rename: the whole window was pushed before its end, so this is the writer's "
+	       "time for all of it. zlib alone: deflate + CRC-32 of the same JSON at the same "
+	       "level, with the sink's sync flush every MiB (CPU time). Push: the producer's "
+	       "cost per event, first touch of the buffer's pages included.\n\n| gzip level |",
+	       B2_KERNELS, b2_events, B2_ROUNDS);
+	for (int c = 0; c < B2_COLS; c++)
+		printf(" %s |", b2_cols[c].header);
+	printf("\n| --- |");
+	for (int c = 0; c < B2_COLS; c++)
+		printf(" --- |");
+	printf("\n");
+	for (int li = 0; li < 2; li++)
+		b2_row(li);
+}
+
+/* ---- B3: memory ---- */
+
+static const int b3_mb[] = {16, 64};
+static double b3_extra[2][MAX_ROUNDS], b3_dropped[2][MAX_ROUNDS];
+
+static void b3_run(int i, int round)
+{
+	char mb[32], launches[32], name[32], out_env[PATH_MAX + 32];
+	const char *argv[] = {g.hook_loop, "-w", launches, NULL};
+	const char *env[] = {"GPROF_CUPTI_LIB=/nonexistent",
+			     "GPROF_LOG=error",
+			     "GPROF_SUMMARY=off",
+			     "GPROF_SCHEDULE=wait=0,warmup=0,active=1",
+			     mb,
+			     out_env,
+			     g.preload,
+			     NULL};
+	struct bench_out out;
+
+	snprintf(mb, sizeof(mb), "GPROF_BUFFER_MB=%d", b3_mb[i]);
+	snprintf(name, sizeof(name), "b3-%d", b3_mb[i]);
+	output_env(out_env, sizeof(out_env), name, round);
+	snprintf(launches, sizeof(launches), "%d", B3_LAUNCHES);
+	b3_extra[i][round] = b3_dropped[i][round] = NAN;
+	if (run("B3 memory", argv, env, &out))
+		return;
+	b3_extra[i][round] =
+	    (bench_value(&out, "hwm_after_kib") - bench_value(&out, "rss_before_kib")) / 1024;
+	b3_dropped[i][round] = bench_value(&out, "dropped");
+}
+
+static void b3(void)
+{
+	char a[CELL_MAX], b[CELL_MAX];
+
+	for (int r = 0; r < B3_ROUNDS; r++) {
+		fprintf(stderr, "bench: B3 round %d/%d\n", r + 1, B3_ROUNDS);
+		for (int i = 0; i < 2; i++)
+			b3_run((i + r) % 2, r);
+	}
+	printf("\n## B3 memory\n\nOne window of %d launches (one event each, no CUPTI) on the "
+	       "stub runtime: peak RSS (VmHWM) after the window is written, minus VmRSS just "
+	       "before it; median (range) of %d rounds.\n\n"
+	       "| GPROF_BUFFER_MB | extra peak RSS MiB | target MiB | events dropped (cap) |\n"
+	       "| --- | --- | --- | --- |\n",
+	       B3_LAUNCHES, B3_ROUNDS);
+	for (int i = 0; i < 2; i++) {
+		struct bench_stat e = stat_of(b3_extra[i], B3_ROUNDS);
+		struct bench_stat d = stat_of(b3_dropped[i], B3_ROUNDS);
+
+		printf("| %d | %s | %d | %s |\n", b3_mb[i], fmt(a, &e, 1), b3_mb[i] + 16,
+		       fmt(b, &d, 0));
+		fig.rss_extra_mib[i] = e.med;
+	}
+}
+
+/* ---- B4: end to end on the simulated GPU ---- */
+
+struct b4_mode {
+	const char *name;
+	const char *schedule; /* NULL: no libgprof */
+};
+
+static const struct b4_mode b4_modes[] = {
+    {.name = "no profiler"},
+    {.name = "libgprof, default schedule", .schedule = "wait=1,warmup=1,active=3,repeat=1"},
+    {.name = "libgprof, GPROF_SCHEDULE=all", .schedule = "all"},
+};
+#define B4_MODES (sizeof(b4_modes) / sizeof(b4_modes[0]))
+
+/* [mode][round]: the loop's own time and the process's */
+static double b4_loop[B4_MODES][MAX_ROUNDS], b4_proc[B4_MODES][MAX_ROUNDS];
+
+static void b4_run(size_t m, int round)
+{
+	char sched[64], out_env[PATH_MAX + 32];
+	const char *argv[] = {g.steps_loop, B4_STEPS, NULL};
+	const char *env[] = {sched, output_env(out_env, sizeof(out_env), "b4", round),
+			     "GPROF_SUMMARY=off", g.preload, NULL};
+	struct bench_out out;
+
+	snprintf(sched, sizeof(sched), "GPROF_SCHEDULE=%s", b4_modes[m].schedule);
+	b4_loop[m][round] = b4_proc[m][round] = NAN;
+	if (run(b4_modes[m].name, argv, b4_modes[m].schedule ? env : NULL, &out))
+		return;
+	b4_loop[m][round] = bench_value(&out, "wall_ms");
+	b4_proc[m][round] = out.wall_ms;
+}
+
+static void b4_row(size_t m)
+{
+	double rl[MAX_ROUNDS], rp[MAX_ROUNDS];
+	struct bench_stat l = stat_of(b4_loop[m], B4_ROUNDS), p = stat_of(b4_proc[m], B4_ROUNDS);
+	struct bench_stat sl, sp;
+	char a[CELL_MAX], b[CELL_MAX], c[CELL_MAX], d[CELL_MAX];
+
+	for (int r = 0; r < B4_ROUNDS; r++) {
+		rl[r] = b4_loop[m][r] / b4_loop[0][r];
+		rp[r] = b4_proc[m][r] / b4_proc[0][r];
+	}
+	sl = stat_of(rl, B4_ROUNDS);
+	sp = stat_of(rp, B4_ROUNDS);
+	printf("| %s | %s | %s | %s | %s |\n", b4_modes[m].name, fmt(a, &l, 0), fmt(b, &sl, 3),
+	       fmt(c, &p, 0), fmt(d, &sp, 3));
+}
+
+static void b4(void)
+{
+	for (int r = 0; r < B4_ROUNDS; r++) {
+		fprintf(stderr, "bench: B4 round %d/%d\n", r + 1, B4_ROUNDS);
+		for (size_t i = 0; i < B4_MODES; i++)
+			b4_run((i + (size_t)r) % B4_MODES, r);
+	}
+	printf("\n## B4 end to end on the simulated GPU\n\nbench/steps-loop: %s steps of a "
+	       "copy in, 8 launches, a memset, a copy out and a synchronisation, on the "
+	       "simulated GPU (its CUPTI in use); median (range) of %d rounds, ratios to no "
+	       "profiler in the same round. The loop's time excludes start-up and exit (where "
+	       "`all` writes its window); the process's includes them.\n\n"
+	       "| run | loop ms | ratio | process ms | ratio |\n| --- | --- | --- | --- | --- |\n",
+	       B4_STEPS, B4_ROUNDS);
+	for (size_t m = 0; m < B4_MODES; m++)
+		b4_row(m);
+}
+
+/* ---- the machine, the targets, main ---- */
+
+static void machine(void)
+{
+	char line[256], model[256] = "unknown";
+	double load[3] = {0};
+	struct utsname u = {0};
+	time_t now = time(NULL);
+	FILE *f = fopen("/proc/cpuinfo", "re");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (strncmp(line, "model name", 10) == 0 && strchr(line, ':')) {
+			snprintf(model, sizeof(model), "%s", strchr(line, ':') + 2);
+			model[strcspn(model, "\n")] = '\0';
+			break;
+		}
+	if (f)
+		fclose(f);
+	uname(&u);
+	if (getloadavg(load, 3) < 0)
+		load[0] = NAN;
+	printf("# libgprof benchmarks\n\nMachine: %ld CPUs (nproc), %s, Linux %s; load average "
+	       "%.2f at start; %s",
+	       sysconf(_SC_NPROCESSORS_ONLN), model, u.release, load[0], ctime(&now));
+}
+
+struct target {
+	const char *what;
+	const double *value; /* NAN: not measured */
+	double limit;
+	bool at_least; /* the value must reach the limit, not stay under it */
+	const char *unit;
+};
+
+#define AT_MOST(text, v, lim, u)                                       \
+	{                                                              \
+		.what = text, .value = &fig.v, .limit = lim, .unit = u \
+	}
+#define AT_LEAST(text, v, lim, u)                                                        \
+	{                                                                                \
+		.what = text, .value = &fig.v, .limit = lim, .at_least = true, .unit = u \
+	}
+
+static const struct target target_rows[] = {
+    AT_MOST("before any marker / wait phase: <= 5 ns extra per hooked call (worst call)",
+	    idle_extra_ns, 5, "ns"),
+    AT_MOST("active phase: <= 300 ns own work per launch (no CUPTI: hooks write events)",
+	    active_launch_ns[0], 300, "ns"),
+    AT_MOST("active phase: <= 300 ns own work per launch (CUPTI records the API)",
+	    active_launch_ns[1], 300, "ns"),
+    AT_LEAST("export: >= 1 M events/s on the writer thread at level 1", m_events_per_s, 1,
+	     "M events/s"),
+    AT_MOST("export: <= 40 bytes per event on disk at level 1", bytes_per_event, 40, "bytes"),
+    AT_MOST("a 1 M-event window renamed <= 1 s after it ends (level 1)", rename_s_per_m, 1,
+	    "s per M events"),
+    AT_MOST("peak extra RSS <= GPROF_BUFFER_MB + 16 MiB, at 16", rss_extra_mib[0], 32, "MiB"),
+    AT_MOST("peak extra RSS <= GPROF_BUFFER_MB + 16 MiB, at 64", rss_extra_mib[1], 80, "MiB"),
+};
+
+static const char *verdict(const struct target *t)
+{
+	double v = *t->value;
+
+	if (isnan(v))
+		return "not measured";
+	return (t->at_least ? v >= t->limit : v <= t->limit) ? "met" : "missed";
+}
+
+static void targets(void)
+{
+	printf("\n## Targets (DESIGN.md)\n\n| target | measured (median) | status |\n"
+	       "| --- | --- | --- |\n");
+	for (size_t i = 0; i < sizeof(target_rows) / sizeof(target_rows[0]); i++) {
+		const struct target *t = &target_rows[i];
+
+		printf("| %s | %.*f %s | %s |\n", t->what, *t->value < 10 ? 2 : 1, *t->value,
+		       t->unit, verdict(t));
+	}
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	return remove(path);
+}
+
+static int setup(const char *build, const char *argv0)
+{
+	const char *tmp = getenv("TMPDIR");
+	char lib[PATH_MAX + 16];
+
+	snprintf(lib, sizeof(lib), "%s/libgprof.so", build);
+	if (snprintf(g.tmp, sizeof(g.tmp), "%s/gprof-bench.XXXXXX", tmp && *tmp ? tmp : P_tmpdir) >=
+		(int)sizeof(g.tmp) ||
+	    !realpath(lib, g.lib) || !realpath(argv0, g.self) || !mkdtemp(g.tmp)) {
+		fprintf(stderr, "bench: %s or a scratch folder missing: run `make bench`\n", lib);
+		return -1;
+	}
+	snprintf(g.hook_loop, sizeof(g.hook_loop), "%s/bench/hook-loop", build);
+	snprintf(g.steps_loop, sizeof(g.steps_loop), "%s/bench/steps-loop", build);
+	snprintf(g.preload, sizeof(g.preload), "LD_PRELOAD=%s", g.lib);
+	snprintf(g.cupti, sizeof(g.cupti), "GPROF_CUPTI_LIB=%s", g.lib);
+	strcpy(strrchr(g.cupti, '/'), "/fakecuda/libcupti.so.13");
+	snprintf(g.err_log, sizeof(g.err_log), "%s/stderr.log", g.tmp);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 5 && strcmp(argv[1], "--export") == 0)
+		return bench_export_main(atoi(argv[2]), argv[3], atol(argv[4]));
+	if (argc != 2) {
+		fprintf(stderr, "usage: bench <build folder>\n");
+		return 64;
+	}
+	if (setup(argv[1], argv[0]))
+		return 1;
+	machine();
+	b1();
+	b2();
+	b3();
+	b4();
+	targets();
+	fflush(stdout);
+	nftw(g.tmp, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+	if (g.failures)
+		fprintf(stderr, "bench: %d runs failed; their figures are missing\n", g.failures);
+	return g.failures ? 1 : 0;
+}

@@ -1,0 +1,34 @@
+# `make bench`: libgprof's performance figures (docs/PERFORMANCE.md), built into $(BUILD)/bench/.
+# Included by the top Makefile after the simulated GPU's makefiles.
+
+BENCH_OUT  := $(BUILD)/bench
+BENCH_STUB := $(BENCH_OUT)/stub/libcudart.so.13
+BENCH_BINS := $(BENCH_OUT)/bench $(BENCH_OUT)/hook-loop $(BENCH_OUT)/steps-loop
+BENCH_OBJS := $(addprefix $(BUILD)/bench/,bench.o run.o export-bench.o)
+
+.PHONY: bench
+
+# The runtime whose calls cost nothing, under the real soname and version node.
+$(BENCH_STUB): $(BUILD)/bench/stub-cudart.o bench/stub-cudart.map
+	$(call quiet,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) -shared $(LDFLAGS) -Wl,-soname,libcudart.so.13 \
+		-Wl,--version-script=bench/stub-cudart.map -o $@ $<
+
+$(BENCH_OUT)/hook-loop: $(BUILD)/bench/hook-loop.o $(BENCH_STUB)
+	$(call quiet,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< -Wl,-rpath,'$$ORIGIN/stub' -L$(BENCH_OUT)/stub \
+		-l:libcudart.so.13 -lz -ldl
+
+# On the simulated GPU, as test/apps/apps.mk links its programs.
+$(BENCH_OUT)/steps-loop: $(BUILD)/bench/steps-loop.o $(FAKE_CUDART_LIB) $(FAKECUPTI_LIB)
+	$(call quiet,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< -Wl,-rpath,'$$ORIGIN/../fakecuda' -L$(FAKECUDA_OUT) \
+		-l:libcudart.so.13 -ldl -lpthread
+
+$(BENCH_OUT)/bench: $(BENCH_OBJS) $(CORE_LIB)
+	$(call quiet,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(BENCH_OBJS) $(CORE_LIB) $(LDLIBS)
+
+bench: $(LIB) $(BENCH_BINS) $(FAKECUPTI_LIB)
+	$(Q)$(BENCH_OUT)/bench $(BUILD)

@@ -1,0 +1,218 @@
+/*
+ * B1 and B3's program: tight loops of hooked runtime calls on the stub runtime
+ * (bench/stub-cudart.c), run by bench/bench.c with or without libgprof preloaded, in the phase
+ * its step markers select.
+ * Prints key=value lines: ns per call of each loop (median of the repetitions), or memory figures.
+ *
+ *	hook-loop [-n calls] [-r reps] [-s markers] [-e] [-w launches]
+ *
+ * -s marks that many steps before the loops; -e marks one more after them (ending a window of
+ * schedule active=1) and waits for its trace in GPROF_OUTPUT; -w replaces the loops with one
+ * window of that many launches and prints the resident memory before it and the peak after it.
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+#include <nvtx3/nvToolsExt.h>
+#include <zlib.h>
+
+#define MAX_REPS      64
+#define TRACE_WAIT_MS 60000
+#define TRACE_SUFFIX  ".pt.trace.json.gz"
+
+static long n_calls = 1000000, reps = 5, markers, end_window, window_launches;
+
+/* The launched "kernel": its address is all the runtime sees. */
+static void bench_kernel(void)
+{
+}
+
+static double now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static void launches(long n)
+{
+	void *args[] = {NULL};
+
+	for (long i = 0; i < n; i++)
+		cudaLaunchKernel((const void *)bench_kernel, (dim3){64, 1, 1}, (dim3){128, 1, 1},
+				 args, 0, NULL);
+}
+
+static void copies(long n)
+{
+	static char host[256];
+
+	for (long i = 0; i < n; i++)
+		cudaMemcpyAsync(host, host + 128, 128, cudaMemcpyDeviceToHost, NULL);
+}
+
+/* n calls: n / 2 pairs. */
+static void allocs(long n)
+{
+	void *p;
+
+	for (long i = 0; i < n / 2; i++) {
+		cudaMalloc(&p, 4096);
+		cudaFree(p);
+	}
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Median ns per call of `reps` timed runs of fn(n_calls). */
+static double time_loop(void (*fn)(long))
+{
+	double t[MAX_REPS];
+
+	fn(n_calls / 10 + 1); /* warm: symbols resolved, caches and pages touched */
+	for (long r = 0; r < reps; r++) {
+		double t0 = now_ns();
+
+		fn(n_calls);
+		t[r] = (now_ns() - t0) / (double)n_calls;
+	}
+	qsort(t, (size_t)reps, sizeof(t[0]), cmp_double);
+	return t[reps / 2];
+}
+
+/* Whether dir holds a complete (renamed) trace; its path in path. */
+static int find_trace(const char *dir, char *path, size_t size)
+{
+	size_t sl = strlen(TRACE_SUFFIX);
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int found = 0;
+
+	while (d && !found && (de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+
+		found = l > sl && strcmp(de->d_name + l - sl, TRACE_SUFFIX) == 0;
+		if (found)
+			snprintf(path, size, "%s/%s", dir, de->d_name);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* The events the trace says the memory cap dropped (its header's dropped.buffer_full). */
+static long long trace_dropped(const char *path)
+{
+	static char head[1 << 16];
+	gzFile f = gzopen(path, "rb");
+	const char *p;
+	int n;
+
+	if (!f)
+		return -1;
+	n = gzread(f, head, sizeof(head) - 1);
+	gzclose(f);
+	head[n > 0 ? n : 0] = '\0';
+	p = strstr(head, "\"buffer_full\":");
+	return p ? strtoll(p + strlen("\"buffer_full\":"), NULL, 10) : -1;
+}
+
+/* Ends the window and waits for its file; prints how long that took and what was dropped. */
+static int finish_window(void)
+{
+	const char *dir = getenv("GPROF_OUTPUT");
+	char path[4096];
+	double t0 = now_ns();
+
+	nvtxMarkA("step");
+	while (!find_trace(dir ? dir : ".", path, sizeof(path))) {
+		if (now_ns() - t0 > TRACE_WAIT_MS * 1e6) {
+			printf("error=no trace in %s\n", dir ? dir : ".");
+			return 1;
+		}
+		usleep(1000);
+	}
+	printf("trace_ms=%.1f\ndropped=%lld\n", (now_ns() - t0) / 1e6, trace_dropped(path));
+	return 0;
+}
+
+/* VmRSS or VmHWM of this process, in KiB. */
+static long status_kib(const char *key)
+{
+	char line[256];
+	long v = -1;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	while (f && v < 0 && fgets(line, sizeof(line), f))
+		if (strncmp(line, key, strlen(key)) == 0)
+			v = atol(line + strlen(key));
+	if (f)
+		fclose(f);
+	return v;
+}
+
+static int memory_window(void)
+{
+	long rss;
+
+	launches(1);
+	rss = status_kib("VmRSS:");
+	nvtxMarkA("step");
+	launches(window_launches);
+	if (finish_window())
+		return 1;
+	printf("rss_before_kib=%ld\nhwm_after_kib=%ld\n", rss, status_kib("VmHWM:"));
+	return 0;
+}
+
+static int parse(int argc, char **argv)
+{
+	int c;
+
+	while ((c = getopt(argc, argv, "n:r:s:ew:")) != -1) {
+		if (c == 'n')
+			n_calls = atol(optarg);
+		else if (c == 'r')
+			reps = atol(optarg);
+		else if (c == 's')
+			markers = atol(optarg);
+		else if (c == 'e')
+			end_window = 1;
+		else if (c == 'w')
+			window_launches = atol(optarg);
+		else
+			return -1;
+	}
+	return n_calls > 0 && reps > 0 && reps <= MAX_REPS ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+	if (parse(argc, argv)) {
+		fprintf(stderr,
+			"usage: hook-loop [-n calls] [-r reps<=%d] [-s markers] [-e] "
+			"[-w launches]\n",
+			MAX_REPS);
+		return 64;
+	}
+	if (window_launches)
+		return memory_window();
+	launches(1);
+	for (long i = 0; i < markers; i++)
+		nvtxMarkA("step");
+	printf("launch_ns=%.3f\n", time_loop(launches));
+	printf("copy_ns=%.3f\n", time_loop(copies));
+	printf("alloc_ns=%.3f\n", time_loop(allocs));
+	return end_window ? finish_window() : 0;
+}
