@@ -39,7 +39,7 @@ static bool call_begin(struct gprof_api_call *c, enum gprof_hook h)
 {
 	int hot = gprof_hot_load();
 
-	if (likely(!hot) || in_hook)
+	if (in_hook)
 		return false;
 	if (hot & GPROF_HOT_FIRST_CALL)
 		gprof_session_first_cuda_call();
@@ -69,22 +69,25 @@ static void call_end(struct gprof_api_call *c, cudaError_t result)
  * HOOK(sym, params, args, fill): defines `sym`. `fill` sets the call record's fields from the
  * arguments (and from `r`, the result) after the real call.
  */
-#define HOOK(sym, params, args, fill)                          \
-	GPROF_EXPORT cudaError_t sym params                    \
-	{                                                      \
-		typedef cudaError_t(*fn_t) params;             \
-		fn_t fn = (fn_t)real_fn(GPROF_HOOK_##sym);     \
-		struct gprof_api_call c = {0};                 \
-		cudaError_t r;                                 \
-                                                               \
-		if (unlikely(!fn))                             \
-			return MISSING;                        \
-		if (likely(!call_begin(&c, GPROF_HOOK_##sym))) \
-			return fn args;                        \
-		r = fn args;                                   \
-		fill;                                          \
-		call_end(&c, r);                               \
-		return r;                                      \
+#define HOOK(sym, params, args, fill)                      \
+	GPROF_EXPORT cudaError_t sym params                \
+	{                                                  \
+		typedef cudaError_t(*fn_t) params;         \
+		fn_t fn = (fn_t)real_fn(GPROF_HOOK_##sym); \
+		struct gprof_api_call c;                   \
+		cudaError_t r;                             \
+                                                           \
+		if (unlikely(!fn))                         \
+			return MISSING;                    \
+		if (likely(!gprof_hot_load()))             \
+			return fn args;                    \
+		c = (struct gprof_api_call){0};            \
+		if (!call_begin(&c, GPROF_HOOK_##sym))     \
+			return fn args;                    \
+		r = fn args;                               \
+		fill;                                      \
+		call_end(&c, r);                           \
+		return r;                                  \
 	}
 
 #define DIM3(dst, d) ((dst)[0] = (d).x, (dst)[1] = (d).y, (dst)[2] = (d).z)

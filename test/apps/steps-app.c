@@ -81,11 +81,13 @@ static void domain_range(void)
 static void step_body(int k, cudaStream_t s)
 {
 	size_t n = (size_t)(k + 1);
-	char host[16 << 10];
+	char *host = malloc(n * 256);
 	float *dev = NULL;
 	void *args[] = {&dev};
 
-	memset(host, k, sizeof(host));
+	if (!host)
+		exit(3);
+	memset(host, k, n * 256);
 	nvtxRangePushA("forward");
 	CHECK(cudaMalloc((void **)&dev, n * 4096));
 	CHECK(cudaMemcpy(dev, host, n * 256, cudaMemcpyHostToDevice));
@@ -97,6 +99,7 @@ static void step_body(int k, cudaStream_t s)
 	CHECK(cudaMemcpyAsync(host, dev, n * 256, cudaMemcpyDeviceToHost, s));
 	CHECK(cudaStreamSynchronize(s));
 	CHECK(cudaFree(dev));
+	free(host);
 	nvtxRangePop();
 	domain_range();
 }
