@@ -140,6 +140,15 @@ static const struct var vars[] = {
 	FIELD(disable),
     },
     {
+	.name = "GPROF_SIGNALS",
+	.type = VAR_BOOL,
+	.dflt = "0",
+	.help = "1: on SIGTERM or SIGINT (when the program leaves them at their default), "
+		"the window in progress is written before the process ends by the signal",
+	.form = "0 or 1",
+	FIELD(signals),
+    },
+    {
 	.name = "GPROF_CONFIG",
 	.type = VAR_CONFIG,
 	.doc_dflt = "unset",

@@ -43,6 +43,7 @@ struct gprof_config {
 	int log_level;		  /* enum gprof_log_level */
 	char cupti_lib[PATH_MAX]; /* empty: search for it */
 	bool disable;
+	bool signals; /* finish the window on SIGTERM/SIGINT (preload/init.c) */
 };
 
 /*

@@ -1,10 +1,13 @@
 /*
- * The library's constructor and exit path. The constructor only reads the configuration and
- * sets environment variables: no CUDA call (DataLoader workers fork after it, and CUDA must not
- * be initialised before fork).
+ * The library's constructor and exit paths: normal exit, and with GPROF_SIGNALS=1 SIGTERM and
+ * SIGINT. The constructor only reads the configuration and sets environment variables: no CUDA
+ * call (DataLoader workers fork after it, and CUDA must not be initialised before fork).
  */
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -14,6 +17,7 @@
 #include <unistd.h>
 
 #define PR_FMT ""
+#include "common/config.h"
 #include "common/log.h"
 #include "preload/preload.h"
 #include "preload/session.h"
@@ -62,14 +66,167 @@ static void self_path(char *out, size_t size)
 		out[0] = '\0';
 }
 
+/*
+ * The session's end runs once, on the first of: exit, or the signal thread below. Written by
+ * run_fini; read by the signal handler (fini_state only) and by a second exit path.
+ */
+enum {
+	FINI_NOT_STARTED,
+	FINI_RUNNING,
+	FINI_DONE
+};
+static int fini_state;
+static GPROF_TLS bool in_fini; /* this thread runs it */
+static bool live;	       /* the session runs in this process (not inert, not a fork child) */
+
+#define FINI_WAIT_MS 15000 /* the session's own limits (collector 3 s, writer 10 s) and some */
+
+/* Waits for the session's end; async-signal-safe (the signal handler uses it). */
+static void wait_fini(unsigned ms)
+{
+	const struct timespec tick = {.tv_nsec = 10 * 1000 * 1000};
+
+	for (unsigned waited = 0; waited < ms; waited += 10) {
+		if (__atomic_load_n(&fini_state, __ATOMIC_ACQUIRE) == FINI_DONE)
+			return;
+		nanosleep(&tick, NULL);
+	}
+}
+
+static void run_fini(void)
+{
+	int expect = FINI_NOT_STARTED;
+
+	if (!__atomic_compare_exchange_n(&fini_state, &expect, FINI_RUNNING, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		/* Already under way on another thread (a signal came): let it finish. */
+		if (!in_fini)
+			wait_fini(FINI_WAIT_MS);
+		return;
+	}
+	in_fini = true;
+	gprof_session_fini();
+	__atomic_store_n(&fini_state, FINI_DONE, __ATOMIC_RELEASE);
+}
+
 static void at_exit(void)
 {
-	gprof_session_fini();
+	run_fini();
+}
+
+/*
+ * GPROF_SIGNALS=1. SIGTERM and SIGINT, if still at their default when CUDA starts (a Python
+ * interpreter has set its SIGINT handler by then), get a handler that hands the session's end
+ * to a thread of ours, waits for it, and re-raises the signal with its default action, so the
+ * process ends as it would have, by the signal. The handler itself only writes to a pipe and
+ * sleeps: the session's end takes locks that the interrupted thread may hold, in which case
+ * the wait times out and the window stays .partial (scripts/gprof-repair).
+ */
+static bool signals_wanted; /* GPROF_SIGNALS, read by the constructor */
+static int signals_taken;   /* set once, by the first InitializeInjection */
+static int signal_pipe[2] = {-1, -1};
+static pid_t signal_owner; /* the process whose thread reads the pipe */
+
+static void on_signal(int sig)
+{
+	int saved_errno = errno;
+	char c = (char)sig;
+
+	/* SA_RESETHAND: the default action is back, and a second signal ends the process now. */
+	if (!in_fini && getpid() == signal_owner && write(signal_pipe[1], &c, 1) == 1)
+		wait_fini(FINI_WAIT_MS);
+	errno = saved_errno;
+	raise(sig); /* SA_NODEFER: delivered at once, with the default action */
+}
+
+static void *signal_thread(void *arg)
+{
+	char c;
+
+	(void)arg;
+	while (read(signal_pipe[0], &c, 1) < 0 && errno == EINTR)
+		;
+	run_fini();
+	return NULL;
+}
+
+/* The thread that ends the session on a signal; it never takes a signal itself. */
+static int start_signal_thread(void)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pthread_t t;
+	int err;
+
+	if (pipe2(signal_pipe, O_CLOEXEC) != 0)
+		return errno;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&t, &attr, signal_thread, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	return err;
+}
+
+static void take_signals(void)
+{
+	static const int sigs[] = {SIGTERM, SIGINT};
+	struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESETHAND | SA_NODEFER};
+	int err;
+
+	if (!signals_wanted || !__atomic_load_n(&live, __ATOMIC_ACQUIRE) ||
+	    __atomic_exchange_n(&signals_taken, 1, __ATOMIC_ACQ_REL))
+		return;
+	err = start_signal_thread();
+	if (err) {
+		pr_warn("GPROF_SIGNALS=1: cannot start its thread (%s); SIGTERM and SIGINT end "
+			"the process without writing the window in progress",
+			strerror(err));
+		return;
+	}
+	signal_owner = getpid();
+	sigfillset(&sa.sa_mask);
+	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++) {
+		struct sigaction old;
+
+		if (sigaction(sigs[i], NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
+		    old.sa_handler == SIG_DFL)
+			sigaction(sigs[i], &sa, NULL);
+	}
+}
+
+/*
+ * GPROF_SIGNALS from the configuration's two sources. The session keeps its configuration to
+ * itself, so it is read again here; the session has checked both sources already, so nothing
+ * is printed twice.
+ */
+static bool read_signals_wanted(void)
+{
+	static struct gprof_config cfg; /* 13 KiB: not on a constructor's stack */
+	static const char *const names[] = {"GPROF_SIGNALS", "GPROF_CONFIG"};
+	char entries[2][PATH_MAX + 32], *env[3] = {NULL};
+	int n = 0;
+
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+		const char *v = getenv(names[i]);
+		int len = v ? snprintf(entries[n], sizeof(entries[n]), "%s=%s", names[i], v) : -1;
+
+		if (len >= 0 && (size_t)len < sizeof(entries[n])) {
+			env[n] = entries[n];
+			n++;
+		}
+	}
+	return gprof_config_load(&cfg, env) == 0 && cfg.signals;
 }
 
 static void at_fork_child(void)
 {
 	cached_tid = 0;
+	__atomic_store_n(&live, false, __ATOMIC_RELEASE);
+	/* Nothing of the parent's to finish here, even if its exit was under way. */
+	__atomic_store_n(&fini_state, FINI_DONE, __ATOMIC_RELEASE);
 	gprof_session_forked();
 }
 
@@ -84,6 +241,8 @@ __attribute__((constructor)) static void gprof_init(void)
 		claim_injection("NVTX_INJECTION64_PATH", self, "NVTX step markers and ranges");
 		claim_injection("CUDA_INJECTION64_PATH", self, "early CUPTI initialisation");
 	}
+	signals_wanted = read_signals_wanted();
+	__atomic_store_n(&live, true, __ATOMIC_RELEASE);
 	pthread_atfork(NULL, NULL, at_fork_child);
 	atexit(at_exit);
 }
@@ -97,5 +256,6 @@ GPROF_EXPORT int InitializeInjection(void)
 {
 	if (gprof_hot_load() & GPROF_HOT_FIRST_CALL)
 		gprof_session_first_cuda_call();
+	take_signals();
 	return 1;
 }

@@ -702,6 +702,7 @@ TEST(config_print_table)
 	    "| `GPROF_LOG` | `warn` | ",
 	    "| `GPROF_CUPTI_LIB` | auto | ",
 	    "| `GPROF_DISABLE` | `0` | ",
+	    "| `GPROF_SIGNALS` | `0` | ",
 	    "| `GPROF_CONFIG` | ",
 	};
 	static const char header[] = "| variable | default | meaning |\n| --- | --- | --- |\n";

@@ -4,6 +4,7 @@
  * passes trace_check, and expectations come from each program's documented behaviour.
  */
 #include <ctype.h>
+#include <dirent.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <unistd.h>
@@ -495,70 +496,446 @@ static bool known_bug(const char *var, const char *value)
 	return false;
 }
 
+static const char *const bad_values[] = {
+    "",
+    "-1",
+    "99999999999999999999999",
+    "abc",
+    "1x",
+    "1 ",
+    " 1",
+    "0x10",
+    "+1",
+    "1e3",
+    "\xff\xfe",
+    "a\nb",
+    "1\x01",
+    "%",
+    "%q{",
+    ",",
+    "all,",
+    "wait=-1",
+    "wait=1,,active=1",
+};
+static const char *const bad_json_values[] = {
+    "-1", "1.5", "null", "[]", "{}", "1e999", "99999999999999999999"};
+
+/* Every `every`-th of bad_values, and 5000 bytes, as the value of var in the environment. */
+static void try_env_values(const char *var, size_t every)
+{
+	char *big = repeat("", 'x', 5000, ""), *entry = NULL;
+
+	for (size_t i = 0; i <= ARRAY_SIZE(bad_values); i++) {
+		const char *value = i < ARRAY_SIZE(bad_values) ? bad_values[i] : big;
+
+		if ((i % every && value != big) || known_bug(var, value))
+			continue;
+		ASSERT(asprintf(&entry, "%s=%s", var, value) > 0);
+		run_with_value(entry, var, !value_accepted(var, value));
+		free(entry);
+	}
+	free(big);
+}
+
+/* Every `every`-th of bad_json_values as var's key in a GPROF_CONFIG file in dir. */
+static void try_file_values(const char *var, const char *dir, size_t every)
+{
+	char key[64], *file = NULL, *entry = NULL;
+	size_t k = 0;
+
+	for (; var[6 + k] && k < sizeof(key) - 1; k++)
+		key[k] = (char)tolower((unsigned char)var[6 + k]);
+	key[k] = '\0';
+	ASSERT(asprintf(&file, "%s/%s.json", dir, key) > 0);
+	ASSERT(asprintf(&entry, "GPROF_CONFIG=%s", file) > 0);
+	for (size_t i = 0; i < ARRAY_SIZE(bad_json_values); i += every) {
+		FILE *f = fopen(file, "w");
+
+		ASSERT(f);
+		fprintf(f, "{\"%s\": %s}\n", key, bad_json_values[i]);
+		fclose(f);
+		run_with_value(entry, var, true);
+	}
+	free(entry);
+	free(file);
+}
+
 /*
  * Every variable of the README's table set to empty, negative, huge, non-numeric, junk-suffixed
  * and hostile values, under LD_PRELOAD: one line for each value it does not take, the program
- * unaffected. The same values as a GPROF_CONFIG file's, with the JSON types besides strings.
+ * unaffected. The same as a GPROF_CONFIG file's values, with JSON types besides strings.
+ * Under TSan (a second per run) every fourth value only.
  */
 TEST(rel_config_hostile_values)
 {
-	static const char *const values[] = {
-	    "",
-	    "-1",
-	    "99999999999999999999999",
-	    "abc",
-	    "1x",
-	    "1 ",
-	    " 1",
-	    "0x10",
-	    "+1",
-	    "1e3",
-	    "\xff\xfe",
-	    "a\nb",
-	    "1\x01",
-	    "%",
-	    "%q{",
-	    ",",
-	    "all,",
-	    "wait=-1",
-	    "wait=1,,active=1",
-	};
-	static const char *const json_values[] = {
-	    "-1", "1.5", "null", "[]", "{}", "1e999", "99999999999999999999"};
-	char names[32][64], dir[64], *entry = NULL, *big = repeat("", 'x', 5000, "");
+	size_t every = strstr(getenv("TEST_SAN") ? getenv("TEST_SAN") : "", "thread") ? 4 : 1;
+	char names[32][64], dir[64];
 	int n = readme_vars(names, 32);
 
 	ASSERT_GE(n, 11);
 	enter_tmpdir(dir, sizeof(dir));
 	for (int v = 0; v < n; v++) {
-		for (size_t i = 0; i <= ARRAY_SIZE(values); i++) {
-			const char *value = i < ARRAY_SIZE(values) ? values[i] : big;
+		try_env_values(names[v], every);
+		try_file_values(names[v], dir, every);
+	}
+	rm_rf(dir);
+}
 
-			if (known_bug(names[v], value))
-				continue;
-			ASSERT(asprintf(&entry, "%s=%s", names[v], value) > 0);
-			run_with_value(entry, names[v], !value_accepted(names[v], value));
-			free(entry);
+/* The step an event of rel-exit/rel-fork belongs to: its launch grid is (step + 1, 1, 1). */
+static long long step_of(const json_t *ev)
+{
+	json_t *g = json_object_get(json_object_get(ev, "args"), "grid");
+
+	return json_is_array(g) ? json_integer_value(json_array_get(g, 0)) - 1 : -1;
+}
+
+/* The kernel events of each step (0..15) in t. */
+static void kernels_per_step(const struct trace *t, int counts[16])
+{
+	size_t i;
+	json_t *ev;
+
+	memset(counts, 0, 16 * sizeof(counts[0]));
+	json_array_foreach(t->events, i, ev)
+	{
+		long long k = step_of(ev);
+
+		if (!strcmp(trace_str(ev, "cat"), "kernel") && k >= 0 && k < 16)
+			counts[k]++;
+	}
+}
+
+static bool has_step(const struct trace *t, int k)
+{
+	char name[32];
+
+	snprintf(name, sizeof(name), "ProfilerStep#%d", k);
+	return e2e_count(t, "user_annotation", name) == 1;
+}
+
+#define REL_LAUNCHES 30 /* rel-exit's launches per step */
+
+/*
+ * Return from main, exit() from main's callee, exit() from a second thread while main goes
+ * on launching, a SIGINT the program handles before returning: the same exit status as
+ * without libgprof, and the window's file complete with every launch of its whole steps.
+ */
+TEST(rel_exit_paths)
+{
+	static const struct {
+		const char *mode;
+		int status, last_whole, cut_step;
+	} cases[] = {
+	    {"return", 0, 4, -1},
+	    {"exit", 7, 4, -1},
+	    {"thread", 5, 2, 3},
+	    {"sigint", 0, 3, -1},
+	};
+	const char *sig_env[] = {"GPROF_SIGNALS=1", NULL};
+
+	for (size_t c = 0; c < 2 * ARRAY_SIZE(cases); c++) {
+		const char *argv[] = {e2e_build_path("test/apps/rel-exit"), cases[c / 2].mode,
+				      NULL};
+		struct e2e_run r;
+		int counts[16];
+
+		/* Each twice: GPROF_SIGNALS=1 must change nothing for these. */
+		e2e_run(&r, argv, e2e_build_path("fakecuda/libcupti.so.13"), c % 2 ? sig_env : NULL,
+			true);
+		ASSERT_MSG(r.res.status == cases[c / 2].status, "%s: status %d: %s",
+			   cases[c / 2].mode, r.res.status, r.res.err);
+		ASSERT_EQ(r.n_traces, 1);
+		kernels_per_step(&r.traces[0], counts);
+		for (int k = 0; k < 16; k++) {
+			bool whole = k >= 2 && k <= cases[c / 2].last_whole;
+
+			ASSERT_MSG(!whole ||
+				       (counts[k] == REL_LAUNCHES && has_step(&r.traces[0], k)),
+				   "%s: step %d: %d kernels", cases[c / 2].mode, k, counts[k]);
+			ASSERT_MSG(whole || k == cases[c / 2].cut_step || counts[k] == 0,
+				   "%s: step %d: %d kernels", cases[c / 2].mode, k, counts[k]);
 		}
-		for (size_t i = 0; i < ARRAY_SIZE(json_values); i++) {
-			char key[64], *file = NULL;
-			FILE *f;
-			size_t k = 0;
+		if (cases[c / 2].cut_step >= 0)
+			ASSERT(counts[cases[c / 2].cut_step] >= 10 &&
+			       counts[cases[c / 2].cut_step] <= REL_LAUNCHES);
+		if (!strcmp(cases[c / 2].mode, "sigint"))
+			ASSERT_STR_EQ(r.res.out, "rel-exit: got SIGINT\n");
+		e2e_free(&r);
+	}
+}
 
-			for (; names[v][6 + k]; k++)
-				key[k] = (char)tolower((unsigned char)names[v][6 + k]);
-			key[k] = '\0';
-			ASSERT(asprintf(&file, "%s/c%d.json", dir, v) > 0);
-			f = fopen(file, "w");
-			ASSERT(f);
-			fprintf(f, "{\"%s\": %s}\n", key, json_values[i]);
-			fclose(f);
-			ASSERT(asprintf(&entry, "GPROF_CONFIG=%s", file) > 0);
-			run_with_value(entry, names[v], true);
-			free(entry);
-			free(file);
+/*
+ * GPROF_SIGNALS=1 and a SIGTERM or SIGINT the program leaves at its default: the window in
+ * progress is finished with every launch made before the signal (10 in step 3), and the
+ * process ends by that signal, as it would have without libgprof.
+ */
+TEST(rel_signal_finishes_window)
+{
+	static const struct {
+		const char *mode, *said;
+	} cases[] = {
+	    {"sigterm", "rel-exit: child killed by signal 15\n"},
+	    {"sigint-dfl", "rel-exit: child killed by signal 2\n"},
+	};
+	const char *env[] = {"GPROF_SIGNALS=1", "GPROF_SCHEDULE=wait=1,warmup=1,active=10", NULL};
+
+	for (size_t c = 0; c < ARRAY_SIZE(cases); c++) {
+		const char *argv[] = {e2e_build_path("test/apps/rel-exit"), "-w", cases[c].mode,
+				      NULL};
+		struct e2e_run r;
+		int counts[16];
+
+		e2e_run(&r, argv, e2e_build_path("fakecuda/libcupti.so.13"), env, true);
+		ASSERT_STR_EQ(r.res.out, cases[c].said);
+		ASSERT_EQ(r.n_traces, 1);
+		kernels_per_step(&r.traces[0], counts);
+		ASSERT_EQ(counts[2], REL_LAUNCHES);
+		ASSERT_EQ(counts[3], 10);
+		ASSERT(has_step(&r.traces[0], 2) && has_step(&r.traces[0], 3));
+		ASSERT_EQ(counts[4], 0);
+		e2e_free(&r);
+	}
+}
+
+/*
+ * Runs argv under libgprof with e2e_run's environment (less the ground-truth log) and leaves
+ * the output folder (dir, made here) as the program left it: for runs that end with a .partial.
+ */
+static void run_raw(const char *const argv[], const char *const *extra, char *dir, size_t size,
+		    struct proc_result *res)
+{
+	const char *env[16] = {proc_preload(e2e_build_path("libgprof.so")), "NVTX_INJECTION64_PATH",
+			       "CUDA_INJECTION64_PATH", "FAKEGPU_TIME_SCALE=0.1", "FAKEGPU_LOG"};
+	char *out = NULL, *cupti = NULL;
+	int n = 5;
+
+	snprintf(dir, size, "/tmp/gprof-rel-XXXXXX");
+	ASSERT(mkdtemp(dir));
+	ASSERT(asprintf(&out, "GPROF_OUTPUT=%s", dir) > 0);
+	ASSERT(asprintf(&cupti, "GPROF_CUPTI_LIB=%s", e2e_build_path("fakecuda/libcupti.so.13")) >
+	       0);
+	env[n++] = out;
+	env[n++] = cupti;
+	for (; extra && *extra && n < 15; extra++)
+		env[n++] = *extra;
+	ASSERT_EQ(proc_run(argv, env, 120, res), 0);
+	ASSERT_MSG(!res->timed_out, "%s timed out", argv[0]);
+	free(out);
+	free(cupti);
+}
+
+/* The one file in dir whose name ends with suffix, as a path. */
+static char *only_file(const char *dir, const char *suffix)
+{
+	struct dirent *de;
+	char *path = NULL;
+	DIR *d = opendir(dir);
+	int n = 0;
+
+	ASSERT(d);
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+
+		if (len > strlen(suffix) && !strcmp(de->d_name + len - strlen(suffix), suffix)) {
+			free(path);
+			ASSERT(asprintf(&path, "%s/%s", dir, de->d_name) > 0);
+			n++;
 		}
 	}
-	free(big);
+	closedir(d);
+	ASSERT_MSG(n == 1, "%d files *%s in %s", n, suffix, dir);
+	return path;
+}
+
+static void read_all(const char *path, char **data, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	long n;
+
+	ASSERT_MSG(f, "%s", path);
+	ASSERT(fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0);
+	*data = malloc((size_t)n + 1);
+	ASSERT(*data && fread(*data, 1, (size_t)n, f) == (size_t)n);
+	fclose(f);
+	*len = (size_t)n;
+}
+
+#define HEAD_END "\n  \"traceEvents\": [\n"
+
+/* A flow half (ph s or f) of ev, as a bit in *halves[id] (1: s, 2: f); false if ev is none. */
+static bool note_flow(json_t *halves, const json_t *ev)
+{
+	const char *ph = trace_str(ev, "ph");
+	char id[32];
+
+	if (strcmp(ph, "s") && strcmp(ph, "f"))
+		return false;
+	snprintf(id, sizeof(id), "%lld", (long long)json_integer_value(json_object_get(ev, "id")));
+	json_object_set_new(
+	    halves, id,
+	    json_integer(json_integer_value(json_object_get(halves, id)) | (ph[0] == 's' ? 1 : 2)));
+	return true;
+}
+
+/*
+ * What gprof-repair must keep of a trace's text cut short: every line after the header that is
+ * a whole JSON object (with or without the comma that follows), less the halves of flows
+ * whose other half is not there. -1: the text ends inside the header.
+ */
+static int expect_kept(const char *text)
+{
+	const char *p = strstr(text, HEAD_END), *id;
+	json_t *halves = json_object(), *v;
+	int kept = 0;
+
+	if (!p)
+		return -1;
+	for (p += strlen(HEAD_END); *p; p += strcspn(p, "\n"), p += *p == '\n') {
+		size_t n = strcspn(p, "\n");
+		json_t *ev = json_loadb(p, n && p[n - 1] == ',' ? n - 1 : n, 0, NULL);
+
+		if (json_is_object(ev) && !note_flow(halves, ev))
+			kept++;
+		json_decref(ev);
+	}
+	json_object_foreach(halves, id, v)
+	{
+		if (json_integer_value(v) == 3)
+			kept += 2;
+	}
+	json_decref(halves);
+	return kept;
+}
+
+/* Runs scripts/gprof-repair (python3) with args; skips the test without python3. */
+static int run_repair(const char *path, struct proc_result *res)
+{
+	char script[PATH_MAX];
+	const char *argv[] = {"/usr/bin/env", "python3", script, path, NULL};
+	const char *probe[] = {"/usr/bin/env", "python3", "-c", "", NULL};
+
+	ASSERT_EQ(proc_run(probe, NULL, 60, res), 0);
+	if (res->status != 0)
+		SKIP("no python3");
+	proc_result_free(res);
+	snprintf(script, sizeof(script), "%s/scripts/gprof-repair", getenv("TEST_SRC"));
+	ASSERT_EQ(proc_run(argv, NULL, 60, res), 0);
+	return res->status;
+}
+
+/*
+ * Repairs path (a .partial) and checks the result: valid, with `want` events, and unless the
+ * file was complete (then copied), a warning that says it was repaired.
+ */
+static void check_repaired(const char *path, int want, bool complete)
+{
+	struct proc_result res;
+	struct trace t;
+	char why[512], *out = strndup(path, strlen(path) - strlen(".partial"));
+	json_t *warnings;
+
+	ASSERT_MSG(run_repair(path, &res) == 0, "gprof-repair %s: %s", path, res.err);
+	ASSERT_STR_CONTAINS(res.err, "gprof-repair: ");
+	ASSERT_MSG(trace_load(out, &t, why, sizeof(why)) == 0, "%s: %s", out, why);
+	ASSERT_MSG(trace_check(&t, why, sizeof(why)) == 0, "%s: %s", out, why);
+	ASSERT_EQ(json_array_size(t.events), want);
+	warnings = json_object_get(json_object_get(t.root, "gprof"), "warnings");
+	if (!complete)
+		ASSERT_STR_CONTAINS(json_string_value(json_array_get(warnings, 0)), "gprof-repair");
+	trace_free(&t);
+	proc_result_free(&res);
+	free(out);
+}
+
+/*
+ * SIGKILL and _exit in the middle of a window, and SIGTERM without GPROF_SIGNALS: the window's
+ * file stays .partial, decompresses up to its last sync flush (libgprof flushes at least every
+ * 100 ms; the window was open 250 ms) and scripts/gprof-repair makes a valid trace of it that
+ * holds every whole event.
+ */
+TEST(rel_killed_window_repaired)
+{
+	static const struct {
+		const char *mode, *said;
+		int min_events;
+	} cases[] = {
+	    {"sigkill", "rel-exit: child killed by signal 9\n", 3},
+	    {"_exit", "rel-exit: child exited 3\n", 3},
+	    {"sigterm", "rel-exit: child killed by signal 15\n", 0},
+	};
+	const char *env[] = {"GPROF_SCHEDULE=wait=1,warmup=1,active=10", NULL};
+
+	for (size_t c = 0; c < ARRAY_SIZE(cases); c++) {
+		const char *argv[] = {e2e_build_path("test/apps/rel-exit"), "-w", cases[c].mode,
+				      NULL};
+		char dir[PATH_MAX], why[256], *partial, *gz, *text;
+		struct proc_result res;
+		size_t len, text_len;
+		int want;
+
+		run_raw(argv, env, dir, sizeof(dir), &res);
+		ASSERT_STR_EQ(res.out, cases[c].said);
+		partial = only_file(dir, ".pt.trace.json.gz.partial");
+		read_all(partial, &gz, &len);
+		ASSERT_MSG(trace_gunzip(gz, len, true, &text, &text_len, why, sizeof(why)) == 0,
+			   "%s: %s", partial, why);
+		ASSERT(!strncmp(text, "{\n  \"schemaVersion\": 1,", 23));
+		want = expect_kept(text);
+		ASSERT_MSG(want >= cases[c].min_events, "%s: %d whole events", cases[c].mode, want);
+		check_repaired(partial, want, false);
+		free(gz);
+		free(text);
+		free(partial);
+		proc_result_free(&res);
+		rm_rf(dir);
+	}
+}
+
+/*
+ * gprof-repair on a complete trace cut at 48 places, from inside the gzip header to the end:
+ * a cut inside the trace's header is refused with one line; any other gives a valid trace
+ * with every whole event of what is left (the uncut file is copied as it is).
+ */
+TEST(rel_repair_every_cut)
+{
+	const char *argv[] = {e2e_build_path("test/apps/rel-exit"), "return", NULL};
+	char dir[64], path[128], why[256], *gz, *name;
+	struct e2e_run r;
+	size_t len;
+
+	e2e_run(&r, argv, e2e_build_path("fakecuda/libcupti.so.13"), NULL, true);
+	ASSERT_EQ(r.n_traces, 1);
+	name = only_file(r.dir, ".pt.trace.json.gz");
+	read_all(name, &gz, &len);
+	snprintf(dir, sizeof(dir), "/tmp/gprof-rel-XXXXXX");
+	ASSERT(mkdtemp(dir));
+	for (size_t i = 0; i < 48; i++) {
+		size_t head = 49152,
+		       cut = i < 8 ? len * i / 64 : head + (len - head) * (i - 8) / 39;
+		struct proc_result res;
+		size_t text_len;
+		char *text;
+		int want;
+		FILE *f;
+
+		cut = cut > len ? len : cut;
+		snprintf(path, sizeof(path), "%s/cut%zu.pt.trace.json.gz.partial", dir, i);
+		f = fopen(path, "wb");
+		ASSERT(f && fwrite(gz, 1, cut, f) == cut && fclose(f) == 0);
+		want = trace_gunzip(gz, cut, true, &text, &text_len, why, sizeof(why)) == 0
+			   ? expect_kept(text)
+			   : -1;
+		free(text);
+		if (want >= 0) {
+			check_repaired(path, want, cut == len);
+			continue;
+		}
+		ASSERT_MSG(run_repair(path, &res) == 1, "cut at %zu: %s", cut, res.err);
+		ASSERT_MSG(strchr(res.err, '\n') == res.err + res.err_len - 1, "%s", res.err);
+		proc_result_free(&res);
+	}
+	free(gz);
+	free(name);
 	rm_rf(dir);
+	e2e_free(&r);
 }
