@@ -60,9 +60,15 @@ static void hot_set(int bit, bool on)
 		__atomic_fetch_and(&gprof_hot, ~bit, __ATOMIC_RELAXED);
 }
 
+/*
+ * The window that application events go to. None once the process exits: the last step's span
+ * ends at the exit's timestamp, taken after `exiting` is set, and a thread still running must
+ * not add a call that outlasts that span on its track.
+ */
 static bool window_get(uint32_t *id)
 {
-	if (!__atomic_load_n(&window_open, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&exiting, __ATOMIC_SEQ_CST) ||
+	    !__atomic_load_n(&window_open, __ATOMIC_ACQUIRE))
 		return false;
 	*id = __atomic_load_n(&cur_window, __ATOMIC_RELAXED);
 	return true;
@@ -480,7 +486,7 @@ void gprof_session_fini(void)
 {
 	if (inert)
 		return;
-	__atomic_store_n(&exiting, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&exiting, 1, __ATOMIC_SEQ_CST);
 	gprof_stepper_finish(&stepper, gprof_now_ns());
 	gprof_collector_fini(COLLECTOR_FINI_MS);
 	if (gprof_export_shutdown(10000) != 0)
