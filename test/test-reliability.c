@@ -1466,3 +1466,47 @@ TEST(rel_load_every_launch_once)
 	ASSERT_EQ(json_integer_value(json_object_get(dropped, "buffer_full")), 0);
 	load_scan_free(&s, head, path, &res, dir);
 }
+
+/*
+ * valgrind's memcheck, where it is installed (not under the sanitizers, whose programs it
+ * can't run), on small end-to-end runs: no invalid access, no use of uninitialised memory, no
+ * definite leak, and the trace still valid.
+ */
+TEST(rel_valgrind_memcheck)
+{
+	static const char *const apps[][3] = {
+	    {"test/apps/rel-exit", "return", NULL},
+	    {"test/apps/rt-app", "-t", "4"},
+	    {"test/apps/rel-kernels", NULL, NULL},
+	};
+	const char *probe[] = {"/usr/bin/env", "valgrind", "--version", NULL};
+	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
+	struct proc_result res;
+
+	if (getenv("TEST_SAN") && getenv("TEST_SAN")[0])
+		SKIP("valgrind can't run sanitized programs");
+	ASSERT_EQ(proc_run(probe, NULL, 60, &res), 0);
+	if (res.status != 0)
+		SKIP("no valgrind");
+	proc_result_free(&res);
+	for (size_t a = 0; a < ARRAY_SIZE(apps); a++) {
+		const char *argv[] = {"/usr/bin/env",
+				      "valgrind",
+				      "-q",
+				      "--error-exitcode=99",
+				      "--leak-check=full",
+				      "--show-leak-kinds=definite",
+				      "--errors-for-leak-kinds=definite",
+				      e2e_build_path(apps[a][0]),
+				      apps[a][1],
+				      apps[a][2],
+				      NULL};
+		struct e2e_run r;
+
+		e2e_run(&r, argv, e2e_build_path("fakecuda/libcupti.so.13"), env, true);
+		ASSERT_MSG(r.res.status == 0, "%s: status %d: %.3000s", apps[a][0], r.res.status,
+			   r.res.err);
+		ASSERT_EQ(r.n_traces, 1);
+		e2e_free(&r);
+	}
+}
