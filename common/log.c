@@ -7,6 +7,7 @@
 #include <errno.h>
 
 #include "common/log.h"
+#include "common/utf8.h"
 
 int gprof_log_level = GPROF_LOG_WARN;
 
@@ -27,20 +28,43 @@ static void keep(const char *line)
 	pthread_mutex_unlock(&kept_lock);
 }
 
+char *gprof_log_clean(char *dst, size_t cap, const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + len;
+	size_t n = 0;
+
+	while (p < end) {
+		int k = gprof_utf8_printable(p, end);
+		size_t need = k > 0 ? (size_t)k : 4;
+
+		if (n + need >= cap)
+			break;
+		if (k > 0)
+			memcpy(dst + n, p, need);
+		else
+			snprintf(dst + n, 5, "\\x%02x", *p);
+		n += need;
+		p += k > 0 ? k : 1;
+	}
+	if (cap)
+		dst[n] = '\0';
+	return dst;
+}
+
 void gprof_log(int level, const char *fmt, ...)
 {
-	char line[GPROF_LOG_LINE_MAX];
+	char raw[GPROF_LOG_LINE_MAX], line[GPROF_LOG_LINE_MAX];
 	int saved_errno = errno;
 	va_list ap;
 	int n;
 
 	va_start(ap, fmt);
-	n = vsnprintf(line, GPROF_LOG_LINE_MAX, fmt, ap);
+	n = vsnprintf(raw, GPROF_LOG_LINE_MAX, fmt, ap);
 	va_end(ap);
 	if (n < 0)
 		goto out;
-	if (n >= GPROF_LOG_LINE_MAX)
-		n = GPROF_LOG_LINE_MAX - 1;
+	gprof_log_clean(line, sizeof(line), raw, strnlen(raw, sizeof(raw)));
+	n = (int)strlen(line);
 	if (level <= GPROF_LOG_WARN)
 		keep(line);
 

@@ -22,7 +22,15 @@ enum gprof_log_level {
 /* Written once by the library's init from GPROF_LOG; read by every macro below. */
 extern int gprof_log_level;
 
+/* Every line is made safe for a terminal first (gprof_log_clean), whatever its values hold. */
 void gprof_log(int level, const char *fmt, ...) GPROF_PRINTF(2, 3);
+
+/*
+ * Copies s[0..len) into dst (cap bytes with the NUL) so it prints as one line: valid UTF-8 as
+ * it is, every control byte and every byte of an invalid sequence as \xNN; cut at a whole
+ * character where it does not fit. Returns dst.
+ */
+char *gprof_log_clean(char *dst, size_t cap, const char *s, size_t len);
 
 /*
  * Warnings kept for the trace metadata: each warning line printed is also stored here

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "common/utf8.h"
 #include "export/internal.h"
 
 int gprof_jbuf_init(struct gprof_jbuf *b, size_t cap)
@@ -148,36 +149,6 @@ void gprof_jbuf_str(struct gprof_jbuf *b, const char *s, size_t n)
 	b->len += n + 2;
 }
 
-/*
- * Length of the well-formed UTF-8 sequence at s (2-4), or minus the length of its maximal
- * ill-formed subpart (Unicode's "substitution of maximal subparts": one U+FFFD each).
- * The lead byte fixes the length and the range of the second byte, which excludes overlong
- * forms (C0, C1, E0 80-9F, F0 80-8F), surrogates (ED A0-BF) and > U+10FFFF (F4 90+, F5-FF).
- */
-static int utf8_seq(const unsigned char *s, const unsigned char *end)
-{
-	unsigned c = s[0], lo = 0x80, hi = 0xbf;
-	int n;
-
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4;
-	else
-		return -1;
-	lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : lo;
-	hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : hi;
-	for (int i = 1; i < n; i++) {
-		if (s + i >= end || s[i] < lo || s[i] > hi)
-			return -i;
-		lo = 0x80;
-		hi = 0xbf;
-	}
-	return n;
-}
-
 /* What one ASCII byte becomes: itself, two bytes, or nothing. */
 static size_t escape_ascii(char *d, unsigned c)
 {
@@ -217,7 +188,7 @@ size_t gprof_json_escape(char *dst, const char *src, size_t n)
 			len += escape_ascii(dst ? dst + len : NULL, *s++);
 			continue;
 		}
-		int k = utf8_seq(s, end);
+		int k = gprof_utf8_seq(s, end);
 		const void *out = k > 0 ? (const void *)s : fffd;
 		size_t out_len = k > 0 ? (size_t)k : sizeof(fffd);
 

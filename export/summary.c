@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/log.h"
+#include "common/utf8.h"
 #include "export/internal.h"
 
 #define TOP_KERNELS 10
@@ -408,7 +410,7 @@ static void put_devices(struct gprof_jbuf *b, const struct gprof_export_summary 
 	}
 }
 
-/* Kernel name for a terminal: control bytes as '?', cut at a UTF-8 boundary. */
+/* Kernel name for a terminal: control bytes and ill-formed UTF-8 as '?', cut at a character. */
 static void put_name(struct gprof_jbuf *b, const struct gprof_export_str *name)
 {
 	const char *raw = name ? name->raw : "";
@@ -428,9 +430,15 @@ static void put_name(struct gprof_jbuf *b, const struct gprof_export_str *name)
 	d = gprof_jbuf_room(b, n);
 	if (!d)
 		return;
-	for (size_t i = 0; i < n; i++)
-		d[i] = (unsigned char)raw[i] < 0x20 || raw[i] == 0x7f ? '?' : raw[i];
-	b->len += n;
+	for (size_t i = 0; i < n;) {
+		const unsigned char *p = (const unsigned char *)raw + i;
+		int k = gprof_utf8_printable(p, p + (n - i));
+
+		memcpy(d, k > 0 ? (const void *)p : "?", k > 0 ? (size_t)k : 1);
+		d += k > 0 ? k : 1;
+		i += k > 0 ? (size_t)k : 1;
+	}
+	b->len = (size_t)(d - b->p);
 	if (n < len || (name && name->cut))
 		gprof_jbuf_lit(b, "...");
 }
@@ -513,13 +521,23 @@ static void put_dropped(struct gprof_jbuf *b, const char *before,
 	     (unsigned long long)r->cupti_dropped);
 }
 
+/* The first line, with the path made safe for a terminal (the user chose it). */
+static void put_written(struct gprof_jbuf *b, const struct gprof_export_result *r)
+{
+	char path[4096];
+
+	putf(b, "gprof: trace written: %s",
+	     gprof_log_clean(path, sizeof(path), r->path, strlen(r->path)));
+}
+
 /* Without GPU activity (no CUPTI) there is nothing to tabulate: one line. */
 static void put_short(struct gprof_jbuf *b, const struct gprof_export_result *r,
 		      const struct gprof_export_summary *s)
 {
 	char t[32];
 
-	putf(b, "gprof: trace written: %.3800s (", r->path);
+	put_written(b, r);
+	gprof_jbuf_lit(b, " (");
 	put_steps(b, r, s);
 	gprof_jbuf_lit(b, "; no GPU activity recorded");
 	for (unsigned i = 0; i < s->n_dev; i++)
@@ -538,7 +556,8 @@ static void put_long(struct gprof_jbuf *b, const struct gprof_export_result *r,
 	for (unsigned i = 0; i < s->n_dev; i++)
 		for (unsigned k = 0; k < GPU_KINDS; k++)
 			gpu_ns += s->dev[i].kind_ns[k];
-	putf(b, "gprof: trace written: %.3800s\ngprof:   ", r->path);
+	put_written(b, r);
+	gprof_jbuf_lit(b, "\ngprof:   ");
 	put_steps(b, r, s);
 	gprof_jbuf_lit(b, "\n");
 	put_devices(b, s);

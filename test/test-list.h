@@ -5,6 +5,7 @@
 
 /* common/log */
 X(log_prefix_and_kept_warnings)
+X(log_line_made_safe)
 
 /* common/config */
 X(config_defaults)

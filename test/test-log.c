@@ -25,3 +25,22 @@ TEST(log_prefix_and_kept_warnings)
 	ASSERT(pread(fd, buf, sizeof(buf) - 1, 0) > 0);
 	ASSERT_STR_EQ(buf, "gprof: first 1\ngprof: second\n");
 }
+
+/* A value with a newline, a control byte and ill-formed UTF-8 still prints as one line. */
+TEST(log_line_made_safe)
+{
+	char path[] = "/tmp/gprof-test-log-XXXXXX";
+	int fd = mkstemp(path);
+	char buf[4096] = {0}, small[7];
+
+	ASSERT(fd >= 0);
+	unlink(path);
+	dup2(fd, STDERR_FILENO);
+	pr_warn("marker '%s'", "a\nb\x1b[2J\xff\xe2\x82\xac\xe2\x82 \x7f");
+	ASSERT(pread(fd, buf, sizeof(buf) - 1, 0) > 0);
+	/* U+20AC is well formed; E2 82 then a space is a cut sequence: byte by byte. */
+	ASSERT_STR_EQ(buf, "gprof: marker 'a\\x0ab\\x1b[2J\\xff\xe2\x82\xac\\xe2\\x82 \\x7f'\n");
+	/* Cut where a whole escape or character does not fit. */
+	ASSERT_STR_EQ(gprof_log_clean(small, sizeof(small), "ab\ncd", 5), "ab\\x0a");
+	ASSERT_STR_EQ(gprof_log_clean(small, sizeof(small), "abcd\xe2\x82\xac", 7), "abcd");
+}

@@ -42,15 +42,16 @@ static size_t expect(const unsigned char *s, size_t n, unsigned char *out)
 	size_t len = 0;
 
 	for (size_t i = 0, k; i < n; i += k ? k : 1) {
-		k = utf8_len(s + i, n - i);
-		bool rep = !k || (k == 3 && !memcmp(s + i, fffd, 3)); /* U+FFFD, made or given */
+		bool rep;
 
-		if (k == 1 && (s[i] >= 0x20 || s[i] == '\n' || s[i] == '\t') && s[i] != 0x7f)
-			out[len++] = s[i];
-		else if (k > 1 && !rep)
-			memcpy(out + len, s + i, k), len += k;
-		else if (rep && (len < 3 || memcmp(out + len - 3, fffd, 3)))
-			memcpy(out + len, fffd, 3), len += 3;
+		k = utf8_len(s + i, n - i);
+		rep = !k || (k == 3 && !memcmp(s + i, fffd, 3)); /* U+FFFD, made or given */
+		if (k == 1 && (s[i] < 0x20 || s[i] == 0x7f) && s[i] != '\n' && s[i] != '\t')
+			continue; /* dropped */
+		if (rep && len >= 3 && !memcmp(out + len - 3, fffd, 3))
+			continue; /* runs of U+FFFD made one */
+		memcpy(out + len, rep ? fffd : s + i, rep ? 3 : k);
+		len += rep ? 3 : k;
 	}
 	return len;
 }
