@@ -97,6 +97,8 @@ $(TEST_BIN): $(TEST_OBJS) $(CORE_LIB)
 -include test/reliability.mk
 -include bench/bench.mk
 -include test/gpu/gpu.mk
+-include scripts/summary/summary.mk
+-include test/fuzz/fuzz.mk
 
 # Tests find what they need through these variables.
 TEST_ENV := TEST_BUILD=$(abspath $(BUILD)) TEST_SRC=$(abspath .) \
@@ -144,6 +146,7 @@ help:
 	@echo 'make test            build and run every test (T=name runs those whose name contains it)'
 	@echo 'make test SAN=address,undefined   the same under ASan+UBSan (SAN=thread for TSan)'
 	@echo 'make bench           measure hook cost, export speed, memory, end-to-end (docs/PERFORMANCE.md)'
+	@echo 'make fuzz            run each libFuzzer target (test/fuzz/) for FUZZ_SECONDS (30)'
 	@echo 'make test-gpu        the GPU suite (test/gpu/README.md); skips without a GPU'
 	@echo 'make gpu-carry       what a GPU machine without jansson needs, in build/gpu-carry/'
 	@echo 'make check-format    check formatting against .clang-format; make format fixes it'
