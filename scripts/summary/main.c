@@ -1,0 +1,186 @@
+/*
+ * gprof-summary: the end-of-window summary of libgprof traces, read back from the files; a
+ * per-kernel comparison of two traces (--compare); a self-contained web page (--html).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "scripts/summary/tool.h"
+
+static const char usage[] =
+    "Usage: gprof-summary [--html OUT.html] TRACE...\n"
+    "       gprof-summary --compare A B\n"
+    "\n"
+    "Prints, for each libgprof trace (.pt.trace.json.gz, or the plain .json), the summary\n"
+    "libgprof printed when it wrote that trace: steps, GPU busy time, top kernels, copies.\n"
+    "A file that cannot be read gets one line on stderr; the others are still done.\n"
+    "\n"
+    "  --compare A B    per-kernel changes from trace A to trace B (calls, total and mean GPU\n"
+    "                   time, share of GPU time), largest absolute change in total time\n"
+    "                   first, and the changes in mean step time and GPU busy time\n"
+    "  --html OUT.html  also writes a page for the one TRACE: its header, a per-step chart of\n"
+    "                   GPU busy and idle time, a top-kernels chart and the summary; it needs\n"
+    "                   nothing from the network\n"
+    "  -h, --help       this text\n"
+    "\n"
+    "Exit status: 0 every file was read, 1 a file could not be read or written, 2 bad usage.\n";
+
+struct options {
+	bool compare;
+	const char *html; /* NULL: no page */
+	char **files;
+	int n_files;
+};
+
+/* "12.345 ms": three decimals of the largest unit that fits, as the library's summary. */
+const char *tool_fmt_time(char out[32], uint64_t ns)
+{
+	static const struct {
+		uint64_t ns;
+		const char *unit;
+	} units[] = {{1000000000ull, "s"}, {1000000ull, "ms"}, {1000ull, "us"}};
+
+	for (size_t i = 0; i < ARRAY_SIZE(units); i++)
+		if (ns >= units[i].ns) {
+			snprintf(out, 32, "%.3f %s", (double)ns / (double)units[i].ns,
+				 units[i].unit);
+			return out;
+		}
+	snprintf(out, 32, "%llu ns", (unsigned long long)ns);
+	return out;
+}
+
+const char *tool_fmt_delta(char out[32], int64_t ns)
+{
+	char t[32];
+
+	snprintf(out, 32, "%c%s", ns < 0 ? '-' : '+',
+		 tool_fmt_time(t, ns < 0 ? -(uint64_t)ns : (uint64_t)ns));
+	return out;
+}
+
+const char *tool_clean(const char *s)
+{
+	static char buf[1024];
+
+	return gprof_log_clean(buf, sizeof(buf), s, strlen(s));
+}
+
+static int bad_usage(const char *what)
+{
+	fprintf(stderr, "gprof-summary: %s; see gprof-summary --help\n", what);
+	return 2;
+}
+
+/* 0, 1 to exit 0 (--help), or 2 (usage error, said). */
+static int parse(int argc, char **argv, struct options *o)
+{
+	static const struct option longs[] = {
+	    {"compare", no_argument, NULL, 'c'},
+	    {"html", required_argument, NULL, 'H'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
+		if (c == 'h') {
+			fputs(usage, stdout);
+			return 1;
+		}
+		if (c == '?' || c == ':')
+			return bad_usage("unknown option or missing value");
+		o->compare |= c == 'c';
+		o->html = c == 'H' ? optarg : o->html;
+	}
+	o->files = argv + optind;
+	o->n_files = argc - optind;
+	if (o->compare && (o->n_files != 2 || o->html))
+		return bad_usage("--compare takes two traces, and no --html");
+	if (o->html && o->n_files != 1)
+		return bad_usage("--html takes one trace");
+	if (!o->n_files)
+		return bad_usage("no trace given");
+	return 0;
+}
+
+static int load(const char *path, struct tool_trace *t)
+{
+	char why[512], clean[1024];
+
+	if (!tool_load(path, t, why, sizeof(why)))
+		return 0;
+	/* jansson's reason may quote the file's bytes */
+	fprintf(stderr, "gprof-summary: %s: %s\n", tool_clean(path),
+		gprof_log_clean(clean, sizeof(clean), why, strlen(why)));
+	tool_free(t);
+	return 1;
+}
+
+/* Writes the page; 0 or an errno. */
+static int write_html(const struct tool_trace *t, const char *text, const char *path)
+{
+	FILE *f = fopen(path, "w");
+	int err;
+
+	if (!f)
+		return errno;
+	tool_html(t, text, f);
+	err = ferror(f) ? EIO : 0;
+	if (fclose(f) && !err)
+		err = errno;
+	return err;
+}
+
+/* The summary text of a loaded trace to stdout, and the page when asked. */
+static int report(const struct tool_trace *t, const char *html)
+{
+	char *text = gprof_export_summary_text(&t->result);
+	int err = 0;
+
+	if (text)
+		fputs(text, stdout);
+	if (html)
+		err = write_html(t, text ? text : "", html);
+	if (err)
+		fprintf(stderr, "gprof-summary: cannot write %s: %s\n", tool_clean(html),
+			strerror(err));
+	free(text);
+	return err ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct tool_total total = {0};
+	struct options o = {0};
+	struct tool_trace t[2];
+	int rc = parse(argc, argv, &o);
+
+	if (rc)
+		return rc == 1 ? 0 : rc;
+	if (o.compare) { /* a trace not loaded is left zeroed: freeing it does nothing */
+		rc = load(o.files[0], &t[0]);
+		rc |= load(o.files[1], &t[1]);
+		if (!rc)
+			tool_compare(&t[0], &t[1], stdout);
+		tool_free(&t[0]);
+		tool_free(&t[1]);
+	}
+	for (int i = 0; !o.compare && i < o.n_files; i++) {
+		if (load(o.files[i], &t[0])) {
+			rc = 1;
+			continue;
+		}
+		tool_total_add(&total, &t[0], stdout);
+		rc |= report(&t[0], o.html);
+		tool_free(&t[0]);
+	}
+	tool_total_put(&total, stdout);
+	if (fflush(stdout) || ferror(stdout))
+		rc = 1;
+	return rc;
+}
