@@ -170,3 +170,12 @@ X(rel_output_create_no_follow)
 X(rel_output_disk_full)
 X(rel_load_every_launch_once)
 X(rel_valgrind_memcheck)
+
+/* summary tool */
+X(summary_tool_matches_library)
+X(summary_tool_one_line)
+X(summary_tool_bad_files)
+X(summary_tool_usage)
+X(summary_tool_compare)
+X(summary_tool_html)
+X(summary_tool_html_render)

@@ -1,0 +1,1144 @@
+/*
+ * gprof-summary: its summary is the library's text to the byte; bad files each get one line;
+ * --compare and --html against figures computed here from the traces (and from the simulated
+ * GPU's kernel table); the page rendered by headless Chromium and its pixels measured.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "common/compiler.h"
+#include "task.h"
+#include "util/e2e.h"
+
+#define MAX_ARGS  16
+#define MAX_STEPS 64
+#define MAX_KERN  32
+
+/* gprof-summary with these arguments (NULL-terminated); its output in res. */
+static void run_tool(struct proc_result *res, ...)
+{
+	const char *argv[MAX_ARGS] = {e2e_build_path("gprof-summary")};
+	const char *env[] = {"LD_PRELOAD", NULL};
+	va_list ap;
+	int n = 1;
+
+	va_start(ap, res);
+	while ((argv[n] = va_arg(ap, const char *)))
+		ASSERT(++n < MAX_ARGS);
+	va_end(ap);
+	ASSERT_EQ(proc_run(argv, env, 120, res), 0);
+	ASSERT(!res->timed_out);
+}
+
+/* The whole file (binary or text), NUL-terminated. */
+static char *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	struct stat st;
+	char *data;
+
+	ASSERT_MSG(f && !fstat(fileno(f), &st), "cannot open %s", path);
+	data = malloc((size_t)st.st_size + 1);
+	ASSERT(data);
+	*len = fread(data, 1, (size_t)st.st_size, f);
+	ASSERT_EQ(*len, st.st_size);
+	data[*len] = '\0';
+	fclose(f);
+	return data;
+}
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+
+	ASSERT(f);
+	ASSERT_EQ(fwrite(data, 1, len, f), len);
+	ASSERT_EQ(fclose(f), 0);
+}
+
+/* "<dir>/<name>" in one of 8 static buffers. */
+static const char *in_dir(const struct e2e_run *r, const char *name)
+{
+	static char paths[8][PATH_MAX + 64];
+	static int n;
+	char *p = paths[n++ % 8];
+
+	snprintf(p, PATH_MAX + 64, "%s/%s", r->dir, name);
+	return p;
+}
+
+static const char *trace_file(const struct e2e_run *r, int i)
+{
+	return in_dir(r, trace_str(r->traces[i].root, "traceName"));
+}
+
+/* steps-app under libgprof on the simulated GPU; extra: NULL-terminated environment changes. */
+static void run_app(struct e2e_run *r, const char *const *app_args, const char *const *extra)
+{
+	const char *argv[MAX_ARGS] = {e2e_build_path("test/apps/steps-app")};
+
+	for (int i = 0; app_args[i]; i++) {
+		ASSERT(i + 2 < MAX_ARGS);
+		argv[i + 1] = app_args[i];
+	}
+	e2e_run(r, argv, e2e_build_path("fakecuda/libcupti.so.13"), extra, true);
+	ASSERT_MSG(r->res.status == 0, "steps-app: %s", r->res.err);
+	ASSERT_GE(r->n_traces, 1);
+}
+
+/* The summaries in text: its lines from each "gprof: trace written: " on. */
+static int summaries_in(const char *text, char paths[][PATH_MAX + 64], int max)
+{
+	const char *p = text;
+	int n = 0;
+
+	while ((p = strstr(p, "gprof: trace written: "))) {
+		size_t len;
+
+		p += 22;
+		len = strcspn(p, "\n");
+		if (strstr(p, " (") && (size_t)(strstr(p, " (") - p) < len)
+			len = (size_t)(strstr(p, " (") - p); /* the one-line form */
+		ASSERT(n < max && len < PATH_MAX + 64);
+		memcpy(paths[n], p, len);
+		paths[n++][len] = '\0';
+	}
+	return n;
+}
+
+/* From the first summary line to the last "gprof:   " line after it. */
+static char *summary_block(const char *err)
+{
+	const char *b = strstr(err, "gprof: trace written: "), *e;
+
+	ASSERT_MSG(b, "no summary in: %s", err);
+	e = b + strcspn(b, "\n") + 1;
+	while (!strncmp(e, "gprof:   ", 9))
+		e += strcspn(e, "\n") + 1;
+	return strndup(b, (size_t)(e - b));
+}
+
+/* The trace of r whose file is path. */
+static const struct trace *trace_at(const struct e2e_run *r, const char *path)
+{
+	for (int i = 0; i < r->n_traces; i++)
+		if (!strcmp(trace_file(r, i), path))
+			return &r->traces[i];
+	FAIL("no trace %s", path);
+}
+
+/* Figures computed here from a trace's events. */
+
+struct span {
+	long long b, e;
+};
+
+struct kern {
+	char name[256];
+	long long calls, ns;
+};
+
+struct truth {
+	long long step_no[MAX_STEPS], step_ts[MAX_STEPS], step_dur[MAX_STEPS];
+	int n_steps;
+	long long step_ns, span_b, span_e;
+	struct span spans[4096]; /* device 0's GPU intervals */
+	size_t n_spans;
+	struct kern k[MAX_KERN];
+	int n_k;
+	long long gpu_ns;
+};
+
+static long long ns_of(const json_t *ev, const char *key)
+{
+	double us = json_number_value(json_object_get(ev, key));
+
+	return (long long)(us * 1000.0 + (us < 0 ? -0.5 : 0.5));
+}
+
+/* fabs without libm, which the test runner does not link */
+static double absd(double x)
+{
+	return x < 0 ? -x : x;
+}
+
+static void truth_step(struct truth *t, const json_t *ev)
+{
+	int i = t->n_steps++;
+
+	ASSERT(i < MAX_STEPS);
+	/* insertion in time order */
+	for (; i > 0 && t->step_ts[i - 1] > ns_of(ev, "ts"); i--) {
+		t->step_no[i] = t->step_no[i - 1];
+		t->step_ts[i] = t->step_ts[i - 1];
+		t->step_dur[i] = t->step_dur[i - 1];
+	}
+	t->step_no[i] = atoll(trace_str(ev, "name") + 13);
+	t->step_ts[i] = ns_of(ev, "ts");
+	t->step_dur[i] = ns_of(ev, "dur");
+	t->step_ns += t->step_dur[i];
+}
+
+static void truth_gpu(struct truth *t, const json_t *ev, bool kernel)
+{
+	long long ts = ns_of(ev, "ts"), dur = ns_of(ev, "dur");
+	int i = 0;
+
+	ASSERT_EQ(json_integer_value(json_object_get(ev, "pid")), 0); /* one device */
+	ASSERT(t->n_spans < ARRAY_SIZE(t->spans));
+	t->spans[t->n_spans++] = (struct span){ts, ts + dur};
+	t->gpu_ns += dur;
+	if (!kernel)
+		return;
+	while (i < t->n_k && strcmp(t->k[i].name, trace_str(ev, "name")))
+		i++;
+	if (i == t->n_k) {
+		ASSERT(t->n_k < MAX_KERN);
+		snprintf(t->k[t->n_k++].name, 256, "%s", trace_str(ev, "name"));
+	}
+	t->k[i].calls++;
+	t->k[i].ns += dur;
+}
+
+static int cmp_kern(const void *a, const void *b)
+{
+	const struct kern *x = a, *y = b;
+
+	return x->ns > y->ns ? -1 : x->ns < y->ns;
+}
+
+static void truth_of(const struct trace *tr, struct truth *t)
+{
+	const json_t *ev;
+	size_t i;
+
+	memset(t, 0, sizeof(*t));
+	json_array_foreach(tr->events, i, ev)
+	{
+		const char *cat = trace_str(ev, "cat"), *ph = trace_str(ev, "ph");
+
+		if (strcmp(ph, "X"))
+			continue;
+		if (!strcmp(cat, "user_annotation") &&
+		    !strncmp(trace_str(ev, "name"), "ProfilerStep#", 13))
+			truth_step(t, ev);
+		else if (!strcmp(cat, "kernel") || !strcmp(cat, "gpu_memcpy") ||
+			 !strcmp(cat, "gpu_memset"))
+			truth_gpu(t, ev, !strcmp(cat, "kernel"));
+	}
+	qsort(t->k, (size_t)t->n_k, sizeof(t->k[0]), cmp_kern);
+	ASSERT_GT(t->n_steps, 0);
+	t->span_b = t->step_ts[0];
+	t->span_e = t->step_ts[t->n_steps - 1] + t->step_dur[t->n_steps - 1];
+}
+
+static int cmp_span(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+
+	return x->b < y->b ? -1 : x->b > y->b;
+}
+
+/* Length of the union of the GPU intervals within [lo, hi): sorted by start, swept. */
+static long long busy_in(const struct truth *t, long long lo, long long hi)
+{
+	struct span s[ARRAY_SIZE(t->spans)];
+	long long total = 0, reached = lo;
+
+	memcpy(s, t->spans, t->n_spans * sizeof(*s));
+	qsort(s, t->n_spans, sizeof(*s), cmp_span);
+	for (size_t i = 0; i < t->n_spans; i++) {
+		long long b = s[i].b > reached ? s[i].b : reached;
+		long long e = s[i].e < hi ? s[i].e : hi;
+
+		total += e > b ? e - b : 0;
+		reached = e > reached ? e : reached;
+	}
+	return total;
+}
+
+/* --compare's output, read back. */
+
+/* A printed figure and how far printing may have moved it (half its last digit). */
+struct qty {
+	double v, tol;
+	bool absent; /* printed "-" */
+};
+
+/* "<number> <unit>" (as ns) or "-" at *p, which moves past it. */
+static struct qty read_time(const char **p)
+{
+	static const struct {
+		const char *unit;
+		double scale;
+	} units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+	char unit[8];
+	double v;
+	int n = 0;
+
+	*p += strspn(*p, " ");
+	if (**p == '-' && (!(*p)[1] || (*p)[1] == ' ')) {
+		*p += 1;
+		return (struct qty){.absent = true};
+	}
+	ASSERT_MSG(sscanf(*p, "%lf %7[a-z]%n", &v, unit, &n) == 2, "not a time: '%s'", *p);
+	*p += n;
+	for (size_t i = 0; i < ARRAY_SIZE(units); i++)
+		if (!strcmp(unit, units[i].unit))
+			return (struct qty){.v = v * units[i].scale,
+					    .tol =
+						units[i].scale == 1 ? 0.5 : 5e-4 * units[i].scale};
+	FAIL("unknown unit '%s'", unit);
+}
+
+static void check_qty(struct qty got, double want, const char *what)
+{
+	ASSERT_MSG(!got.absent && absd(got.v - want) <= got.tol + 1e-9 * absd(want),
+		   "%s: printed %.3f, the trace says %.3f", what, got.v, want);
+}
+
+static void check_pct(double got, double want, const char *what)
+{
+	ASSERT_MSG(absd(got - want) <= 0.05 + 1e-9, "%s: printed %.1f, the trace says %.3f", what,
+		   got, want);
+}
+
+struct crow {
+	long long calls[2];
+	struct qty total[2], change, mean[2];
+	char pct[16];
+	double share[2];
+	char name[256];
+};
+
+static void parse_row(const char *l, struct crow *c)
+{
+	int n = 0;
+
+	memset(c, 0, sizeof(*c));
+	ASSERT_MSG(sscanf(l, "%lld %lld%n", &c->calls[0], &c->calls[1], &n) == 2, "row '%s'", l);
+	l += n;
+	c->total[0] = read_time(&l);
+	c->total[1] = read_time(&l);
+	c->change = read_time(&l);
+	ASSERT(sscanf(l, "%15s%n", c->pct, &n) == 1);
+	l += n;
+	c->mean[0] = read_time(&l);
+	c->mean[1] = read_time(&l);
+	ASSERT(sscanf(l, "%lf %lf  %255[^\n]", &c->share[0], &c->share[1], c->name) == 3);
+}
+
+/* The kernel rows, in order. */
+static int parse_rows(const char *out, struct crow *rows, int max)
+{
+	const char *l = strstr(out, "\nkernels: ");
+	int n = 0;
+
+	ASSERT_MSG(l, "no kernel table: %s", out);
+	l = strchr(l + 1, '\n') + 1;
+	ASSERT(!strncmp(l, " calls A  calls B", 17));
+	for (l = strchr(l, '\n') + 1; *l; l = strchr(l, '\n') + 1) {
+		ASSERT(n < max);
+		parse_row(l, &rows[n++]);
+	}
+	return n;
+}
+
+static const struct kern *kern_in(const struct truth *t, const char *name)
+{
+	for (int i = 0; i < t->n_k; i++)
+		if (!strcmp(t->k[i].name, name))
+			return &t->k[i];
+	return NULL;
+}
+
+/* One kernel's row against both traces. */
+static void check_row(const struct crow *c, const struct truth *a, const struct truth *b)
+{
+	const struct kern *ka = kern_in(a, c->name), *kb = kern_in(b, c->name);
+	const struct kern none = {.calls = 0};
+	const struct kern *k[2] = {ka ? ka : &none, kb ? kb : &none};
+	const struct truth *t[2] = {a, b};
+
+	ASSERT_MSG(ka || kb, "a kernel in neither trace: %s", c->name);
+	for (int i = 0; i < 2; i++) {
+		ASSERT_EQ(c->calls[i], k[i]->calls);
+		check_qty(c->total[i], (double)k[i]->ns, "total");
+		ASSERT_EQ(c->mean[i].absent, !k[i]->calls);
+		if (k[i]->calls)
+			check_qty(c->mean[i], (double)(k[i]->ns / k[i]->calls), "mean");
+		check_pct(c->share[i], 100.0 * (double)k[i]->ns / (double)t[i]->gpu_ns, "GPU%");
+	}
+	check_qty(c->change, (double)(k[1]->ns - k[0]->ns), "change");
+	if (!ka || !kb)
+		ASSERT_STR_EQ(c->pct, ka ? "gone" : "new");
+	else
+		check_pct(atof(c->pct), 100.0 * (double)(kb->ns - ka->ns) / (double)ka->ns, "%");
+}
+
+static const char *line_of(const char *out, const char *label)
+{
+	const char *l = strstr(out, label);
+
+	ASSERT_MSG(l, "no line '%s' in: %s", label + 1, out);
+	return l + strlen(label);
+}
+
+/* The steps and device lines against both traces. */
+static void check_steps(const char *out, const struct truth *a, const struct truth *b)
+{
+	double mean[2] = {(double)(a->step_ns / a->n_steps), (double)(b->step_ns / b->n_steps)};
+	double busy[2] = {(double)busy_in(a, a->span_b, a->span_e),
+			  (double)busy_in(b, b->span_b, b->span_e)};
+	double pct[3], span[2] = {(double)(a->span_e - a->span_b), (double)(b->span_e - b->span_b)};
+	const char *l = line_of(out, "\nsteps ");
+	long long n[2];
+
+	ASSERT(sscanf(l, "%lld %lld", &n[0], &n[1]) == 2);
+	ASSERT_EQ(n[0], a->n_steps);
+	ASSERT_EQ(n[1], b->n_steps);
+	l = line_of(out, "\nmean step ");
+	check_qty(read_time(&l), mean[0], "mean step A");
+	check_qty(read_time(&l), mean[1], "mean step B");
+	check_qty(read_time(&l), mean[1] - mean[0], "mean step change");
+	check_pct(atof(l), 100.0 * (mean[1] - mean[0]) / mean[0], "mean step %");
+	l = line_of(out, "\nGPU 0 busy  ");
+	ASSERT(sscanf(l, "%lf%% %lf%% %lf points", &pct[0], &pct[1], &pct[2]) == 3);
+	check_pct(pct[0], 100.0 * busy[0] / span[0], "busy % A");
+	check_pct(pct[1], 100.0 * busy[1] / span[1], "busy % B");
+	check_pct(pct[2], 100.0 * (busy[1] / span[1] - busy[0] / span[0]), "busy points");
+	l = line_of(out, "\nGPU 0 busy time ");
+	check_qty(read_time(&l), busy[0], "busy A");
+	check_qty(read_time(&l), busy[1], "busy B");
+	check_qty(read_time(&l), busy[1] - busy[0], "busy change");
+}
+
+/* Every figure of a comparison, and every kernel of either trace once, by absolute change. */
+static int check_compare(const char *out, const struct truth *a, const struct truth *b,
+			 struct crow *rows)
+{
+	int n = parse_rows(out, rows, MAX_KERN), in_both = 0;
+
+	check_steps(out, a, b);
+	for (int i = 0; i < n; i++) {
+		check_row(&rows[i], a, b);
+		in_both += kern_in(a, rows[i].name) && kern_in(b, rows[i].name);
+		for (int j = 0; j < i; j++)
+			ASSERT(strcmp(rows[i].name, rows[j].name));
+		if (i)
+			ASSERT_LE(absd(rows[i].change.v), absd(rows[i - 1].change.v) + 1e-9);
+	}
+	ASSERT_EQ(n, a->n_k + b->n_k - in_both);
+	return n;
+}
+
+/*
+ * The lines after the summaries of two windows of one process: steps, step time and busy time
+ * of both, as the traces have them.
+ */
+static void check_total(const char *text, const struct e2e_run *r)
+{
+	struct truth *t = calloc(1, sizeof(*t));
+	long long steps = 0, step_ns = 0, span = 0, busy = 0, printed;
+	const char *name = strrchr(trace_file(r, 0), '/') + 1, *l;
+	char who[64];
+	unsigned windows;
+	double pct;
+	int n = 0;
+
+	ASSERT(t);
+	for (int i = 0; i < r->n_traces; i++) {
+		truth_of(&r->traces[i], t);
+		steps += t->n_steps;
+		step_ns += t->step_ns;
+		span += t->span_e - t->span_b;
+		busy += busy_in(t, t->span_b, t->span_e);
+	}
+	ASSERT_MSG(sscanf(text, "gprof: total of %u windows of %63[^:]: %lld steps in%n", &windows,
+			  who, &printed, &n) == 3 &&
+		       n,
+		   "'%s'", text);
+	ASSERT_EQ(windows, r->n_traces);
+	ASSERT_EQ(printed, steps);
+	ASSERT_EQ(strlen(who), strcspn(name, "."));
+	ASSERT(!strncmp(who, name, strlen(who)));
+	l = text + n;
+	check_qty(read_time(&l), (double)span, "total span");
+	ASSERT(!strncmp(l, ", mean step", 11));
+	l += 11;
+	check_qty(read_time(&l), (double)(step_ns / steps), "total mean step");
+	ASSERT(sscanf(l, "\ngprof:   GPU 0: busy %lf%% of step time (%n", &pct, &n) == 1);
+	check_pct(pct, 100.0 * (double)busy / (double)span, "total busy %");
+	l += n;
+	check_qty(read_time(&l), (double)busy, "total busy");
+	ASSERT_STR_EQ(l, ")\n");
+	free(t);
+}
+
+/*
+ * Two windows, CUPTI dropping records, overlapping streams, a kernel running past the first
+ * window: gprof-summary on both files prints what the library appended to GPROF_SUMMARY, byte
+ * for byte; a plain .json copy gives the same but for the path.
+ */
+TEST(summary_tool_matches_library)
+{
+	const char *file = proc_tmp_file(), *plain;
+	const char *args[] = {"-s", "9", "-t", "2", "-l", "3", NULL};
+	char env[PATH_MAX], paths[4][PATH_MAX + 64], *lib, *want;
+	const char *extra[] = {env, "GPROF_SCHEDULE=wait=1,warmup=1,active=2,repeat=2",
+			       "FAKEGPU_KERNEL_TABLE=slow=300000000,scale=20000000",
+			       "FAKEGPU_CUPTI_DROP_EVERY=7", NULL};
+	const struct trace *first;
+	struct proc_result res;
+	struct e2e_run r;
+	size_t len;
+
+	snprintf(env, sizeof(env), "GPROF_SUMMARY=%s", file);
+	run_app(&r, args, extra);
+	ASSERT_EQ(r.n_traces, 2);
+	lib = read_file(file, &len);
+	ASSERT_EQ(summaries_in(lib, paths, 4), 2);
+	ASSERT_STR_CONTAINS(lib, "kernels by GPU time");
+	ASSERT_STR_CONTAINS(lib, "dropped records: ");
+	run_tool(&res, paths[0], paths[1], NULL);
+	ASSERT_MSG(res.status == 0, "status %d: %s", res.status, res.err);
+	ASSERT_STR_EQ(res.err, "");
+	ASSERT_MSG(!strncmp(res.out, lib, len), "the library:\n%s\nthe tool:\n%s", lib, res.out);
+	check_total(res.out + len, &r);
+	proc_result_free(&res);
+
+	first = trace_at(&r, paths[0]);
+	plain = in_dir(&r, "plain.json");
+	write_file(plain, first->raw, first->len);
+	*strstr(lib + 1, "gprof: trace written: ") = '\0';
+	ASSERT(asprintf(&want, "gprof: trace written: %s%s", plain, lib + 22 + strlen(paths[0])) >
+	       0);
+	run_tool(&res, plain, NULL);
+	ASSERT_MSG(res.status == 0, "status %d: %s", res.status, res.err);
+	ASSERT_STR_EQ(res.out, want);
+	proc_result_free(&res);
+	free(want);
+	free(lib);
+	e2e_free(&r);
+}
+
+/* Without CUPTI the library prints one line; so does the tool. */
+TEST(summary_tool_one_line)
+{
+	const char *args[] = {"-s", "6", NULL};
+	const char *extra[] = {"GPROF_CUPTI_LIB=/nonexistent/libcupti.so.13", NULL};
+	struct proc_result res;
+	struct e2e_run r;
+	char *want;
+
+	run_app(&r, args, extra);
+	want = summary_block(r.res.err);
+	ASSERT_STR_CONTAINS(want, "no GPU activity recorded");
+	run_tool(&res, trace_file(&r, 0), NULL);
+	ASSERT_MSG(res.status == 0, "status %d: %s", res.status, res.err);
+	ASSERT_STR_EQ(res.out, want);
+	proc_result_free(&res);
+	free(want);
+	e2e_free(&r);
+}
+
+/* res.err holds exactly one "gprof-summary: <path>: ..." line per path, in order. */
+static void check_error_lines(const struct proc_result *res, const char *const *paths, int n)
+{
+	const char *l = res->err;
+
+	for (int i = 0; i < n; i++) {
+		size_t len = strlen(paths[i]);
+
+		ASSERT_MSG(!strncmp(l, "gprof-summary: ", 15) && !strncmp(l + 15, paths[i], len) &&
+			       !strncmp(l + 15 + len, ": ", 2),
+			   "line %d for %s: %s", i, paths[i], l);
+		ASSERT(strchr(l, '\n'));
+		l = strchr(l, '\n') + 1;
+	}
+	ASSERT_STR_EQ(l, "");
+}
+
+/* Files that are not whole traces: one line each, exit status 1, the good file still done. */
+TEST(summary_tool_bad_files)
+{
+	static const struct {
+		const char *name, *text, *says;
+	} bad[] = {
+	    {"missing.json", NULL, "cannot open"},
+	    {"empty.json", "", "empty"},
+	    {"garbage.gz", "\x1f\x8b not gzip", "gzip"},
+	    {"hello.json", "hello", "not a trace"},
+	    {"other.json", "{\"a\": [1, 2]}", "no traceEvents"},
+	    {"cut.pt.trace.json.gz", NULL, "cut short"},
+	    {"cut.json", NULL, "cut short"},
+	};
+	char paths[ARRAY_SIZE(bad)][PATH_MAX + 64], *want, *gz;
+	const char *args[] = {"-s", "6", NULL}, *p[ARRAY_SIZE(bad)];
+	struct proc_result res;
+	struct e2e_run r;
+	size_t len;
+
+	run_app(&r, args, NULL);
+	want = summary_block(r.res.err);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		p[i] = strcpy(paths[i], in_dir(&r, bad[i].name));
+		if (bad[i].text)
+			write_file(p[i], bad[i].text, strlen(bad[i].text));
+	}
+	gz = read_file(trace_file(&r, 0), &len);
+	write_file(p[5], gz, len / 2);
+	write_file(p[6], r.traces[0].raw, r.traces[0].len * 3 / 5);
+	run_tool(&res, p[0], p[1], p[2], p[3], trace_file(&r, 0), p[4], p[5], p[6], NULL);
+	ASSERT_EQ(res.status, 1);
+	ASSERT_STR_EQ(res.out, want);
+	check_error_lines(&res, p, ARRAY_SIZE(bad));
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		ASSERT_MSG(strstr(strstr(res.err, p[i]), bad[i].says), "%s: %s", p[i], res.err);
+	proc_result_free(&res);
+
+	/* A page that cannot be written: one line, and the summary. */
+	p[0] = in_dir(&r, "no-such-folder/page.html");
+	run_tool(&res, "--html", p[0], trace_file(&r, 0), NULL);
+	ASSERT_EQ(res.status, 1);
+	ASSERT_STR_EQ(res.out, want);
+	ASSERT(!strncmp(res.err, "gprof-summary: cannot write ", 28));
+	ASSERT_STR_CONTAINS(res.err, p[0]);
+	ASSERT_EQ(strchr(res.err, '\n') - res.err + 1, (long)strlen(res.err));
+	proc_result_free(&res);
+	free(gz);
+	free(want);
+	e2e_free(&r);
+}
+
+/* --help, and each misuse: one line and exit status 2. */
+TEST(summary_tool_usage)
+{
+	static const char *const misuse[][4] = {
+	    {NULL},
+	    {"--bogus", "x.json", NULL},
+	    {"--compare", "a.json", NULL},
+	    {"--compare", "a.json", "b.json", "c.json"},
+	    {"--html", "page.html", "a.json", "b.json"},
+	    {"--html", NULL},
+	};
+	struct proc_result res;
+
+	run_tool(&res, "--help", NULL);
+	ASSERT_MSG(res.status == 0, "status %d: %s", res.status, res.err);
+	ASSERT(!strncmp(res.out, "Usage: gprof-summary ", 21));
+	ASSERT_STR_CONTAINS(res.out, "--compare A B");
+	ASSERT_STR_CONTAINS(res.out, "--html OUT.html");
+	proc_result_free(&res);
+	for (size_t i = 0; i < ARRAY_SIZE(misuse); i++) {
+		run_tool(&res, misuse[i][0], misuse[i][1], misuse[i][2], misuse[i][3], NULL);
+		ASSERT_MSG(res.status == 2, "case %zu: %d", i, res.status);
+		ASSERT(!strncmp(res.err, "gprof-summary: ", 15));
+		ASSERT_EQ(strchr(res.err, '\n') - res.err + 1, (long)strlen(res.err));
+		ASSERT_STR_EQ(res.out, "");
+		proc_result_free(&res);
+	}
+}
+
+/*
+ * Two runs of known different work (FAKEGPU_KERNEL_TABLE, times FAKEGPU_TIME_SCALE 0.1): scale
+ * takes 200 us in A and 300 us in B; B alone runs slow, 100 us. Three steps of two threads,
+ * one scale each per step; slow once per thread. Then the same comparison the other way.
+ */
+TEST(summary_tool_compare)
+{
+	const char *args_a[] = {"-s", "6", "-t", "2", NULL};
+	const char *args_b[] = {"-s", "6", "-t", "2", "-l", "3", NULL};
+	const char *env_a[] = {"FAKEGPU_KERNEL_TABLE=scale=2000000", NULL};
+	const char *env_b[] = {"FAKEGPU_KERNEL_TABLE=scale=3000000,slow=1000000", NULL};
+	struct truth *t = calloc(2, sizeof(*t));
+	struct crow rows[MAX_KERN];
+	struct proc_result res;
+	struct e2e_run a, b;
+
+	ASSERT(t);
+	run_app(&a, args_a, env_a);
+	run_app(&b, args_b, env_b);
+	truth_of(&a.traces[0], &t[0]);
+	truth_of(&b.traces[0], &t[1]);
+	run_tool(&res, "--compare", trace_file(&a, 0), trace_file(&b, 0), NULL);
+	ASSERT_MSG(res.status == 0, "%s", res.err);
+	ASSERT_EQ(check_compare(res.out, &t[0], &t[1], rows), 2);
+	ASSERT_STR_CONTAINS(rows[0].name, "scale"); /* demangled or not, by the name's source */
+	ASSERT(rows[0].calls[0] == 6 && rows[0].calls[1] == 6);
+	check_qty(rows[0].total[0], 6 * 200e3, "scale in A");
+	check_qty(rows[0].total[1], 6 * 300e3, "scale in B");
+	check_qty(rows[0].change, 6 * 100e3, "scale's change");
+	ASSERT_STR_EQ(rows[0].pct, "+50.0%");
+	ASSERT_STR_CONTAINS(rows[1].name, "slow");
+	ASSERT(rows[1].calls[0] == 0 && rows[1].calls[1] == 2);
+	check_qty(rows[1].mean[1], 100e3, "slow in B");
+	ASSERT_STR_EQ(rows[1].pct, "new");
+	proc_result_free(&res);
+
+	run_tool(&res, "--compare", trace_file(&b, 0), trace_file(&a, 0), NULL);
+	ASSERT_MSG(res.status == 0, "status %d: %s", res.status, res.err);
+	ASSERT_EQ(check_compare(res.out, &t[1], &t[0], rows), 2);
+	ASSERT_STR_EQ(rows[0].pct, "-33.3%");
+	check_qty(rows[1].change, -2 * 100e3, "slow's change");
+	ASSERT_STR_EQ(rows[1].pct, "gone");
+	proc_result_free(&res);
+	free(t);
+	e2e_free(&a);
+	e2e_free(&b);
+}
+
+/* --html. */
+
+/* HTML's five escapes, into a static buffer. */
+static const char *html_text(const char *s)
+{
+	static char out[65536];
+	size_t n = 0;
+
+	for (; *s; s++) {
+		ASSERT(n + 8 < sizeof(out));
+		const char *e = *s == '&'    ? "&amp;"
+				: *s == '<'  ? "&lt;"
+				: *s == '>'  ? "&gt;"
+				: *s == '"'  ? "&quot;"
+				: *s == '\'' ? "&#39;"
+					     : NULL;
+
+		n += (size_t)snprintf(out + n, sizeof(out) - n, "%s", e ? e : (char[2]){*s, 0});
+	}
+	out[n] = '\0';
+	return out;
+}
+
+static int count_of(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+/* Six steps; slow, launched in step 5, keeps the GPU busy into step 6. Returns the page. */
+static char *make_page(struct e2e_run *r, struct truth *t, char **summary)
+{
+	const char *args[] = {"-s", "10", "-t", "2", "-l", "5", NULL};
+	const char *extra[] = {"GPROF_SCHEDULE=wait=1,warmup=1,active=6",
+			       "FAKEGPU_KERNEL_TABLE=slow=300000000,scale=20000000", NULL};
+	const char *page;
+	struct proc_result res;
+	char *html;
+	size_t len;
+
+	run_app(r, args, extra);
+	truth_of(&r->traces[0], t);
+	ASSERT_EQ(t->n_steps, 6);
+	page = in_dir(r, "page.html");
+	run_tool(&res, "--html", page, trace_file(r, 0), NULL);
+	ASSERT_MSG(res.status == 0, "%s", res.err);
+	ASSERT_STR_EQ(res.err, "");
+	html = read_file(page, &len);
+	*summary = strdup(res.out);
+	proc_result_free(&res);
+	return html;
+}
+
+/* Nothing the page refers to is outside it. */
+static void check_self_contained(const char *html)
+{
+	static const char *const refs[] = {"://",   "src=",    "href=",	  "url(", "@import",
+					   "<link", "<script", "<iframe", "<img"};
+
+	ASSERT(!strncmp(html, "<!DOCTYPE html>", 15));
+	for (size_t i = 0; i < ARRAY_SIZE(refs); i++)
+		ASSERT_MSG(!strstr(html, refs[i]), "the page has %s", refs[i]);
+	ASSERT_EQ(count_of(html, "<svg"), count_of(html, "</svg>"));
+	ASSERT_EQ(count_of(html, "<g "), count_of(html, "</g>"));
+	ASSERT_STR_CONTAINS(html, "</html>\n");
+}
+
+/* Each step's column: its time and its GPU busy time within it; each top kernel's bar. */
+static void check_bars(const char *html, const struct truth *t)
+{
+	int top = t->n_k < 10 ? t->n_k : 10;
+	char want[1024];
+
+	ASSERT_EQ(count_of(html, "<g class=\"step\""), t->n_steps);
+	for (int i = 0; i < t->n_steps; i++) {
+		long long b = t->step_ts[i], e = b + t->step_dur[i];
+
+		snprintf(want, sizeof(want),
+			 "<g class=\"step\" data-step=\"%lld\" data-dur-ns=\"%lld\" "
+			 "data-busy-ns=\"%lld\">",
+			 t->step_no[i], t->step_dur[i], busy_in(t, b, e));
+		ASSERT_STR_CONTAINS(html, want);
+	}
+	ASSERT_EQ(count_of(html, "<g class=\"kernel\""), top);
+	for (int i = 0; i < top; i++) {
+		snprintf(want, sizeof(want),
+			 "<g class=\"kernel\" data-rank=\"%d\" data-calls=\"%lld\" "
+			 "data-total-ns=\"%lld\"><title>%s</title>",
+			 i + 1, t->k[i].calls, t->k[i].ns, html_text(t->k[i].name));
+		ASSERT_STR_CONTAINS(html, want);
+	}
+}
+
+/* The header's schedule, steps and device, and the summary the tool printed. */
+static void check_header(const char *html, const struct trace *tr, const struct truth *t,
+			 const char *summary)
+{
+	const json_t *dev = json_array_get(json_object_get(tr->root, "deviceProperties"), 0);
+	const json_t *g = json_object_get(tr->root, "gprof");
+	char want[512];
+
+	snprintf(want, sizeof(want), "<th>schedule</th><td>%s",
+		 html_text(trace_str(g, "schedule")));
+	ASSERT_STR_CONTAINS(html, want);
+	snprintf(want, sizeof(want), "<th>steps</th><td>%lld&ndash;%lld: %d in ", t->step_no[0],
+		 t->step_no[t->n_steps - 1], t->n_steps);
+	ASSERT_STR_CONTAINS(html, want);
+	snprintf(want, sizeof(want), "<th>device 0</th><td>%s, ",
+		 html_text(trace_str(dev, "name")));
+	ASSERT_STR_CONTAINS(html, want);
+	ASSERT_STR_CONTAINS(summary, "gprof: trace written: ");
+	ASSERT_STR_CONTAINS(html, html_text(summary));
+}
+
+TEST(summary_tool_html)
+{
+	struct truth *t = calloc(1, sizeof(*t));
+	char *html, *summary;
+	struct e2e_run r;
+
+	ASSERT(t);
+	html = make_page(&r, t, &summary);
+	check_self_contained(html);
+	check_bars(html, t);
+	check_header(html, &r.traces[0], t, summary);
+	free(html);
+	free(summary);
+	free(t);
+	e2e_free(&r);
+}
+
+/* The page in headless Chromium: a screenshot, decoded here, its charts measured. */
+
+struct image {
+	unsigned w, h;
+	unsigned char *rgb; /* 3 bytes a pixel, rows top down */
+};
+
+struct box {
+	unsigned x0, y0, x1, y1; /* x1, y1 exclusive */
+};
+
+static unsigned be32(const unsigned char *p)
+{
+	return (unsigned)p[0] << 24 | (unsigned)p[1] << 16 | (unsigned)p[2] << 8 | p[3];
+}
+
+static int paeth(int a, int b, int c)
+{
+	int p = a + b - c, pa = abs(p - a), pb = abs(p - b), pc = abs(p - c);
+
+	return pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
+}
+
+/* Undoes the row filters (PNG specification, section 9) of the inflated image data. */
+static void unfilter(const unsigned char *raw, unsigned bpp, struct image *im)
+{
+	size_t stride = (size_t)im->w * bpp;
+	unsigned char *cur = malloc(stride), *prev = calloc(1, stride);
+
+	ASSERT(cur && prev);
+	for (unsigned y = 0; y < im->h; y++) {
+		const unsigned char *in = raw + y * (stride + 1);
+
+		ASSERT(in[0] <= 4);
+		for (size_t x = 0; x < stride; x++) {
+			int a = x >= bpp ? cur[x - bpp] : 0, b = prev[x];
+			int c = x >= bpp ? prev[x - bpp] : 0;
+			int pred = (int[]){0, a, b, (a + b) / 2, paeth(a, b, c)}[in[0]];
+
+			cur[x] = (unsigned char)(in[1 + x] + pred);
+		}
+		for (unsigned x = 0; x < im->w; x++)
+			memcpy(im->rgb + ((size_t)y * im->w + x) * 3, cur + (size_t)x * bpp, 3);
+		memcpy(prev, cur, stride);
+	}
+	free(cur);
+	free(prev);
+}
+
+/* An 8-bit RGB or RGBA, non-interlaced PNG (what Chromium writes). */
+static void png_load(const char *path, struct image *im)
+{
+	size_t len, idat_len = 0, p;
+	unsigned char *d = (unsigned char *)read_file(path, &len), *idat = malloc(len), *raw;
+	unsigned bpp = 0;
+	uLongf raw_len;
+
+	ASSERT(idat && len > 8 && !memcmp(d, "\x89PNG\r\n\x1a\n", 8));
+	for (p = 8; p + 12 <= len && p + 12 + be32(d + p) <= len; p += 12 + be32(d + p)) {
+		const unsigned char *c = d + p + 8;
+
+		if (!memcmp(d + p + 4, "IHDR", 4)) {
+			im->w = be32(c);
+			im->h = be32(c + 4);
+			ASSERT_MSG(c[8] == 8 && (c[9] == 2 || c[9] == 6) && c[12] == 0,
+				   "PNG bit depth %d, colour type %d, interlace %d", c[8], c[9],
+				   c[12]);
+			bpp = c[9] == 2 ? 3 : 4;
+		} else if (!memcmp(d + p + 4, "IDAT", 4)) {
+			memcpy(idat + idat_len, c, be32(d + p));
+			idat_len += be32(d + p);
+		}
+	}
+	ASSERT(bpp && im->w && im->h);
+	raw_len = (uLongf)im->h * (1 + (uLongf)im->w * bpp);
+	raw = malloc(raw_len);
+	im->rgb = malloc((size_t)im->w * im->h * 3);
+	ASSERT(raw && im->rgb);
+	ASSERT_EQ(uncompress(raw, &raw_len, idat, (uLong)idat_len), Z_OK);
+	ASSERT_EQ(raw_len, (uLongf)im->h * (1 + (uLongf)im->w * bpp));
+	unfilter(raw, bpp, im);
+	free(raw);
+	free(idat);
+	free(d);
+}
+
+static bool px_is(const struct image *im, unsigned x, unsigned y, const unsigned char c[3])
+{
+	return !memcmp(im->rgb + ((size_t)y * im->w + x) * 3, c, 3);
+}
+
+/* The fill the page's style gives rect.<cls>. */
+static void colour_of(const char *html, const char *cls, unsigned char c[3])
+{
+	char key[64];
+	const char *p;
+	unsigned v;
+
+	snprintf(key, sizeof(key), "rect.%s{fill:#", cls);
+	p = strstr(html, key);
+	ASSERT_MSG(p && sscanf(p + strlen(key), "%6x", &v) == 1, "no fill for %s", cls);
+	c[0] = (unsigned char)(v >> 16);
+	c[1] = (unsigned char)(v >> 8);
+	c[2] = (unsigned char)v;
+}
+
+/* Where the pixels of colour c are (the plot's background: its bars lie inside). */
+static struct box box_of(const struct image *im, const unsigned char c[3])
+{
+	struct box b = {im->w, im->h, 0, 0};
+
+	for (unsigned y = 0; y < im->h; y++)
+		for (unsigned x = 0; x < im->w; x++)
+			if (px_is(im, x, y, c)) {
+				b.x0 = x < b.x0 ? x : b.x0;
+				b.y0 = y < b.y0 ? y : b.y0;
+				b.x1 = x + 1 > b.x1 ? x + 1 : b.x1;
+				b.y1 = y + 1 > b.y1 ? y + 1 : b.y1;
+			}
+	ASSERT_MSG(b.x1 > b.x0, "colour %02x%02x%02x not in the screenshot", c[0], c[1], c[2]);
+	return b;
+}
+
+/* A column of the step chart: pixels of each colour, and which one is lowest. */
+struct column {
+	unsigned busy, idle;
+	bool busy_at_bottom;
+};
+
+static struct column column_at(const struct image *im, const struct box *b, unsigned x,
+			       const unsigned char busy[3], const unsigned char idle[3])
+{
+	struct column c = {0};
+
+	for (unsigned y = b->y0; y < b->y1; y++) {
+		bool is_busy = px_is(im, x, y, busy), is_idle = px_is(im, x, y, idle);
+
+		c.busy += is_busy;
+		c.idle += is_idle;
+		if (is_busy || is_idle)
+			c.busy_at_bottom = is_busy;
+	}
+	return c;
+}
+
+/*
+ * One column per step, left to right in step order: its height in proportion to the step's
+ * time, its busy part (at the bottom) to the GPU busy time within the step. Heights are whole
+ * pixels: a pixel either way.
+ */
+static void check_step_pixels(const struct image *im, const char *html, const struct truth *t)
+{
+	unsigned char plot[3], busy[3], idle[3];
+	struct column col[MAX_STEPS];
+	long long max_ns = 0;
+	unsigned max_px = 0;
+	int n = 0;
+	struct box b;
+
+	colour_of(html, "plot-steps", plot);
+	colour_of(html, "busy", busy);
+	colour_of(html, "idle", idle);
+	b = box_of(im, plot);
+	for (unsigned x = b.x0, e; x < b.x1; x = e + 1) {
+		for (e = x; e < b.x1; e++) {
+			struct column c = column_at(im, &b, e, busy, idle);
+
+			if (!c.busy && !c.idle)
+				break;
+		}
+		if (e == x)
+			continue;
+		ASSERT(n < MAX_STEPS);
+		col[n++] = column_at(im, &b, (x + e) / 2, busy, idle);
+	}
+	ASSERT_EQ(n, t->n_steps);
+	for (int i = 0; i < n; i++) {
+		max_ns = t->step_dur[i] > max_ns ? t->step_dur[i] : max_ns;
+		max_px = col[i].busy + col[i].idle > max_px ? col[i].busy + col[i].idle : max_px;
+	}
+	ASSERT_GE(max_px, 100);
+	for (int i = 0; i < n; i++) {
+		double scale = (double)max_px / (double)max_ns;
+		long long busy_ns = busy_in(t, t->step_ts[i], t->step_ts[i] + t->step_dur[i]);
+
+		ASSERT_MSG(absd(col[i].busy + col[i].idle - (double)t->step_dur[i] * scale) <= 1.01,
+			   "step %d: %u px for %lld ns", i, col[i].busy + col[i].idle,
+			   t->step_dur[i]);
+		ASSERT_MSG(absd(col[i].busy - (double)busy_ns * scale) <= 1.01,
+			   "step %d: %u busy px for %lld ns", i, col[i].busy, busy_ns);
+		ASSERT(col[i].busy_at_bottom || !col[i].busy);
+	}
+}
+
+/* One bar per top kernel, top down by total, its length in proportion to the total. */
+static void check_kernel_pixels(const struct image *im, const char *html, const struct truth *t)
+{
+	unsigned char plot[3], bar[3];
+	unsigned len[MAX_KERN];
+	int n = 0;
+	struct box b;
+
+	colour_of(html, "plot-kernels", plot);
+	colour_of(html, "kernel", bar);
+	b = box_of(im, plot);
+	for (unsigned y = b.y0, run = 0; y <= b.y1; y++) {
+		unsigned px = 0;
+
+		for (unsigned x = b.x0; y < b.y1 && x < b.x1; x++)
+			px += px_is(im, x, y, bar);
+		if (px && !run++) {
+			ASSERT(n < MAX_KERN);
+			len[n++] = px;
+		}
+		run = px ? run : 0;
+	}
+	ASSERT_EQ(n, t->n_k < 10 ? t->n_k : 10);
+	ASSERT(n > 0 && len[0] >= 100);
+	for (int i = 0; i < n; i++)
+		ASSERT_MSG(absd(len[i] - (double)t->k[i].ns / (double)t->k[0].ns * len[0]) <= 1.01,
+			   "kernel %d: %u px for %lld ns", i, len[i], t->k[i].ns);
+}
+
+/* Chromium from $CHROMIUM or PATH, or NULL. */
+static const char *find_browser(void)
+{
+	static const char *const names[] = {"chromium", "chromium-browser", "google-chrome",
+					    "google-chrome-stable"};
+	static char path[PATH_MAX];
+	const char *env = getenv("CHROMIUM"), *dirs = getenv("PATH");
+
+	if (env && *env)
+		return env;
+	for (const char *d = dirs ? dirs : ""; *d;
+	     d += strcspn(d, ":") + (d[strcspn(d, ":")] == ':'))
+		for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+			snprintf(path, sizeof(path), "%.*s/%s", (int)strcspn(d, ":"), d, names[i]);
+			if (!access(path, X_OK))
+				return path;
+		}
+	return NULL;
+}
+
+/* A 1200 x 1400 screenshot of the page into png; false (and why) when Chromium can't. */
+static bool screenshot(const char *browser, const struct e2e_run *r, const char *png, char *why,
+		       size_t why_len)
+{
+	char profile[PATH_MAX + 32], shot[PATH_MAX + 32], url[PATH_MAX + 32];
+	const char *argv[] = {browser,
+			      "--headless",
+			      "--no-sandbox",
+			      "--disable-gpu",
+			      "--disable-dev-shm-usage",
+			      "--hide-scrollbars",
+			      "--no-first-run",
+			      "--disable-extensions",
+			      "--force-device-scale-factor=1",
+			      profile,
+			      "--window-size=1200,1400",
+			      shot,
+			      url,
+			      NULL};
+	const char *env[] = {"LD_PRELOAD", NULL};
+	struct proc_result res;
+	struct stat st;
+	bool ok;
+
+	snprintf(profile, sizeof(profile), "--user-data-dir=%s", in_dir(r, "chromium"));
+	snprintf(shot, sizeof(shot), "--screenshot=%s", png);
+	snprintf(url, sizeof(url), "file://%s", in_dir(r, "page.html"));
+	if (proc_run(argv, env, 120, &res)) {
+		snprintf(why, why_len, "%.200s cannot be run", browser);
+		return false;
+	}
+	ok = !stat(png, &st) && st.st_size > 0;
+	if (!ok)
+		snprintf(why, why_len, "%.200s wrote no screenshot (exit status %d%s): %.200s",
+			 browser, res.status, res.timed_out ? ", timed out" : "", res.err);
+	proc_result_free(&res);
+	return ok;
+}
+
+TEST(summary_tool_html_render)
+{
+	const char *browser = find_browser(), *png;
+	struct truth *t = calloc(1, sizeof(*t));
+	char *html, *summary, why[512];
+	struct image im = {0};
+	struct e2e_run r;
+
+	ASSERT(t);
+	if (!browser) {
+		free(t);
+		SKIP("no Chromium: none of chromium, chromium-browser, google-chrome in PATH, and "
+		     "CHROMIUM not set");
+	}
+	html = make_page(&r, t, &summary);
+	png = in_dir(&r, "page.png");
+	if (!screenshot(browser, &r, png, why, sizeof(why))) {
+		free(html);
+		free(summary);
+		free(t);
+		e2e_free(&r);
+		SKIP("%s", why);
+	}
+	png_load(png, &im);
+	ASSERT_EQ(im.w, 1200);
+	ASSERT_EQ(im.h, 1400);
+	check_step_pixels(&im, html, t);
+	check_kernel_pixels(&im, html, t);
+	free(im.rgb);
+	free(html);
+	free(summary);
+	free(t);
+	e2e_free(&r);
+}
