@@ -312,12 +312,11 @@ void tool_html(const struct tool_trace *t, const char *summary, FILE *out)
 	put_esc(out, name);
 	fputs("</h1>\n", out);
 	put_head(out, t);
-	if (!t->n_steps)
-		fputs("<h2>GPU time per step</h2>\n<p>No steps marked.</p>\n", out);
+	if (!t->n_steps || !t->n_dev)
+		fprintf(out, "<h2>GPU time per step</h2>\n<p>%s</p>\n",
+			!t->n_steps ? "No steps marked." : "No GPU activity recorded.");
 	for (unsigned i = 0; t->n_steps && i < t->n_dev; i++)
 		put_step_chart(out, t, &t->dev[i]);
-	if (!t->n_dev)
-		fputs("<h2>GPU time per step</h2>\n<p>No GPU activity recorded.</p>\n", out);
 	put_kernel_chart(out, t);
 	fputs("<h2>Summary</h2>\n<pre>", out);
 	put_esc(out, summary);

@@ -150,81 +150,102 @@ static json_t *next_value(struct walk *w)
 	return v;
 }
 
-static int64_t ns_of(const json_t *ev, const char *key)
+static bool text_is(const struct tool_text *t, const char *s)
 {
-	return (int64_t)llround(json_number_value(json_object_get(ev, key)) * 1000.0);
+	return !t->escaped && t->len == strlen(s) && !memcmp(t->p, s, t->len);
 }
 
-static uint64_t arg_u64(const json_t *ev, const char *key)
+/* A number's value; the text ends in a NUL, so strtod stops in time. */
+static int64_t ns_of(const char *num)
 {
-	json_int_t v = json_integer_value(json_object_get(json_object_get(ev, "args"), key));
+	return num ? (int64_t)llround(strtod(num, NULL) * 1000.0) : 0;
+}
+
+static uint64_t u64_of(const char *num)
+{
+	long long v = num ? strtoll(num, NULL, 10) : 0;
 
 	return v > 0 ? (uint64_t)v : 0;
 }
 
 /* The device of a GPU event: args.device, as the trace's pid says too. */
-static uint32_t device_of(const json_t *ev)
+static uint32_t device_of(const struct tool_fields *f)
 {
-	json_t *d = json_object_get(json_object_get(ev, "args"), "device");
-
-	return (uint32_t)json_integer_value(d ? d : json_object_get(ev, "pid"));
+	return (uint32_t)u64_of(f->device ? f->device : f->pid);
 }
 
-static bool take_step(const json_t *ev, const char *name, struct gprof_export_event *e)
+/* A kernel's name, interned; escapes undone by jansson (names rarely have any). */
+static const struct gprof_export_str *name_of(const struct tool_text *t)
 {
-	if (strncmp(name, "ProfilerStep#", 13) || name[13] < '0' || name[13] > '9')
+	const struct gprof_export_str *s;
+	json_t *v;
+
+	if (!t->escaped)
+		return gprof_export_intern_n(t->p, t->len);
+	v = json_loadb(t->p - 1, t->len + 2, JSON_DECODE_ANY, NULL);
+	s = json_is_string(v) ? gprof_export_intern_n(json_string_value(v), json_string_length(v))
+			      : gprof_export_intern_n(t->p, t->len);
+	json_decref(v);
+	return s;
+}
+
+static bool take_step(const struct tool_fields *f, struct gprof_export_event *e)
+{
+	const struct tool_text *n = &f->name;
+
+	if (n->len < 14 || memcmp(n->p, "ProfilerStep#", 13) || n->p[13] < '0' || n->p[13] > '9')
 		return false;
 	e->kind = GPROF_EXPORT_STEP;
-	e->u.step = strtoull(name + 13, NULL, 10);
-	(void)ev;
+	e->u.step = strtoull(n->p + 13, NULL, 10); /* stops at the closing quote */
 	return true;
 }
 
-static bool take_kernel(const json_t *ev, const char *name, struct gprof_export_event *e)
+static bool take_kernel(const struct tool_fields *f, struct gprof_export_event *e)
 {
 	e->kind = GPROF_EXPORT_KERNEL;
-	e->name = gprof_export_intern(name);
-	e->device = device_of(ev);
+	e->name = name_of(&f->name);
+	e->device = device_of(f);
 	return true;
 }
 
 /* "Memcpy HtoD (Pageable -> Device)": the kind is the second word. */
-static bool take_memcpy(const json_t *ev, const char *name, struct gprof_export_event *e)
+static bool take_memcpy(const struct tool_fields *f, struct gprof_export_event *e)
 {
-	size_t len = strcspn(name + 7, " ");
+	const struct tool_text *n = &f->name;
+	size_t len = 0;
 
+	while (n->len > 7 + len && n->p[7 + len] != ' ')
+		len++;
 	e->kind = GPROF_EXPORT_MEMCPY;
-	e->device = device_of(ev);
-	e->u.copy.bytes = arg_u64(ev, "bytes");
-	for (unsigned k = 0; k < COPY_KINDS && !strncmp(name, "Memcpy ", 7); k++)
+	e->device = device_of(f);
+	e->u.copy.bytes = u64_of(f->bytes);
+	for (unsigned k = 0; k < COPY_KINDS && n->len > 7 && !memcmp(n->p, "Memcpy ", 7); k++)
 		if (strlen(gprof_trace_copy_kind(k)) == len &&
-		    !strncmp(name + 7, gprof_trace_copy_kind(k), len))
+		    !memcmp(n->p + 7, gprof_trace_copy_kind(k), len))
 			e->u.copy.copy_kind = (uint8_t)k;
 	return true;
 }
 
-static bool take_memset(const json_t *ev, const char *name, struct gprof_export_event *e)
+static bool take_memset(const struct tool_fields *f, struct gprof_export_event *e)
 {
-	(void)name;
 	e->kind = GPROF_EXPORT_MEMSET;
-	e->device = device_of(ev);
-	e->u.copy.bytes = arg_u64(ev, "bytes");
+	e->device = device_of(f);
+	e->u.copy.bytes = u64_of(f->bytes);
 	return true;
 }
 
-static bool take_memory(const json_t *ev, const char *name, struct gprof_export_event *e)
+static bool take_memory(const struct tool_fields *f, struct gprof_export_event *e)
 {
-	(void)name;
 	e->kind = GPROF_EXPORT_MEMORY;
-	e->device = (uint32_t)json_integer_value(json_object_get(ev, "pid"));
-	e->u.allocated = arg_u64(ev, "allocated");
+	e->device = (uint32_t)u64_of(f->pid);
+	e->u.allocated = u64_of(f->allocated);
 	return true;
 }
 
 /* The events the summary counts, by TRACE_FORMAT.md's table. */
 static const struct {
 	const char *ph, *cat;
-	bool (*take)(const json_t *ev, const char *name, struct gprof_export_event *e);
+	bool (*take)(const struct tool_fields *f, struct gprof_export_event *e);
 } kinds[] = {
     {.ph = "X", .cat = "user_annotation", .take = take_step},
     {.ph = "X", .cat = "kernel", .take = take_kernel},
@@ -284,21 +305,19 @@ static bool add_figures(struct tool_trace *t, const struct gprof_export_event *e
 	return true;
 }
 
-static int take_event(struct walk *w, struct tool_trace *t, const json_t *ev, uint64_t base_ns)
+static int take_event(struct walk *w, struct tool_trace *t, const struct tool_fields *f,
+		      uint64_t base_ns)
 {
-	const char *ph = json_string_value(json_object_get(ev, "ph"));
-	const char *cat = json_string_value(json_object_get(ev, "cat"));
-	const char *name = json_string_value(json_object_get(ev, "name"));
 	struct gprof_export_event e = {0};
-	int64_t dur = ns_of(ev, "dur");
+	int64_t dur = ns_of(f->dur);
 	size_t i = 0;
 
 	while (i < ARRAY_SIZE(kinds) &&
-	       (!ph || !cat || strcmp(ph, kinds[i].ph) || strcmp(cat, kinds[i].cat)))
+	       !(text_is(&f->ph, kinds[i].ph) && text_is(&f->cat, kinds[i].cat)))
 		i++;
-	if (i == ARRAY_SIZE(kinds) || !kinds[i].take(ev, name ? name : "", &e))
+	if (i == ARRAY_SIZE(kinds) || !kinds[i].take(f, &e))
 		return 0;
-	e.ts_ns = base_ns + (uint64_t)ns_of(ev, "ts");
+	e.ts_ns = base_ns + (uint64_t)ns_of(f->ts);
 	e.dur_ns = dur > 0 ? (uint64_t)dur : 0;
 	gprof_summary_events(t->summary, &e, 1);
 	if (!add_figures(t, &e))
@@ -306,27 +325,40 @@ static int take_event(struct walk *w, struct tool_trace *t, const json_t *ev, ui
 	return 0;
 }
 
-/* traceEvents: each event parsed, taken and freed before the next. */
+/* Why the scanner could not read the event at w->p: jansson says. */
+static int bad_event(struct walk *w)
+{
+	json_t *v = next_value(w);
+
+	if (v)
+		fail(w->why, w->why_len, "not a trace: %s at byte %zu",
+		     json_is_object(v) ? "an event this tool cannot read"
+				       : "an event is not an object",
+		     (size_t)(w->p - w->start));
+	json_decref(v);
+	return -1;
+}
+
+/* traceEvents: each event scanned and taken. */
 static int walk_events(struct walk *w, struct tool_trace *t)
 {
 	uint64_t base_ns =
 	    (uint64_t)json_integer_value(json_object_get(t->head, "baseTimeNanoseconds"));
 	char c = next_of(w, "[");
-	json_t *ev;
+	struct tool_fields f;
+	const char *next;
 	int rc = 0;
 
 	skip_ws(w);
 	if (c && w->p < w->end && *w->p == ']')
 		c = *w->p++;
 	while (c && c != ']' && !rc) {
-		ev = next_value(w);
-		if (!ev)
-			return -1;
-		if (json_is_object(ev))
-			rc = take_event(w, t, ev, base_ns);
-		else
-			rc = fail(w->why, w->why_len, "not a trace: an event is not an object");
-		json_decref(ev);
+		skip_ws(w);
+		next = tool_scan_event(w->p, w->end, &f);
+		if (!next)
+			return bad_event(w);
+		w->p = next;
+		rc = take_event(w, t, &f, base_ns);
 		c = rc ? 0 : next_of(w, ",]");
 	}
 	return c ? 0 : -1;

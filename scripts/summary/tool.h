@@ -54,6 +54,23 @@ struct tool_trace {
 	uint64_t gpu_ns; /* kernels, copies and memsets of every device: the base of GPU% */
 };
 
+/* A string value as the text has it, between its quotes. */
+struct tool_text {
+	const char *p;
+	size_t len;
+	bool escaped; /* holds a backslash: to be decoded before use */
+};
+
+/* The fields of one event that the summary uses; a number is where its text starts, or NULL. */
+struct tool_fields {
+	struct tool_text ph, cat, name;
+	const char *ts, *dur, *pid;
+	const char *device, *bytes, *allocated; /* in "args" */
+};
+
+/* Scans the event object at p into f: returns the end of it, or NULL if it is not one. */
+const char *tool_scan_event(const char *p, const char *end, struct tool_fields *f);
+
 /* Reads path (gzip or plain JSON). Returns 0, or -1 with the reason in why. */
 int tool_load(const char *path, struct tool_trace *t, char *why, size_t why_len);
 void tool_free(struct tool_trace *t);
