@@ -122,6 +122,15 @@ static char *summary_block(const char *err)
 	return strndup(b, (size_t)(e - b));
 }
 
+static int count_of(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
 /* The trace of r whose file is path. */
 static const struct trace *trace_at(const struct e2e_run *r, const char *path)
 {
@@ -129,6 +138,98 @@ static const struct trace *trace_at(const struct e2e_run *r, const char *path)
 		if (!strcmp(trace_file(r, i), path))
 			return &r->traces[i];
 	FAIL("no trace %s", path);
+}
+
+/*
+ * A trace not from libgprof (no "gprof" header: the steps come from the events), a kernel name
+ * with escapes and a tab, arguments in another order, white space anywhere: the summary
+ * written out by hand from these events.
+ */
+TEST(summary_tool_foreign_trace)
+{
+	static const char text[] =
+	    "{ \"traceEvents\" : [\n"
+	    " { \"args\": {\"bytes\": 4096, \"device\": 0}, \"name\": \"Memcpy DtoH (Device -> "
+	    "Pinned)\", \"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"ts\": 60, \"dur\": 4.096, "
+	    "\"pid\": 0 } ,\n"
+	    "  {\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#3\",\"pid\":1,"
+	    "\"tid\":1,\"ts\":0.000,\"dur\":100.000},\n"
+	    "  {\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"f<\\\"q\\\\\\\">\\tx\",\"pid\":0,"
+	    "\"tid\":7,\"ts\":1.000,\"dur\":10.000,\"args\":{\"grid\":[1,[2,{\"}\":\"]\"}]],"
+	    "\"device\":0}},\n"
+	    "  {\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":1,\"pid\":1,\"tid\":1,"
+	    "\"ts\":0.5}\n"
+	    "], \"displayTimeUnit\": \"ms\" }\n";
+	char dir[] = "/tmp/gprof-summary-tool-XXXXXX", path[64], *want;
+	struct proc_result res;
+
+	ASSERT(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/foreign.json", dir);
+	write_file(path, text, sizeof(text) - 1);
+	ASSERT(asprintf(&want,
+			"gprof: trace written: %s\n"
+			"gprof:   steps 3-3: 1 in 100.000 us, mean step 100.000 us\n"
+			"gprof:   GPU 0: busy 14.1%% of step time (14.096 us); kernels 10.000 us, "
+			"memcpy 4.096 us, memset 0 ns\n"
+			"gprof:   top 1 of 1 kernels by GPU time:\n"
+			"gprof:      calls        total         mean   GPU%%  name\n"
+			"gprof:          1    10.000 us    10.000 us   70.9  f<\"q\\\">?x\n"
+			"gprof:   copies      count        bytes         time      GB/s\n"
+			"gprof:   DtoH            1     4.00 KiB     4.096 us      1.00\n",
+			path) > 0);
+	run_tool(&res, path, NULL);
+	ASSERT_MSG(res.status == 0, "status %d: %s", res.status, res.err);
+	ASSERT_STR_EQ(res.out, want);
+	proc_result_free(&res);
+	free(want);
+	ASSERT_EQ(unlink(path), 0);
+	ASSERT_EQ(rmdir(dir), 0);
+}
+
+/*
+ * A real trace cut anywhere or with a byte changed to JSON punctuation: each file gets its
+ * summary or one line, never a crash (under ASan: never a bad read).
+ */
+TEST(summary_tool_damaged_traces)
+{
+	enum {
+		N = 40
+	};
+	static const char punct[] = "\"{}[],:\\ x0";
+	const char *argv[N + 2] = {e2e_build_path("gprof-summary")};
+	const char *args[] = {"-s", "5", NULL}, *env[] = {"LD_PRELOAD", NULL};
+	char name[32], *text;
+	struct proc_result res;
+	struct e2e_run r;
+	size_t len;
+	int lines = 0;
+
+	run_app(&r, args, NULL);
+	len = r.traces[0].len;
+	text = malloc(len);
+	ASSERT(text);
+	srand(1);
+	for (int i = 0; i < N; i++) {
+		size_t at = (size_t)rand() % len;
+
+		memcpy(text, r.traces[0].raw, len);
+		text[at] = punct[rand() % (sizeof(punct) - 1)];
+		snprintf(name, sizeof(name), "damaged-%d.json", i);
+		argv[i + 1] = strdup(in_dir(&r, name));
+		write_file(argv[i + 1], text,
+			   i % 2 ? len : at); /* odd: a byte changed; even: cut */
+	}
+	ASSERT_EQ(proc_run(argv, env, 120, &res), 0);
+	ASSERT_MSG(res.status == 0 || res.status == 1, "status %d: %s", res.status, res.err);
+	for (const char *l = res.err; *l; l = strchr(l, '\n') + 1, lines++)
+		ASSERT_MSG(!strncmp(l, "gprof-summary: ", 15) && strchr(l, '\n'), "'%s'", l);
+	ASSERT_EQ(lines + count_of(res.out, "gprof: trace written: "), N);
+	ASSERT_GE(lines, N / 2); /* every cut one at least */
+	proc_result_free(&res);
+	for (int i = 0; i < N; i++)
+		free((char *)argv[i + 1]);
+	free(text);
+	e2e_free(&r);
 }
 
 /* Figures computed here from a trace's events. */
@@ -713,15 +814,6 @@ static const char *html_text(const char *s)
 	}
 	out[n] = '\0';
 	return out;
-}
-
-static int count_of(const char *hay, const char *needle)
-{
-	int n = 0;
-
-	for (const char *p = hay; (p = strstr(p, needle)); p++)
-		n++;
-	return n;
 }
 
 /* Six steps; slow, launched in step 5, keeps the GPU busy into step 6. Returns the page. */
