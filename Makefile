@@ -99,6 +99,7 @@ $(TEST_BIN): $(TEST_OBJS) $(CORE_LIB)
 -include test/gpu/gpu.mk
 -include scripts/summary/summary.mk
 -include test/fuzz/fuzz.mk
+-include install.mk
 
 # Tests find what they need through these variables.
 TEST_ENV := TEST_BUILD=$(abspath $(BUILD)) TEST_SRC=$(abspath .) \
@@ -149,6 +150,7 @@ help:
 	@echo 'make fuzz            run each libFuzzer target (test/fuzz/) for FUZZ_SECONDS (30)'
 	@echo 'make test-gpu        the GPU suite (test/gpu/README.md); skips without a GPU'
 	@echo 'make gpu-carry       what a GPU machine without jansson needs, in build/gpu-carry/'
+	@echo 'make install         install libgprof.so, gprof-run, gprof-summary, gprof-repair under PREFIX (/usr/local), DESTDIR'
 	@echo 'make check-format    check formatting against .clang-format; make format fixes it'
 	@echo 'make clean           remove build/'
 	@echo 'Variables: CUDA_HOME (default /usr/local/cuda), V=1 full command lines, WERROR=1'
