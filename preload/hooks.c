@@ -1,12 +1,15 @@
 /*
  * The CUDA runtime entry points libgprof interposes. Outside a window each hook does one load
  * and a branch, then forwards. Inside, it times the real call and hands its arguments to the
- * session. Every hook returns exactly what the runtime returned and leaves errno as it was.
+ * session, unless CUPTI already records the call. Every hook returns exactly what the runtime
+ * returned and leaves errno as it was.
  */
 #include <errno.h>
 #include <cuda_runtime_api.h>
 #include <cuda_profiler_api.h>
 
+#include "collector/collector.h"
+#include "common/config.h"
 #include "preload/preload.h"
 
 const struct gprof_hook_info gprof_hook_info[GPROF_HOOK_COUNT] = {
@@ -34,29 +37,54 @@ static void *real_fn(enum gprof_hook h)
 	return p;
 }
 
-/* Whether this call is to be timed and recorded; notes the process's first CUDA call. */
-static bool call_begin(struct gprof_api_call *c, enum gprof_hook h)
+/* What the session may write from a call of each family, unless CUPTI records it. */
+static const unsigned family_acts[] = {
+    [GPROF_FAMILY_LAUNCH] = GPROF_ACT_API,
+    [GPROF_FAMILY_ALLOC] = GPROF_ACT_API | GPROF_ACT_MEMORY,
+    [GPROF_FAMILY_FREE] = GPROF_ACT_API | GPROF_ACT_MEMORY,
+    [GPROF_FAMILY_COPY] = GPROF_ACT_API,
+    [GPROF_FAMILY_SET] = GPROF_ACT_API,
+    [GPROF_FAMILY_PROFILER] = GPROF_ACT_API,
+};
+
+/*
+ * The record of a call CUPTI records: start_ns 0 tells the session it was not timed, so it
+ * only does what every call in a window does (note the thread, the runtime's facts).
+ */
+static const struct gprof_api_call untimed[GPROF_HOOK_COUNT] = {
+#define X(sym, name, id, fam) [GPROF_HOOK_##sym] = {.hook = GPROF_HOOK_##sym},
+    GPROF_HOOKS(X)
+#undef X
+};
+
+enum call_mode {
+	CALL_FORWARD,
+	CALL_UNTIMED,
+	CALL_TIMED
+};
+
+/* What to do with this call; notes the process's first CUDA call. */
+static enum call_mode call_begin(enum gprof_hook h)
 {
 	int hot = gprof_hot_load();
 
 	if (in_hook)
-		return false;
+		return CALL_FORWARD;
 	if (hot & GPROF_HOT_FIRST_CALL)
 		gprof_session_first_cuda_call();
 	if (!gprof_session_recording())
-		return false;
+		return CALL_FORWARD;
 	in_hook = 1;
-	c->hook = h;
-	c->start_ns = gprof_now_ns();
-	return true;
+	if (!(family_acts[gprof_hook_info[h].family] & ~gprof_collector_covers()))
+		return CALL_UNTIMED;
+	return CALL_TIMED;
 }
 
-static void call_end(struct gprof_api_call *c, cudaError_t result)
+/* After the real call: the session gets the record, errno stays the program's. */
+static void call_done(const struct gprof_api_call *c)
 {
 	int saved_errno = errno;
 
-	c->end_ns = gprof_now_ns();
-	c->result = result;
 	gprof_session_api(c);
 	in_hook = 0;
 	errno = saved_errno;
@@ -67,27 +95,37 @@ static void call_end(struct gprof_api_call *c, cudaError_t result)
 
 /*
  * HOOK(sym, params, args, fill): defines `sym`. `fill` sets the call record's fields from the
- * arguments (and from `r`, the result) after the real call.
+ * arguments (and from `r`, the result) after the real call. A call CUPTI records is neither
+ * timed nor described: the session writes nothing for it.
  */
-#define HOOK(sym, params, args, fill)                      \
-	GPROF_EXPORT cudaError_t sym params                \
-	{                                                  \
-		typedef cudaError_t(*fn_t) params;         \
-		fn_t fn = (fn_t)real_fn(GPROF_HOOK_##sym); \
-		struct gprof_api_call c;                   \
-		cudaError_t r;                             \
-                                                           \
-		if (unlikely(!fn))                         \
-			return MISSING;                    \
-		if (likely(!gprof_hot_load()))             \
-			return fn args;                    \
-		c = (struct gprof_api_call){0};            \
-		if (!call_begin(&c, GPROF_HOOK_##sym))     \
-			return fn args;                    \
-		r = fn args;                               \
-		fill;                                      \
-		call_end(&c, r);                           \
-		return r;                                  \
+#define HOOK(sym, params, args, fill)                                                              \
+	GPROF_EXPORT cudaError_t sym params                                                        \
+	{                                                                                          \
+		typedef cudaError_t(*fn_t) params;                                                 \
+		fn_t fn = (fn_t)real_fn(GPROF_HOOK_##sym);                                         \
+		struct gprof_api_call c;                                                           \
+		enum call_mode mode;                                                               \
+		cudaError_t r;                                                                     \
+                                                                                                   \
+		if (unlikely(!fn))                                                                 \
+			return MISSING;                                                            \
+		if (likely(!gprof_hot_load()))                                                     \
+			return fn args;                                                            \
+		mode = call_begin(GPROF_HOOK_##sym);                                               \
+		if (mode == CALL_FORWARD)                                                          \
+			return fn args;                                                            \
+		if (mode == CALL_UNTIMED) {                                                        \
+			r = fn args;                                                               \
+			call_done(&untimed[GPROF_HOOK_##sym]);                                     \
+			return r;                                                                  \
+		}                                                                                  \
+		c = (struct gprof_api_call){.hook = GPROF_HOOK_##sym, .start_ns = gprof_now_ns()}; \
+		r = fn args;                                                                       \
+		c.end_ns = gprof_now_ns();                                                         \
+		c.result = r;                                                                      \
+		fill;                                                                              \
+		call_done(&c);                                                                     \
+		return r;                                                                          \
 	}
 
 #define DIM3(dst, d) ((dst)[0] = (d).x, (dst)[1] = (d).y, (dst)[2] = (d).z)

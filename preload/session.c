@@ -441,14 +441,36 @@ static const uint16_t family_flags[] = {
 void gprof_session_api(const struct gprof_api_call *c)
 {
 	const struct gprof_hook_info *hi = &gprof_hook_info[c->hook];
-	struct gprof_export_event e = {
+	struct gprof_export_event e;
+	uint32_t window, tid = (uint32_t)gprof_tid();
+	unsigned mine;
+
+	if (!window_get(&window))
+		return;
+	gprof_collector_note_thread(tid);
+	/* For `all`, whose window opens in the first call: now that the call has returned. */
+	runtime_info();
+	/* Not timed (start_ns 0): the hook saw that CUPTI records all this call could give. */
+	if (!c->start_ns)
+		return;
+	/* What CUPTI records is written from its records, not from here. */
+	mine = cfg.activities & ~gprof_collector_covers();
+	if ((hi->family == GPROF_FAMILY_ALLOC || hi->family == GPROF_FAMILY_FREE) &&
+	    (mine & GPROF_ACT_MEMORY))
+		push_memory(c, window);
+	if (!(mine & GPROF_ACT_API))
+		return;
+	e = (struct gprof_export_event){
 	    .kind = GPROF_EXPORT_RUNTIME,
+	    .window = window,
 	    .ts_ns = c->start_ns,
 	    .dur_ns = c->end_ns - c->start_ns,
-	    .tid = (uint32_t)gprof_tid(),
+	    .tid = tid,
 	    .flags = family_flags[hi->family] | GPROF_EXPORT_ARG_RESULT,
+	    .name = hook_name(c->hook, 0),
 	    .u.api =
 		{
+		    .api = hook_name(c->hook, 1),
 		    .stream = (uintptr_t)c->stream,
 		    .bytes = c->bytes,
 		    .ptr = (uintptr_t)c->ptr,
@@ -458,22 +480,6 @@ void gprof_session_api(const struct gprof_api_call *c)
 		    .copy_kind = (uint8_t)c->copy_kind,
 		},
 	};
-	unsigned mine;
-
-	if (!window_get(&e.window))
-		return;
-	gprof_collector_note_thread(e.tid);
-	/* For `all`, whose window opens in the first call: now that the call has returned. */
-	runtime_info();
-	/* What CUPTI records is written from its records, not from here. */
-	mine = cfg.activities & ~gprof_collector_covers();
-	if ((hi->family == GPROF_FAMILY_ALLOC || hi->family == GPROF_FAMILY_FREE) &&
-	    (mine & GPROF_ACT_MEMORY))
-		push_memory(c, e.window);
-	if (!(mine & GPROF_ACT_API))
-		return;
-	e.name = hook_name(c->hook, 0);
-	e.u.api.api = hook_name(c->hook, 1);
 	if (hi->family == GPROF_FAMILY_LAUNCH) {
 		e.u.api.kernel = kernel_name(c->func);
 		memcpy(e.u.api.grid, c->grid, sizeof(c->grid));
