@@ -11,6 +11,17 @@
 #include "export/internal.h"
 
 #define CHUNK_EVENTS ((GPROF_CHUNK_BYTES - 64) / sizeof(struct gprof_export_event))
+/*
+ * Chunks the writer keeps faulted in on the free stack (at most a quarter of the pool), so
+ * that producers, which take from the stack first, rarely touch a page for the first time:
+ * a first touch costs microseconds, which is what a hooked call must not.
+ */
+#define RESERVE_CHUNKS 64u
+#define PAGE_BYTES     4096u
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
 
 /*
  * A chunk belongs to one producer from the moment it takes it from the pool until the writer
@@ -36,7 +47,9 @@ _Static_assert(sizeof(struct gprof_export_event) == 128, "events are 128 bytes")
 static struct {
 	char *base;
 	uint32_t n;	   /* chunks in the arena; fixed at init */
+	uint32_t reserve;  /* chunks the writer keeps on the stack; fixed at init */
 	uint32_t fresh;	   /* atomic: chunks [fresh, n) were never handed out */
+	uint32_t n_free;   /* atomic: chunks on the stack (a pop may briefly lag) */
 	uint64_t free_top; /* atomic: tag << 32 | (index + 1), 0 when empty */
 } pool;
 
@@ -84,6 +97,7 @@ static void pool_push(struct chunk *c)
 		next = ((top >> 32) + 1) << 32 | idx;
 	} while (!__atomic_compare_exchange_n(&pool.free_top, &top, next, true, __ATOMIC_RELEASE,
 					      __ATOMIC_RELAXED));
+	__atomic_fetch_add(&pool.n_free, 1, __ATOMIC_RELAXED);
 }
 
 static struct chunk *pool_pop(void)
@@ -96,13 +110,38 @@ static struct chunk *pool_pop(void)
 
 		next = ((top >> 32) + 1) << 32 | __atomic_load_n(&c->free_next, __ATOMIC_RELAXED);
 		if (__atomic_compare_exchange_n(&pool.free_top, &top, next, true, __ATOMIC_ACQUIRE,
-						__ATOMIC_ACQUIRE))
+						__ATOMIC_ACQUIRE)) {
+			__atomic_fetch_sub(&pool.n_free, 1, __ATOMIC_RELAXED);
 			return c;
+		}
 	}
 	if (__atomic_load_n(&pool.fresh, __ATOMIC_RELAXED) >= pool.n)
 		return NULL;
 	i = __atomic_fetch_add(&pool.fresh, 1, __ATOMIC_RELAXED);
 	return i < pool.n ? chunk_at(i) : NULL;
+}
+
+/*
+ * Writer thread: tops the stack up to the reserve with never-used chunks, faulted in here.
+ * The chunks are claimed as producers claim them, so no one else writes them meanwhile.
+ */
+static void pool_reserve(void)
+{
+	uint32_t n_free = __atomic_load_n(&pool.n_free, __ATOMIC_RELAXED), i, k;
+
+	if (n_free >= pool.reserve || __atomic_load_n(&pool.fresh, __ATOMIC_RELAXED) >= pool.n)
+		return;
+	k = pool.reserve - n_free;
+	i = __atomic_fetch_add(&pool.fresh, k, __ATOMIC_RELAXED);
+	if (i >= pool.n)
+		return;
+	k = k < pool.n - i ? k : pool.n - i;
+	/* Without MADV_POPULATE_WRITE (before Linux 5.14): a write to every page. */
+	if (madvise(chunk_at(i), (size_t)k * GPROF_CHUNK_BYTES, MADV_POPULATE_WRITE) != 0)
+		for (size_t off = 0; off < (size_t)k * GPROF_CHUNK_BYTES; off += PAGE_BYTES)
+			((volatile char *)chunk_at(i))[off] = 0;
+	while (k--)
+		pool_push(chunk_at(i + k));
 }
 
 /* The thread's exit: its committed events stay readable; the writer frees the rest. */
@@ -198,6 +237,8 @@ static size_t drain_one(struct producer *p, gprof_buf_fn fn, void *arg)
 			fn(c->ev + c->read, n - c->read, arg);
 			total += n - c->read;
 			c->read = n;
+			/* Formatting takes a while: meanwhile producers used the reserve. */
+			pool_reserve();
 		}
 		next = n == CHUNK_EVENTS ? __atomic_load_n(&c->next, __ATOMIC_ACQUIRE) : NULL;
 		if (!next)
@@ -226,6 +267,7 @@ size_t gprof_buf_drain(gprof_buf_fn fn, void *arg)
 	struct producer *p = __atomic_exchange_n(&incoming, NULL, __ATOMIC_ACQUIRE), *next;
 	size_t total = 0;
 
+	pool_reserve();
 	for (; p; p = next) {
 		next = p->incoming_next;
 		p->next = producers;
@@ -262,6 +304,7 @@ int gprof_buf_init(size_t cap_bytes)
 		return -errno;
 	pool.base = base;
 	pool.n = (uint32_t)n;
+	pool.reserve = pool.n / 4 < RESERVE_CHUNKS ? pool.n / 4 : RESERVE_CHUNKS;
 	__atomic_store_n(&live, true, __ATOMIC_RELEASE);
 	return 0;
 }

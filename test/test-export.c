@@ -1087,6 +1087,55 @@ TEST(export_thread_exit_mid_window)
 	rm_rf(dir);
 }
 
+/* This thread's page faults so far. */
+static long thread_faults(void)
+{
+	struct rusage ru = {0};
+
+	getrusage(RUSAGE_THREAD, &ru);
+	return ru.ru_minflt + ru.ru_majflt;
+}
+
+/*
+ * The writer faults chunks in before producers take them: with the writer paused after its
+ * first pass, a thread that fills 16 chunks (256 pages of events) touches hardly any page for
+ * the first time. Taking fresh chunks itself, it would fault each page: 256 times.
+ */
+TEST(export_producers_get_faulted_chunks)
+{
+	enum {
+		CHUNKS = 16,
+		PAGES = CHUNKS * GPROF_CHUNK_BYTES / 4096
+	};
+	const char *san = getenv("TEST_SAN");
+	struct producer_arg arg;
+	char dir[64];
+	long faults;
+	uint32_t w;
+
+	/* TSan's shadow memory takes faults of its own on every new page the events touch. */
+	if (san && strstr(san, "thread"))
+		SKIP("page faults are TSan's own under TSan");
+	make_tmpdir(dir, sizeof(dir));
+	start_export(dir, 256 * GPROF_CHUNK_BYTES);
+	w = open_window(0, 0);
+	/* One event written: the writer has made a pass, whose start fills its reserve. */
+	arg = (struct producer_arg){.window = w, .count = 1};
+	produce(&arg);
+	wait_written(1);
+	gprof_export_pause(true);
+	arg = (struct producer_arg){.window = w, .count = CHUNKS * 511};
+	faults = thread_faults();
+	produce(&arg);
+	faults = thread_faults() - faults;
+	ASSERT_EQ(arg.ok, CHUNKS * 511);
+	/* Under ASan, reading shadow memory of new pages takes a fault per 32 KiB of events. */
+	ASSERT_MSG(faults < PAGES / 4, "%ld page faults while filling %d pages", faults, PAGES);
+	gprof_export_pause(false);
+	close_window(w);
+	rm_rf(dir);
+}
+
 static void push_marks(uint32_t w, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++) {
