@@ -94,6 +94,7 @@ $(TEST_BIN): $(TEST_OBJS) $(CORE_LIB)
 -include test/fakecuda/runtime.mk
 -include test/apps/apps.mk
 -include test/apps/preload.mk
+-include test/apps/trigger.mk
 -include test/reliability.mk
 -include bench/bench.mk
 -include test/gpu/gpu.mk

@@ -29,7 +29,20 @@ enum var_type {
 	VAR_LOG_LEVEL,
 	VAR_CUPTI_LIB, /* "auto" or a path */
 	VAR_BOOL,
-	VAR_CONFIG, /* GPROF_CONFIG itself: names the file, has no field */
+	VAR_CONFIG,  /* GPROF_CONFIG itself: names the file, has no field */
+	VAR_CHOICE,  /* one of the row's words, stored as its value (an int) */
+	VAR_SECONDS, /* a decimal number of seconds, stored as struct gprof_seconds */
+};
+
+struct word {
+	const char *name;
+	unsigned value;
+};
+
+static const struct word trigger_words[] = {
+    {"steps", GPROF_TRIGGER_STEPS},
+    {"cuda-profiler-api", GPROF_TRIGGER_PROFILER_API},
+    {"signal", GPROF_TRIGGER_SIGNAL},
 };
 
 struct var {
@@ -41,7 +54,9 @@ struct var {
 	const char *form; /* the accepted form, in messages and in the README */
 	size_t offset;	  /* of the field in struct gprof_config */
 	size_t size;
-	unsigned min, max; /* VAR_UINT */
+	unsigned min, max;	  /* VAR_UINT; VAR_SECONDS: max seconds, min 1 for "more than 0" */
+	const struct word *words; /* VAR_CHOICE */
+	size_t n_words;
 };
 
 #define FIELD(f) \
@@ -149,6 +164,43 @@ static const struct var vars[] = {
 	FIELD(signals),
     },
     {
+	.name = "GPROF_TRIGGER",
+	.type = VAR_CHOICE,
+	.dflt = "steps",
+	.help = "what begins and ends windows (docs/TRIGGERS.md): steps, the schedule over step "
+		"markers; cuda-profiler-api, each cudaProfilerStart until the next "
+		"cudaProfilerStop; signal, each kill -USR2 arms the schedule's warmup and active "
+		"steps from the next step marker (under GPROF_SCHEDULE=all one USR2 starts "
+		"recording and the next ends it)",
+	.form = "steps, cuda-profiler-api or signal",
+	FIELD(trigger),
+	.words = trigger_words,
+	.n_words = ARRAY_SIZE(trigger_words),
+    },
+    {
+	.name = "GPROF_DELAY",
+	.type = VAR_SECONDS,
+	.doc_dflt = "unset",
+	.help = "no window starts before this many seconds after the first CUDA call; with "
+		"GPROF_TRIGGER=steps it makes a time window of its own, from then to "
+		"GPROF_DURATION or exit, as Nsight Systems' --delay",
+	.form = "seconds such as 30 or 2.5 (at most 9 decimals, at most 100000000)",
+	FIELD(delay),
+	.max = 100000000,
+    },
+    {
+	.name = "GPROF_DURATION",
+	.type = VAR_SECONDS,
+	.doc_dflt = "unset",
+	.help = "a window records at most this many seconds (whatever started it); with "
+		"GPROF_TRIGGER=steps it makes a time window of its own, from the first CUDA call "
+		"(or GPROF_DELAY) on, as Nsight Systems' --duration",
+	.form = "seconds more than 0 such as 10 or 0.5 (at most 9 decimals, at most 100000000)",
+	FIELD(duration),
+	.min = 1,
+	.max = 100000000,
+    },
+    {
 	.name = "GPROF_CONFIG",
 	.type = VAR_CONFIG,
 	.doc_dflt = "unset",
@@ -165,11 +217,6 @@ static const struct gprof_schedule schedule_default = {
     .warmup = 1,
     .active = 3,
     .repeat = 1,
-};
-
-struct word {
-	const char *name;
-	unsigned value;
 };
 
 /* GPROF_SCHEDULE's keys; the value is the field's offset. */
@@ -447,6 +494,44 @@ static int parse_bool(const struct var *v, const char *s, void *dst, char *why)
 	return 0;
 }
 
+static int parse_choice(const struct var *v, const char *s, void *dst, char *why)
+{
+	const struct word *w = find_word(v->words, v->n_words, s, strlen(s));
+
+	if (!w)
+		return bad(why, "unknown value");
+	*(int *)dst = (int)w->value;
+	return 0;
+}
+
+#define NS_DIGITS 9 /* decimals of a second that fit in ns */
+
+/* "30", "2.5", "0.001": digits, then optionally '.' and 1..9 digits; no sign, exponent or unit. */
+static int parse_seconds(const struct var *v, const char *s, void *dst, char *why)
+{
+	size_t whole = strspn(s, "0123456789"), frac = 0;
+	struct gprof_seconds *out = dst;
+	uint64_t secs, ns = 0;
+
+	if (s[whole] == '.')
+		frac = strspn(s + whole + 1, "0123456789");
+	if (!whole || (s[whole] == '.' && !frac) || s[whole + (frac ? frac + 1 : 0)])
+		return bad(why, "not a number of seconds");
+	if (frac > NS_DIGITS)
+		return bad(why, "more than %d decimals", NS_DIGITS);
+	if (parse_uint(s, whole, v->max, &secs))
+		return bad(why, "out of range");
+	for (size_t i = 0; i < NS_DIGITS; i++)
+		ns = ns * 10 + (i < frac ? (uint64_t)(s[whole + 1 + i] - '0') : 0);
+	ns += secs * 1000000000u;
+	if (ns > (uint64_t)v->max * 1000000000u)
+		return bad(why, "out of range");
+	if (ns < v->min)
+		return bad(why, "0 records nothing");
+	*out = (struct gprof_seconds){.ns = ns, .set = true};
+	return 0;
+}
+
 typedef int (*parse_fn)(const struct var *v, const char *s, void *dst, char *why);
 
 /* How each type is parsed and which JSON values a config file may give it besides strings. */
@@ -464,6 +549,8 @@ static const struct var_kind {
     [VAR_CUPTI_LIB] = {.parse = parse_cupti_lib},
     [VAR_BOOL] = {.parse = parse_bool, .json_int = true, .json_bool = true},
     [VAR_CONFIG] = {.parse = NULL},
+    [VAR_CHOICE] = {.parse = parse_choice},
+    [VAR_SECONDS] = {.parse = parse_seconds, .json_int = true},
 };
 
 /* The file key of a variable: its name without GPROF_, in lowercase. */
@@ -567,8 +654,8 @@ static const char *env_get(char *const *env, const char *name)
 }
 
 /* Records "GPROF_X='value'[ (from path)]: why; expected form" unless an error came first. */
-static int fail(struct load *ld, const struct var *v, const char *value, bool from_file,
-		const char *why)
+static int fail_form(struct load *ld, const struct var *v, const char *value, bool from_file,
+		     const char *why, const char *form)
 {
 	struct quoted qv, qp;
 
@@ -577,8 +664,14 @@ static int fail(struct load *ld, const struct var *v, const char *value, bool fr
 	snprintf(ld->err, sizeof(ld->err), "%s='%s'%s%s%s: %s; expected %s", v->name,
 		 quote(&qv, value, strlen(value)), from_file ? " (from " : "",
 		 from_file ? quote(&qp, ld->path, strlen(ld->path)) : "", from_file ? ")" : "", why,
-		 v->form);
+		 form);
 	return -EINVAL;
+}
+
+static int fail(struct load *ld, const struct var *v, const char *value, bool from_file,
+		const char *why)
+{
+	return fail_form(ld, v, value, from_file, why, v->form);
 }
 
 static int set_value(struct load *ld, const struct var *v, const char *text, bool from_file)
@@ -692,6 +785,39 @@ static int read_file(struct load *ld)
 	return fail(ld, config, ld->path, false, why);
 }
 
+static bool schedule_is_default(const struct gprof_schedule *s)
+{
+	return !s->all && s->skip_first == schedule_default.skip_first &&
+	       s->wait == schedule_default.wait && s->warmup == schedule_default.warmup &&
+	       s->active == schedule_default.active && s->repeat == schedule_default.repeat;
+}
+
+/*
+ * Settings that are fine alone but not together: a step schedule (other than the default or
+ * all) with a trigger that counts no steps, cudaProfilerStart/Stop or a time window.
+ */
+static int check_combination(struct load *ld)
+{
+	const struct gprof_config *c = ld->cfg;
+	const struct var *v = find_var("GPROF_SCHEDULE", 14, false);
+	bool timed = c->delay.set || c->duration.set;
+	char text[GPROF_SCHEDULE_STR_MAX], why[WHY_MAX];
+
+	if (c->schedule.all || schedule_is_default(&c->schedule) ||
+	    !(c->trigger == GPROF_TRIGGER_PROFILER_API ||
+	      (c->trigger == GPROF_TRIGGER_STEPS && timed)))
+		return 0;
+	if (c->trigger == GPROF_TRIGGER_PROFILER_API)
+		bad(why, "GPROF_TRIGGER=cuda-profiler-api does not count steps");
+	else
+		bad(why, "%s%s%s makes a time window, which does not count steps",
+		    c->delay.set ? "GPROF_DELAY" : "",
+		    c->delay.set && c->duration.set ? " with " : "",
+		    c->duration.set ? "GPROF_DURATION" : "");
+	gprof_config_schedule_str(&c->schedule, text, sizeof(text));
+	return fail_form(ld, v, text, false, why, "all or the default schedule with it");
+}
+
 /* GPROF_DISABLE=1 from the environment, or from the file when the environment doesn't say. */
 static bool disabled(const struct load *ld)
 {
@@ -743,6 +869,7 @@ int gprof_config_load(struct gprof_config *cfg, char *const *env)
 		if (text && vars[i].type != VAR_CONFIG && set_value(&ld, &vars[i], text, false))
 			goto out;
 	}
+	check_combination(&ld);
 out:
 	if (disabled(&ld)) {
 		cfg->disable = true;
@@ -766,6 +893,49 @@ int gprof_config_schedule_str(const struct gprof_schedule *s, char *buf, size_t 
 		n = snprintf(buf, len, "skip_first=%u,wait=%u,warmup=%u,active=%u,repeat=%u",
 			     s->skip_first, s->wait, s->warmup, s->active, s->repeat);
 	return n >= 0 && (size_t)n < len ? 0 : -ENOSPC;
+}
+
+/* Seconds as the variables take them ("2.5", "30"), after "; key=", when set. */
+static void append_seconds(char *buf, size_t len, const char *key, struct gprof_seconds t)
+{
+	char frac[16];
+	size_t n = strlen(buf);
+	int last = 9;
+
+	snprintf(frac, sizeof(frac), ".%09llu", (unsigned long long)(t.ns % 1000000000u));
+	while (last > 0 && frac[last] == '0')
+		frac[last--] = '\0';
+	if (!last)
+		frac[0] = '\0';
+	if (t.set)
+		snprintf(buf + n, len - n, "; %s=%llu%s", key,
+			 (unsigned long long)(t.ns / 1000000000u), frac);
+}
+
+void gprof_config_describe(const struct gprof_config *c, char *buf, size_t len)
+{
+	bool timed = c->delay.set || c->duration.set;
+	size_t n;
+
+	buf[0] = '\0';
+	if (c->trigger != GPROF_TRIGGER_PROFILER_API)
+		gprof_config_schedule_str(&c->schedule, buf, len);
+	if (c->trigger == GPROF_TRIGGER_STEPS && timed && !c->schedule.all)
+		snprintf(buf, len, "time window");
+	n = strlen(buf);
+	if (c->trigger != GPROF_TRIGGER_STEPS)
+		snprintf(buf + n, len - n, "%strigger=%s", n ? "; " : "",
+			 gprof_config_trigger_name(c->trigger));
+	append_seconds(buf, len, "delay", c->delay);
+	append_seconds(buf, len, "duration", c->duration);
+}
+
+const char *gprof_config_trigger_name(int trigger)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(trigger_words); i++)
+		if ((int)trigger_words[i].value == trigger)
+			return trigger_words[i].name;
+	return "?";
 }
 
 void gprof_config_print_table(FILE *out)

@@ -8,6 +8,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* torch.profiler.schedule's keys; `all` records everything from the first CUDA call to exit. */
@@ -30,6 +31,19 @@ enum gprof_activity {
 	GPROF_ACT_NVTX = 1u << 5,
 };
 
+/* GPROF_TRIGGER: what begins and ends windows (docs/TRIGGERS.md). */
+enum gprof_trigger {
+	GPROF_TRIGGER_STEPS,	    /* the schedule, counted in step markers */
+	GPROF_TRIGGER_PROFILER_API, /* cudaProfilerStart .. cudaProfilerStop */
+	GPROF_TRIGGER_SIGNAL,	    /* SIGUSR2 */
+};
+
+/* GPROF_DELAY and GPROF_DURATION; `set` is false when the variable is not given. */
+struct gprof_seconds {
+	uint64_t ns;
+	bool set;
+};
+
 #define GPROF_MARKER_MAX 256
 
 struct gprof_config {
@@ -43,7 +57,10 @@ struct gprof_config {
 	int log_level;		  /* enum gprof_log_level */
 	char cupti_lib[PATH_MAX]; /* empty: search for it */
 	bool disable;
-	bool signals; /* finish the window on SIGTERM/SIGINT (preload/init.c) */
+	bool signals;		       /* finish the window on SIGTERM/SIGINT (preload/init.c) */
+	int trigger;		       /* enum gprof_trigger */
+	struct gprof_seconds delay;    /* from the first CUDA call to the time window's start */
+	struct gprof_seconds duration; /* longest a window records */
 };
 
 /*
@@ -61,6 +78,17 @@ int gprof_config_load(struct gprof_config *cfg, char *const *env);
  */
 #define GPROF_SCHEDULE_STR_MAX 96
 int gprof_config_schedule_str(const struct gprof_schedule *s, char *buf, size_t len);
+
+/*
+ * What makes the windows, for the trace header's "schedule": GPROF_SCHEDULE where it counts
+ * steps ("time window", or nothing, where it does not), then "; trigger=..." unless steps, and
+ * "; delay=S" and "; duration=S" when set. Cut short to fit len.
+ */
+#define GPROF_CONFIG_DESCRIBE_MAX (GPROF_SCHEDULE_STR_MAX + 96)
+void gprof_config_describe(const struct gprof_config *c, char *buf, size_t len);
+
+/* GPROF_TRIGGER's word for an enum gprof_trigger value. */
+const char *gprof_config_trigger_name(int trigger);
 
 /* The README's configuration table (markdown), generated from the same table. */
 void gprof_config_print_table(FILE *out);

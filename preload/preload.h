@@ -13,8 +13,12 @@
 
 /* Bits of gprof_hot; zero means "forward and do nothing else" (the hooks' only check). */
 enum {
-	GPROF_HOT_RECORDING = 1 << 0,  /* a window is in warmup or active: record host events */
-	GPROF_HOT_FIRST_CALL = 1 << 1, /* no CUDA call seen yet: the next one is noted */
+	GPROF_HOT_RECORDING = 1 << 0, /* a window is in warmup or active: record host events */
+	/*
+	 * The next CUDA call goes to gprof_session_first_cuda_call(): set at the start (no CUDA
+	 * call seen yet) and by the SIGUSR2 handler (a signal waits to be acted on).
+	 */
+	GPROF_HOT_FIRST_CALL = 1 << 1,
 };
 
 /* Written by the session on phase changes; read by every hook (one load and a branch). */
@@ -41,6 +45,30 @@ void gprof_session_nvtx(int tid, const char *domain, const char *msg, size_t len
 
 /* NVTX: the marker the session matches against messages. */
 bool gprof_nvtx_is_step(const char *msg, size_t len);
+
+/*
+ * GPROF_TRIGGER=cuda-profiler-api: cudaProfilerStart (start true) or cudaProfilerStop was
+ * called; from their hooks, before the call is forwarded, whatever gprof_hot holds.
+ */
+void gprof_session_profiler_api(bool start);
+
+/* For the timer thread (preload/trigger.c): its next deadline (UINT64_MAX: none), and acting. */
+uint64_t gprof_session_deadline(void);
+void gprof_session_tick(void);
+
+/*
+ * Triggers (preload/trigger.c). setup: from the constructor, what this process uses. start:
+ * at the first CUDA call, installs the SIGUSR2 handler and starts the timer thread. The rest
+ * are for the session: SIGUSR2s received since the last call; a line if the program replaced
+ * our handler (once); a deadline changed; exit; a child after fork().
+ */
+void gprof_trigger_setup(bool signal, bool timer);
+void gprof_trigger_start(void);
+unsigned gprof_trigger_take_signals(void);
+void gprof_trigger_check_handler(void);
+void gprof_trigger_wake(void);
+void gprof_trigger_stop(void);
+void gprof_trigger_forked(void);
 
 #endif
 

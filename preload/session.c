@@ -1,8 +1,9 @@
 /*
  * The session ties preload/ together: it owns the configuration and the stepper, opens and
  * releases export windows on the stepper's transitions, drives the collector (CUPTI) from the
- * same transitions, and turns hooked calls and NVTX events into trace events of the current
- * window. While CUPTI records the runtime API, hooked calls write no events of their own:
+ * same transitions, hands the stepper what the triggers say (preload/trigger.c), and turns
+ * hooked calls and NVTX events into trace events of the current window. While CUPTI records
+ * the runtime API, hooked calls write no events of their own:
  * CUPTI's carry the correlation ids that link launches to GPU work (collector/collector.h).
  */
 #include <errno.h>
@@ -25,7 +26,7 @@
 
 /* Written once by gprof_session_init (before any other thread), read everywhere. */
 static struct gprof_config cfg;
-static char schedule_str[GPROF_SCHEDULE_STR_MAX];
+static char schedule_str[GPROF_CONFIG_DESCRIBE_MAX];
 static struct gprof_stepper stepper;
 static bool inert = true;
 
@@ -33,6 +34,8 @@ static bool inert = true;
 static uint32_t cur_window;
 static int window_open;
 static int cuda_used;
+static int windows_opened;   /* any, ever: for the exit's hints */
+static int profiler_started; /* cudaProfilerStart seen: for the exit's hints */
 
 /* Kernel names by host stub or cudaKernel_t, and live allocations by pointer (bytes). */
 static struct gprof_ptrmap kernel_names;
@@ -40,10 +43,11 @@ static struct gprof_ptrmap allocations;
 static uint64_t allocated_bytes; /* change since the window opened */
 
 /*
- * No CUDA calls of our own: on a thread inside the first-call path (maybe inside cuInit), nor
- * once the process exits (the runtime's own atexit teardown has run: calls would crash).
+ * No CUDA calls of our own: on a thread inside the first-call path (maybe inside cuInit) or on
+ * the timer's thread (never the program's), nor once the process exits (the runtime's own
+ * atexit teardown has run: calls would crash).
  */
-static GPROF_TLS bool in_first_call;
+static GPROF_TLS bool no_own_calls;
 static int exiting;
 
 /* Share of GPROF_BUFFER_MB for CUPTI's activity buffers; the exporter gets the rest. */
@@ -125,7 +129,7 @@ static void runtime_info(void)
 	props_fn props;
 	int n = 0;
 
-	if (__atomic_load_n(&done, __ATOMIC_ACQUIRE) || in_first_call ||
+	if (__atomic_load_n(&done, __ATOMIC_ACQUIRE) || no_own_calls ||
 	    __atomic_load_n(&exiting, __ATOMIC_ACQUIRE) ||
 	    !__atomic_load_n(&cuda_used, __ATOMIC_RELAXED) ||
 	    __atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
@@ -165,7 +169,10 @@ static void window_begin(const struct gprof_sched_event *ev)
 	gprof_collector_window_begin(id, ev->window, ev->begin_ns);
 	__atomic_store_n(&cur_window, id, __ATOMIC_RELAXED);
 	__atomic_store_n(&window_open, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&windows_opened, 1, __ATOMIC_RELAXED);
 	hot_set(GPROF_HOT_RECORDING, true);
+	/* Its duration, if it has one, is the timer's next deadline. */
+	gprof_trigger_wake();
 }
 
 static void window_end(const struct gprof_sched_event *ev)
@@ -250,12 +257,13 @@ int gprof_session_init(void)
 {
 	struct gprof_export_config ecfg = {0};
 	struct gprof_collector_config ccfg = {0};
+	struct gprof_stepper_trigger trig;
 	size_t total, cupti;
 
 	if (gprof_config_load(&cfg, NULL) != 0 || cfg.disable)
 		return -1;
 	gprof_log_level = cfg.log_level;
-	gprof_config_schedule_str(&cfg.schedule, schedule_str, sizeof(schedule_str));
+	gprof_config_describe(&cfg, schedule_str, sizeof(schedule_str));
 	total = (size_t)cfg.buffer_mb << 20;
 	cupti = total / CUPTI_SHARE > CUPTI_MIN_BYTES ? total / CUPTI_SHARE : CUPTI_MIN_BYTES;
 	ecfg = (struct gprof_export_config){
@@ -275,9 +283,43 @@ int gprof_session_init(void)
 		pr_err("cannot start (out of memory?); libgprof is off for this process");
 		return -1;
 	}
+	gprof_stepper_trigger_of(&cfg, &trig);
+	gprof_stepper_set_trigger(&stepper, &trig);
+	gprof_trigger_setup(cfg.trigger == GPROF_TRIGGER_SIGNAL, cfg.delay.set || cfg.duration.set);
 	inert = false;
 	__atomic_store_n(&gprof_hot, GPROF_HOT_FIRST_CALL, __ATOMIC_RELEASE);
 	return 0;
+}
+
+/* SIGUSR2s received meanwhile: under `all` each starts or ends recording, else one arms. */
+static void take_signals(void)
+{
+	unsigned n = gprof_trigger_take_signals();
+	enum gprof_stepper_result r;
+
+	if (!n || (cfg.schedule.all && n % 2 == 0))
+		return;
+	r = gprof_stepper_request(&stepper, GPROF_STEPPER_TOGGLE, gprof_now_ns(), gprof_tid());
+	if (r == GPROF_STEPPER_BUSY || (!cfg.schedule.all && n > 1))
+		pr_warn("SIGUSR2 ignored: a window armed by an earlier one is still to come or "
+			"under way");
+	else if (r == GPROF_STEPPER_TAKEN && !cfg.schedule.all)
+		pr_info("SIGUSR2: a window of %u warmup and %u active steps begins at the next "
+			"step marker",
+			cfg.schedule.warmup, cfg.schedule.active);
+	gprof_trigger_wake();
+}
+
+static void first_call(void)
+{
+	gprof_collector_note_thread((uint32_t)gprof_tid());
+	/* CUPTI first, so that `all`'s window, opened just below, finds it ready. */
+	no_own_calls = true;
+	gprof_collector_start();
+	gprof_stepper_start(&stepper, gprof_now_ns());
+	/* The signal handler and the timer, which starts with the stepper's first deadline. */
+	gprof_trigger_start();
+	no_own_calls = false;
 }
 
 void gprof_session_first_cuda_call(void)
@@ -288,16 +330,41 @@ void gprof_session_first_cuda_call(void)
 		return;
 	if (__atomic_fetch_and(&gprof_hot, ~GPROF_HOT_FIRST_CALL, __ATOMIC_ACQ_REL) &
 	    GPROF_HOT_FIRST_CALL) {
-		__atomic_store_n(&cuda_used, 1, __ATOMIC_RELAXED);
-		gprof_collector_note_thread((uint32_t)gprof_tid());
-		/* CUPTI first, so that `all`'s window, opened just below, finds it ready. */
-		in_first_call = true;
-		gprof_collector_start();
-		gprof_stepper_start(&stepper, gprof_now_ns());
-		in_first_call = false;
+		if (!__atomic_exchange_n(&cuda_used, 1, __ATOMIC_ACQ_REL))
+			first_call();
+		take_signals();
 	}
 	/* Loading CUPTI searches files: the program's errno must not notice. */
 	errno = saved_errno;
+}
+
+void gprof_session_profiler_api(bool start)
+{
+	int saved_errno = errno;
+
+	if (inert || cfg.trigger != GPROF_TRIGGER_PROFILER_API)
+		return;
+	gprof_collector_note_thread((uint32_t)gprof_tid());
+	if (start)
+		__atomic_store_n(&profiler_started, 1, __ATOMIC_RELAXED);
+	gprof_stepper_request(&stepper, start ? GPROF_STEPPER_ON : GPROF_STEPPER_OFF,
+			      gprof_now_ns(), gprof_tid());
+	gprof_trigger_wake();
+	errno = saved_errno;
+}
+
+uint64_t gprof_session_deadline(void)
+{
+	return inert ? UINT64_MAX : gprof_stepper_deadline(&stepper);
+}
+
+void gprof_session_tick(void)
+{
+	if (inert)
+		return;
+	no_own_calls = true; /* the timer's thread, never the program's */
+	take_signals();
+	gprof_stepper_tick(&stepper, gprof_now_ns(), gprof_tid());
 }
 
 void gprof_session_step_marker(uint64_t ts_ns)
@@ -307,6 +374,11 @@ void gprof_session_step_marker(uint64_t ts_ns)
 	if (inert)
 		return;
 	gprof_collector_note_thread((uint32_t)gprof_tid());
+	if (cfg.trigger == GPROF_TRIGGER_SIGNAL) {
+		gprof_trigger_check_handler();
+		/* An arm that came before this marker begins its window here. */
+		take_signals();
+	}
 	/* Transitions may enable CUPTI or ask the runtime for its devices: errno stays. */
 	gprof_stepper_mark(&stepper, ts_ns, gprof_tid());
 	errno = saved_errno;
@@ -488,27 +560,49 @@ void gprof_session_api(const struct gprof_api_call *c)
 	gprof_export_push(&e);
 }
 
+/* At exit of a process that used CUDA: a line when its trigger never came, naming a way out. */
+static void say_why_nothing(void)
+{
+	bool timed = cfg.delay.set || cfg.duration.set, stepped = gprof_stepper_markers(&stepper);
+
+	if (cfg.trigger == GPROF_TRIGGER_STEPS && !cfg.schedule.all && !timed && !stepped)
+		pr_warn("the program used CUDA but never marked a step ('%s'), so nothing was "
+			"recorded: mark steps (e.g. torch.cuda.nvtx.mark(\"%s\")) or set "
+			"GPROF_SCHEDULE=all",
+			cfg.step_marker, cfg.step_marker);
+	else if (cfg.trigger == GPROF_TRIGGER_SIGNAL && gprof_stepper_armed(&stepper))
+		pr_warn("a SIGUSR2 armed a window, but no step marker ('%s') came after it, so "
+			"nothing was recorded: mark steps or set GPROF_SCHEDULE=all, under which "
+			"SIGUSR2 starts recording at once",
+			cfg.step_marker);
+	else if (cfg.trigger == GPROF_TRIGGER_PROFILER_API && !profiler_started)
+		pr_warn("GPROF_TRIGGER=cuda-profiler-api, but the program never called "
+			"cudaProfilerStart through a CUDA runtime libgprof sees, so nothing was "
+			"recorded");
+	else if (cfg.trigger == GPROF_TRIGGER_STEPS && cfg.delay.set && !windows_opened)
+		pr_warn("the program ended before GPROF_DELAY had passed since its first CUDA "
+			"call, so nothing was recorded");
+}
+
 void gprof_session_fini(void)
 {
 	if (inert)
 		return;
 	__atomic_store_n(&exiting, 1, __ATOMIC_SEQ_CST);
+	gprof_trigger_stop();
 	gprof_stepper_finish(&stepper, gprof_now_ns());
 	gprof_collector_fini(COLLECTOR_FINI_MS);
 	if (gprof_export_shutdown(10000) != 0)
 		pr_warn("the trace writer did not finish in 10 s; a trace may be left as .partial");
-	if (__atomic_load_n(&cuda_used, __ATOMIC_RELAXED) && !cfg.schedule.all &&
-	    gprof_stepper_markers(&stepper) == 0)
-		pr_warn("the program used CUDA but never marked a step ('%s'), so nothing was "
-			"recorded: mark steps (e.g. torch.cuda.nvtx.mark(\"%s\")) or set "
-			"GPROF_SCHEDULE=all",
-			cfg.step_marker, cfg.step_marker);
+	if (__atomic_load_n(&cuda_used, __ATOMIC_RELAXED))
+		say_why_nothing();
 }
 
 void gprof_session_forked(void)
 {
-	/* The writer thread, CUPTI and the window belong to the parent. */
+	/* The writer thread, CUPTI, the timer and the window belong to the parent. */
 	inert = true;
+	gprof_trigger_forked();
 	gprof_collector_forked();
 	__atomic_store_n(&gprof_hot, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&window_open, 0, __ATOMIC_RELAXED);

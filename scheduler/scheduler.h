@@ -1,6 +1,6 @@
 /*
  * Step scheduler: torch.profiler.schedule's step -> action function, the stepper that turns
- * step markers into window transitions, and step-marker matching.
+ * step markers and triggers (docs/TRIGGERS.md) into window transitions, and step-marker matching.
  */
 #ifndef GPROF_SCHEDULER_H
 #define GPROF_SCHEDULER_H
@@ -78,6 +78,39 @@ struct gprof_sched_event {
 typedef void (*gprof_sched_cb)(const struct gprof_sched_event *ev, void *ctx);
 
 /*
+ * How windows begin and end. SCHEDULE: the schedule over step markers. MANUAL: a window is
+ * open while one is wanted (from the start, or by gprof_stepper_request), not before the start
+ * plus delay_ns; markers inside make steps (GPROF_SCHEDULE=all is MANUAL, wanted from the
+ * start). ARMED: each request arms one cycle of the schedule's warmup and active steps, which
+ * begins at the first marker once armed and past the delay. In these two modes a window records
+ * at most duration_ns (0: no limit), and then is no longer wanted.
+ */
+enum gprof_stepper_mode {
+	GPROF_STEPPER_SCHEDULE,
+	GPROF_STEPPER_MANUAL,
+	GPROF_STEPPER_ARMED,
+};
+
+struct gprof_stepper_trigger {
+	enum gprof_stepper_mode mode;
+	bool want;	      /* MANUAL: a window is wanted from the start */
+	uint64_t delay_ns;    /* no window begins before the start plus this */
+	uint64_t duration_ns; /* longest a window records; 0: no limit */
+};
+
+enum gprof_stepper_req {
+	GPROF_STEPPER_ON,     /* MANUAL: a window is wanted; ARMED: arm one */
+	GPROF_STEPPER_OFF,    /* MANUAL: no window is wanted */
+	GPROF_STEPPER_TOGGLE, /* MANUAL: the other of the two; ARMED: as ON */
+};
+
+enum gprof_stepper_result {
+	GPROF_STEPPER_TAKEN,   /* acted on now, or when the start, delay or next marker comes */
+	GPROF_STEPPER_BUSY,    /* ARMED: a window is armed or under way already */
+	GPROF_STEPPER_IGNORED, /* SCHEDULE mode, OFF when ARMED, or after finish */
+};
+
+/*
  * Consumes step markers. Marker number k (from 0) ends step k-1 and begins step k; the
  * transition from the ending step's action to the beginning step's is reported as torch's
  * profile.step() does it. Each window is reported as WARMUP, ACTIVE, STEP..., then SAVE (or
@@ -98,6 +131,12 @@ struct gprof_stepper {
 	uint64_t window_begin_ns;
 	uint64_t last_ns; /* latest timestamp seen: time never runs backwards */
 	bool started, finished;
+	struct gprof_stepper_trigger trig;
+	bool want;		     /* MANUAL: a window is wanted */
+	bool armed, in_cycle;	     /* ARMED: a cycle waits for its marker / is under way */
+	struct gprof_schedule cycle; /* ARMED: the schedule's warmup and active, once */
+	uint64_t cycle_base;	     /* ARMED: the step the cycle under way began at */
+	uint64_t not_before_ns;	     /* the start plus the delay; UINT64_MAX before the start */
 	/* Written under lock with atomic stores, read anywhere with atomic loads. */
 	int phase;	  /* enum gprof_sched_phase */
 	uint64_t markers; /* step markers seen */
@@ -108,8 +147,38 @@ int gprof_stepper_init(struct gprof_stepper *s, const struct gprof_schedule *sch
 		       gprof_sched_cb cb, void *ctx);
 void gprof_stepper_destroy(struct gprof_stepper *s);
 
-/* The process's first CUDA call: for `all` it opens window 0; otherwise nothing. Idempotent. */
+/*
+ * The trigger of a configuration (GPROF_TRIGGER, GPROF_DELAY, GPROF_DURATION, `all`):
+ * steps is SCHEDULE, or MANUAL wanted from the start for `all` or a delay or duration;
+ * cuda-profiler-api is MANUAL; signal is ARMED, or MANUAL (toggled) under `all`.
+ */
+void gprof_stepper_trigger_of(const struct gprof_config *c, struct gprof_stepper_trigger *t);
+
+/* Right after init, before any other call: how windows begin and end (default: SCHEDULE). */
+void gprof_stepper_set_trigger(struct gprof_stepper *s, const struct gprof_stepper_trigger *t);
+
+/*
+ * The process's first CUDA call: the delay counts from here, and a MANUAL window wanted from
+ * the start (`all`) opens when there is no delay. Idempotent.
+ */
 void gprof_stepper_start(struct gprof_stepper *s, uint64_t ts_ns);
+
+/*
+ * A trigger at ts_ns on thread tid. A window that ends between two markers keeps the step in
+ * progress (cut at ts_ns) only when tid is the thread that began it: elsewhere that thread
+ * may be inside a call that outlasts the cut, and its track must nest.
+ */
+enum gprof_stepper_result gprof_stepper_request(struct gprof_stepper *s, enum gprof_stepper_req r,
+						uint64_t ts_ns, pid_t tid);
+
+/* Time passes (the timer): a delay that ends opens, a duration that ends closes. */
+void gprof_stepper_tick(struct gprof_stepper *s, uint64_t ts_ns, pid_t tid);
+
+/* When gprof_stepper_tick next has something to do; UINT64_MAX: not before a request. */
+uint64_t gprof_stepper_deadline(struct gprof_stepper *s);
+
+/* ARMED: a window was armed and its marker has not come. */
+bool gprof_stepper_armed(struct gprof_stepper *s);
 
 /*
  * One step marker at ts_ns on thread tid, from any thread. Markers that arrive while another

@@ -703,6 +703,9 @@ TEST(config_print_table)
 	    "| `GPROF_CUPTI_LIB` | auto | ",
 	    "| `GPROF_DISABLE` | `0` | ",
 	    "| `GPROF_SIGNALS` | `0` | ",
+	    "| `GPROF_TRIGGER` | `steps` | ",
+	    "| `GPROF_DELAY` | unset | ",
+	    "| `GPROF_DURATION` | unset | ",
 	    "| `GPROF_CONFIG` | ",
 	};
 	static const char header[] = "| variable | default | meaning |\n| --- | --- | --- |\n";

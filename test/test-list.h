@@ -183,6 +183,23 @@ X(summary_tool_compare)
 X(summary_tool_html)
 X(summary_tool_html_render)
 
+/* triggers */
+X(trigger_stepper_scripts)
+X(trigger_stepper_all_is_manual)
+X(trigger_config_forms)
+X(trigger_config_rejects)
+X(trigger_config_file)
+X(trigger_config_combinations)
+X(trigger_config_to_stepper)
+X(trigger_profiler_api_never_called)
+X(trigger_signal_steps)
+X(trigger_signal_all)
+X(trigger_signal_program_handlers)
+X(trigger_signal_no_marker)
+X(trigger_time_window)
+X(trigger_delay_not_reached)
+X(trigger_signal_duration)
+
 /* tools */
 X(tools_run_sets_variables)
 X(tools_run_bad_options)

@@ -1,0 +1,197 @@
+/*
+ * Triggers that act between step markers (docs/TRIGGERS.md): SIGUSR2 for GPROF_TRIGGER=signal,
+ * and the timer of GPROF_DELAY and GPROF_DURATION. The handler only counts signals; the session
+ * acts on the count at the next hooked call or step marker. The timer is a thread of ours,
+ * started at the first CUDA call, that sleeps until the stepper's next deadline.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+#define PR_FMT ""
+#include "common/log.h"
+#include "preload/preload.h"
+
+/* Written once by gprof_trigger_setup (the constructor); read afterwards. */
+static bool use_signal, use_timer;
+
+/* SIGUSR2s not acted on yet: added to by the handler, taken by the session. */
+static unsigned pending;
+/* Our handler is installed in this process: written by gprof_trigger_start and at fork. */
+static int installed;
+
+static void on_usr2(int sig)
+{
+	(void)sig;
+	/* Lock-free atomics only, which are async-signal-safe; errno is untouched. */
+	__atomic_add_fetch(&pending, 1, __ATOMIC_RELEASE);
+	/* The next hooked call (or marker) looks at the session: see GPROF_HOT_FIRST_CALL. */
+	__atomic_fetch_or(&gprof_hot, GPROF_HOT_FIRST_CALL, __ATOMIC_RELEASE);
+}
+
+static bool ours(const struct sigaction *sa)
+{
+	return !(sa->sa_flags & SA_SIGINFO) && sa->sa_handler == on_usr2;
+}
+
+/*
+ * Only where SIGUSR2 is at its default. A plain sa_handler, so a handler the program installs
+ * later and that calls the previous one the old way (`old(sig)`) still reaches us; SA_RESTART,
+ * so the program's system calls go on as they would have.
+ */
+static void install_handler(void)
+{
+	struct sigaction sa = {.sa_handler = on_usr2, .sa_flags = SA_RESTART}, old;
+
+	if (sigaction(SIGUSR2, NULL, &old) != 0)
+		return;
+	if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) {
+		pr_warn("GPROF_TRIGGER=signal: the program already has a SIGUSR2 handler, which "
+			"libgprof leaves alone, so kill -USR2 records nothing; use "
+			"GPROF_TRIGGER=cuda-profiler-api or GPROF_DELAY instead");
+		return;
+	}
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGUSR2, &sa, NULL) == 0)
+		__atomic_store_n(&installed, 1, __ATOMIC_RELEASE);
+}
+
+unsigned gprof_trigger_take_signals(void)
+{
+	return __atomic_exchange_n(&pending, 0, __ATOMIC_ACQ_REL);
+}
+
+void gprof_trigger_check_handler(void)
+{
+	static int warned;
+	struct sigaction cur;
+
+	if (!__atomic_load_n(&installed, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&warned, __ATOMIC_RELAXED) || sigaction(SIGUSR2, NULL, &cur) != 0 ||
+	    ours(&cur) || __atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+		return;
+	pr_warn("GPROF_TRIGGER=signal: the program put a SIGUSR2 handler of its own in place of "
+		"libgprof's; kill -USR2 starts windows only if that handler calls the one it "
+		"replaced");
+}
+
+/*
+ * The timer. timer_gen changes on every wake-up call, so a deadline computed before the call
+ * is looked at again. Lock order: the stepper's lock, then timer_lock (wake-up calls come from
+ * the stepper's callbacks); the thread never takes the stepper's lock under timer_lock.
+ */
+static pthread_mutex_t timer_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t timer_cond = PTHREAD_COND_INITIALIZER;
+static unsigned timer_gen;
+static bool timer_quit;
+
+/* Under timer_lock: sleeps until deadline_ns (CLOCK_REALTIME, the condition's clock). */
+static void sleep_until(uint64_t deadline_ns)
+{
+	struct timespec ts = {
+	    .tv_sec = (time_t)(deadline_ns / 1000000000u),
+	    .tv_nsec = (long)(deadline_ns % 1000000000u),
+	};
+
+	if (deadline_ns == UINT64_MAX)
+		pthread_cond_wait(&timer_cond, &timer_lock);
+	else
+		pthread_cond_timedwait(&timer_cond, &timer_lock, &ts);
+}
+
+static void *timer_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		unsigned gen;
+		uint64_t deadline;
+		bool quit;
+
+		pthread_mutex_lock(&timer_lock);
+		gen = timer_gen;
+		pthread_mutex_unlock(&timer_lock);
+		deadline = gprof_session_deadline();
+		pthread_mutex_lock(&timer_lock);
+		while (!timer_quit && gen == timer_gen && gprof_now_ns() < deadline)
+			sleep_until(deadline);
+		quit = timer_quit;
+		pthread_mutex_unlock(&timer_lock);
+		if (quit)
+			return NULL;
+		gprof_session_tick();
+	}
+}
+
+/* A detached thread that takes no signal: the program's handlers run on its own threads. */
+static void start_timer(void)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pthread_t t;
+	int err;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&t, &attr, timer_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	if (err)
+		pr_warn("cannot start the timer of GPROF_DELAY and GPROF_DURATION (%s): their "
+			"windows begin and end at step markers only",
+			strerror(err));
+}
+
+void gprof_trigger_setup(bool signal, bool timer)
+{
+	use_signal = signal;
+	use_timer = timer;
+}
+
+void gprof_trigger_start(void)
+{
+	static int started;
+
+	if (__atomic_exchange_n(&started, 1, __ATOMIC_ACQ_REL))
+		return;
+	if (use_signal)
+		install_handler();
+	if (use_timer)
+		start_timer();
+}
+
+void gprof_trigger_wake(void)
+{
+	if (!use_timer)
+		return;
+	pthread_mutex_lock(&timer_lock);
+	timer_gen++;
+	pthread_cond_signal(&timer_cond);
+	pthread_mutex_unlock(&timer_lock);
+}
+
+void gprof_trigger_stop(void)
+{
+	if (!use_timer)
+		return;
+	pthread_mutex_lock(&timer_lock);
+	timer_quit = true;
+	pthread_cond_signal(&timer_cond);
+	pthread_mutex_unlock(&timer_lock);
+}
+
+/* In a child after fork(): it has no timer, and gets SIGUSR2's default action back. */
+void gprof_trigger_forked(void)
+{
+	struct sigaction cur, dfl = {.sa_handler = SIG_DFL};
+
+	if (__atomic_load_n(&installed, __ATOMIC_ACQUIRE) && sigaction(SIGUSR2, NULL, &cur) == 0 &&
+	    ours(&cur))
+		sigaction(SIGUSR2, &dfl, NULL);
+	__atomic_store_n(&installed, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&pending, 0, __ATOMIC_RELEASE);
+	use_timer = false;
+}
