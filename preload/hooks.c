@@ -96,7 +96,9 @@ static void call_done(const struct gprof_api_call *c)
 /*
  * HOOK(sym, params, args, fill): defines `sym`. `fill` sets the call record's fields from the
  * arguments (and from `r`, the result) after the real call. A call CUPTI records is neither
- * timed nor described: the session writes nothing for it.
+ * timed nor described: the session writes nothing for it. cudaProfilerStart and Stop tell the
+ * session first, idle or not (GPROF_TRIGGER=cuda-profiler-api): a window a Start opens holds
+ * that call, one a Stop ends does not.
  */
 #define HOOK(sym, params, args, fill)                                                              \
 	GPROF_EXPORT cudaError_t sym params                                                        \
@@ -109,6 +111,10 @@ static void call_done(const struct gprof_api_call *c)
                                                                                                    \
 		if (unlikely(!fn))                                                                 \
 			return MISSING;                                                            \
+		if (GPROF_HOOK_##sym == GPROF_HOOK_cudaProfilerStart ||                            \
+		    GPROF_HOOK_##sym == GPROF_HOOK_cudaProfilerStop)                               \
+			gprof_session_profiler_api(GPROF_HOOK_##sym ==                             \
+						   GPROF_HOOK_cudaProfilerStart);                  \
 		if (likely(!gprof_hot_load()))                                                     \
 			return fn args;                                                            \
 		mode = call_begin(GPROF_HOOK_##sym);                                               \

@@ -199,6 +199,8 @@ X(trigger_signal_no_marker)
 X(trigger_time_window)
 X(trigger_delay_not_reached)
 X(trigger_signal_duration)
+X(trigger_profiler_api_windows)
+X(trigger_profiler_api_duration)
 
 /* tools */
 X(tools_run_sets_variables)

@@ -684,13 +684,6 @@ static int lines_with(const char *text, const char *what)
 }
 
 /*
- * The tests of cudaProfilerStart/Stop's windows need preload/hooks.c to hand those calls to
- * gprof_session_profiler_api(); they join test-list.h with that change.
- */
-TEST(trigger_profiler_api_windows);
-TEST(trigger_profiler_api_duration);
-
-/*
  * cudaProfilerStart after step 2's marker to cudaProfilerStop after step 4's calls, 7 to 8,
  * and 10 never stopped: three files with exactly those steps' calls and spans, the last
  * complete at exit; the calls still reach the runtime (the ground truth has them).
