@@ -148,6 +148,7 @@ help:
 	@echo 'make test            build and run every test (T=name runs those whose name contains it)'
 	@echo 'make test SAN=address,undefined   the same under ASan+UBSan (SAN=thread for TSan)'
 	@echo 'make bench           measure hook cost, export speed, memory, end-to-end (docs/PERFORMANCE.md)'
+	@echo 'build/gprof-summary  TRACE...: the end-of-window summary of trace files; --compare A B, --html OUT'
 	@echo 'make fuzz            run each libFuzzer target (test/fuzz/) for FUZZ_SECONDS (30)'
 	@echo 'make test-gpu        the GPU suite (test/gpu/README.md); skips without a GPU'
 	@echo 'make gpu-carry       what a GPU machine without jansson needs, in build/gpu-carry/'
