@@ -57,8 +57,8 @@ uint64_t gprof_session_deadline(void);
 void gprof_session_tick(void);
 
 /*
- * Triggers (preload/trigger.c). setup: from the constructor, what this process uses. start:
- * at the first CUDA call, installs the SIGUSR2 handler and starts the timer thread. The rest
+ * Triggers (preload/trigger.c). setup: from the constructor, what this process uses, and the
+ * SIGUSR2 handler installed. start: at the first CUDA call, starts the timer thread. The rest
  * are for the session: SIGUSR2s received since the last call; a line if the program replaced
  * our handler (once); a deadline changed; exit; a child after fork().
  */

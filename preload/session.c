@@ -317,7 +317,7 @@ static void first_call(void)
 	no_own_calls = true;
 	gprof_collector_start();
 	gprof_stepper_start(&stepper, gprof_now_ns());
-	/* The signal handler and the timer, which starts with the stepper's first deadline. */
+	/* The timer, which starts with the stepper's first deadline. */
 	gprof_trigger_start();
 	no_own_calls = false;
 }

@@ -15,11 +15,11 @@
 #include "preload/preload.h"
 
 /* Written once by gprof_trigger_setup (the constructor); read afterwards. */
-static bool use_signal, use_timer;
+static bool use_timer;
 
 /* SIGUSR2s not acted on yet: added to by the handler, taken by the session. */
 static unsigned pending;
-/* Our handler is installed in this process: written by gprof_trigger_start and at fork. */
+/* Our handler is installed in this process: written by gprof_trigger_setup and at fork. */
 static int installed;
 
 static void on_usr2(int sig)
@@ -48,8 +48,8 @@ static void install_handler(void)
 	if (sigaction(SIGUSR2, NULL, &old) != 0)
 		return;
 	if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) {
-		pr_warn("GPROF_TRIGGER=signal: the program already has a SIGUSR2 handler, which "
-			"libgprof leaves alone, so kill -USR2 records nothing; use "
+		pr_warn("GPROF_TRIGGER=signal: SIGUSR2 is already ignored or handled in this "
+			"process, which libgprof leaves alone, so kill -USR2 records nothing; use "
 			"GPROF_TRIGGER=cuda-profiler-api or GPROF_DELAY instead");
 		return;
 	}
@@ -145,21 +145,22 @@ static void start_timer(void)
 			strerror(err));
 }
 
+/*
+ * The handler goes in at once (a sigaction, no CUDA call): a SIGUSR2 sent before the first CUDA
+ * call must not end the process by its default action; the session acts on it at that call.
+ */
 void gprof_trigger_setup(bool signal, bool timer)
 {
-	use_signal = signal;
 	use_timer = timer;
+	if (signal)
+		install_handler();
 }
 
 void gprof_trigger_start(void)
 {
 	static int started;
 
-	if (__atomic_exchange_n(&started, 1, __ATOMIC_ACQ_REL))
-		return;
-	if (use_signal)
-		install_handler();
-	if (use_timer)
+	if (!__atomic_exchange_n(&started, 1, __ATOMIC_ACQ_REL) && use_timer)
 		start_timer();
 }
 

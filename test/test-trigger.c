@@ -813,11 +813,41 @@ TEST(trigger_signal_all)
 }
 
 /*
- * The program's own SIGUSR2 handler. From the start (-H): libgprof says so in one line and
- * leaves it alone; the program gets every signal. Installed later: one line when libgprof
- * notices; if it calls the one it replaced (-L) both get every signal and the windows are as
- * without it, if not (-R) there is no window.
+ * The program's own SIGUSR2 handler, which replaces libgprof's (installed when it is loaded):
+ * before any CUDA call (-H) or later (-R), one line when libgprof notices and no window, the
+ * program getting every signal; if the handler calls the one it replaced (-L) both get every
+ * signal and the windows are as without it. SIGUSR2 ignored from the start (inherited from
+ * the parent, which exec keeps): libgprof says so in one line and leaves it alone.
  */
+/* SIGUSR2 ignored by the parent (exec keeps that): one line, no window, the program unharmed. */
+static void check_signal_ignored(const char *app, const char *const *args, size_t n)
+{
+	const char *argv[16] = {"/bin/sh", "-c", "trap '' USR2; exec \"$0\" \"$@\"", app};
+	struct e2e_run r;
+
+	memcpy(argv + 4, args, n * sizeof(*args));
+	e2e_run(&r, argv, cupti_path(true), signal_all_env, true);
+	ASSERT_EQ(r.res.status, 0);
+	ASSERT_STR_CONTAINS(r.res.out, "trig-app: 12 steps");
+	ASSERT_EQ(r.n_traces, 0);
+	ASSERT_EQ(lines_with(r.res.err, "gprof:"), 1);
+	ASSERT_STR_CONTAINS(r.res.err, "gprof: GPROF_TRIGGER=signal: SIGUSR2 is already ignored");
+	e2e_free(&r);
+}
+
+/* A SIGUSR2 before any CUDA call (here in a program that never makes one) ends nothing. */
+static void check_signal_before_cuda(void)
+{
+	const char *argv[] = {"/bin/sh", "-c", "kill -USR2 $$; echo alive", NULL};
+	struct e2e_run r;
+
+	e2e_run(&r, argv, cupti_path(true), signal_all_env, true);
+	ASSERT_MSG(r.res.status == 0, "status %d: %.2000s", r.res.status, r.res.err);
+	ASSERT_STR_EQ(r.res.out, "alive\n");
+	ASSERT_EQ(r.n_traces, 0);
+	e2e_free(&r);
+}
+
 TEST(trigger_signal_program_handlers)
 {
 	const char *app = e2e_build_path("test/apps/trig-app");
@@ -833,8 +863,7 @@ TEST(trigger_signal_program_handlers)
 		ASSERT_EQ(r.res.status, 0);
 		ASSERT_STR_CONTAINS(r.res.out, "usr2 3\n");
 		ASSERT_EQ(lines_with(r.res.err, "gprof: GPROF_TRIGGER=signal: "), 1);
-		ASSERT_STR_CONTAINS(r.res.err, m == 0 ? "already has a SIGUSR2 handler"
-						      : "a SIGUSR2 handler of its own in place");
+		ASSERT_STR_CONTAINS(r.res.err, "a SIGUSR2 handler of its own in place");
 		if (m == 1) {
 			check_signal_all(&r, true);
 		} else {
@@ -843,6 +872,8 @@ TEST(trigger_signal_program_handlers)
 		}
 		e2e_free(&r);
 	}
+	check_signal_ignored(app, common, ARRAY_SIZE(common));
+	check_signal_before_cuda();
 }
 
 /* Armed, but no step marker ever comes: no file, one line naming the ways out. */
