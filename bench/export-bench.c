@@ -14,11 +14,11 @@
 #include <zlib.h>
 
 #include "bench/bench.h"
-#include "export/export.h"
+#include "export/internal.h"
 
 #define WINDOW_WAIT_MS 120000
-#define ZLIB_CHUNK     (1u << 20) /* the sink's sync-flush interval */
-#define LAUNCH_GAP_NS  2000	  /* one launch every 2 us */
+#define ZLIB_CHUNK     GPROF_SINK_SYNC_BYTES
+#define LAUNCH_GAP_NS  2000 /* one launch every 2 us */
 
 /* Kernel names of the lengths real programs have, demangled as the trace writes them. */
 static const char *const kernel_names[] = {
@@ -174,7 +174,8 @@ static int zlib_bound(const char *path, int level)
 	double ms = 0;
 	int n = -1;
 
-	if (!buf || !in || deflateInit2(&zs, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY))
+	if (!buf || !in ||
+	    deflateInit2(&zs, level, Z_DEFLATED, -15, GPROF_SINK_MEM_LEVEL, Z_DEFAULT_STRATEGY))
 		goto out;
 	gzbuffer(in, ZLIB_CHUNK);
 	while ((n = gzread(in, buf, ZLIB_CHUNK)) > 0) {

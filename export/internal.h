@@ -1,6 +1,7 @@
 /*
- * What export's files share with each other (and with export's own tests). Not an interface:
- * nothing outside export/ and test/test-{json,export,summary}.c includes it; use export.h.
+ * What export's files share with each other (and with the tests, the benchmark and
+ * gprof-summary, which feeds trace files to the summary's own tally). Not an interface: use
+ * export.h.
  */
 #ifndef GPROF_EXPORT_INTERNAL_H
 #define GPROF_EXPORT_INTERNAL_H
@@ -128,6 +129,12 @@ struct gprof_sink;
  * after a sync flush still inflates to the head and the body up to that flush.
  */
 #define GPROF_SINK_SYNC_BYTES (1u << 20)
+/*
+ * zlib's memLevel: a 2^13-entry hash instead of the default 2^15. zlib shifts the whole hash
+ * table every 32 KiB of input, which at level 1 was a third of deflate's instructions; on
+ * trace JSON the smaller table costs no compression (measured in docs/PERFORMANCE.md).
+ */
+#define GPROF_SINK_MEM_LEVEL 6
 /* Takes fd on success (finish or free closes it); on failure the caller keeps it. */
 struct gprof_sink *gprof_sink_gzip(int fd, int level, const char *head, size_t len, int *err);
 /* The same calls into memory (tests): the text is kept uncompressed. */

@@ -187,7 +187,8 @@ struct gprof_sink *gprof_sink_gzip(int fd, int level, const char *head, size_t l
 		return NULL;
 	g->base = (struct gprof_sink){.ops = &gz_ops, .head_len = len};
 	g->fd = -1;
-	if (len > 0xffff || deflateInit2(&g->zs, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY)) {
+	if (len > 0xffff || deflateInit2(&g->zs, level, Z_DEFLATED, -15, GPROF_SINK_MEM_LEVEL,
+					 Z_DEFAULT_STRATEGY)) {
 		*err = len > 0xffff ? -EINVAL : -ENOMEM;
 		free(g);
 		return NULL;

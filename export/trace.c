@@ -1,6 +1,10 @@
 /*
  * The Kineto trace schema (shared/TRACE_FORMAT.md): one emit function per event kind, the
  * metadata events derived from the tracks a window used, and the end of the file.
+ *
+ * Every event line ends with what changes from one event to the next (correlation last in
+ * args, then ts and dur): the constant rest of a line repeats the line before of its kind as
+ * one long run, which deflate, the writer's main cost, takes fastest and stores smallest.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,7 +52,7 @@ static void put_ts(struct gprof_trace *t, uint64_t ts_ns)
 	gprof_jbuf_usec(&t->out, (int64_t)(ts_ns - t->base_ns));
 }
 
-/* `","pid":P,"tid":T,"ts":..` ending the name of a host event. */
+/* `","pid":P,"tid":T` ending the name of a host event. */
 static void host_track(struct gprof_trace *t, const struct gprof_export_event *ev)
 {
 	struct gprof_jbuf *b = &t->out;
@@ -58,8 +62,6 @@ static void host_track(struct gprof_trace *t, const struct gprof_export_event *e
 	gprof_jbuf_u64(b, (uint64_t)t->pid);
 	gprof_jbuf_lit(b, ",\"tid\":");
 	gprof_jbuf_u64(b, ev->tid);
-	gprof_jbuf_lit(b, ",\"ts\":");
-	put_ts(t, ev->ts_ns);
 }
 
 /* The same for a GPU event: pid is the device, tid the stream. */
@@ -72,14 +74,18 @@ static void gpu_track(struct gprof_trace *t, const struct gprof_export_event *ev
 	gprof_jbuf_u64(b, ev->device);
 	gprof_jbuf_lit(b, ",\"tid\":");
 	gprof_jbuf_u64(b, ev->stream);
-	gprof_jbuf_lit(b, ",\"ts\":");
-	put_ts(t, ev->ts_ns);
 }
 
-static void put_dur(struct gprof_trace *t, const struct gprof_export_event *ev)
+/* `,"ts":T}` or `,"ts":T,"dur":D}` and the line's end. */
+static void put_end(struct gprof_trace *t, const struct gprof_export_event *ev, bool dur)
 {
-	gprof_jbuf_lit(&t->out, ",\"dur\":");
-	gprof_jbuf_usec(&t->out, (int64_t)ev->dur_ns < 0 ? 0 : (int64_t)ev->dur_ns);
+	gprof_jbuf_lit(&t->out, ",\"ts\":");
+	put_ts(t, ev->ts_ns);
+	if (dur) {
+		gprof_jbuf_lit(&t->out, ",\"dur\":");
+		gprof_jbuf_usec(&t->out, (int64_t)ev->dur_ns < 0 ? 0 : (int64_t)ev->dur_ns);
+	}
+	gprof_jbuf_lit(&t->out, "},\n");
 }
 
 static void put_dim3(struct gprof_jbuf *b, const uint32_t d[3])
@@ -93,6 +99,15 @@ static void put_dim3(struct gprof_jbuf *b, const uint32_t d[3])
 	gprof_jbuf_lit(b, "]");
 }
 
+/* `,"correlation":K}` closing the args of an API or GPU event, then ts and dur. */
+static void put_correlation_end(struct gprof_trace *t, const struct gprof_export_event *ev)
+{
+	gprof_jbuf_lit(&t->out, ",\"correlation\":");
+	gprof_jbuf_u64(&t->out, ev->correlation);
+	gprof_jbuf_lit(&t->out, "}");
+	put_end(t, ev, true);
+}
+
 /* The flow half after the event: "s" on the CPU side, "f" on the GPU side. */
 static void put_flow(struct gprof_trace *t, const struct gprof_export_event *ev, bool gpu)
 {
@@ -101,20 +116,16 @@ static void put_flow(struct gprof_trace *t, const struct gprof_export_event *ev,
 	if (!(ev->flags & GPROF_EXPORT_FLOW))
 		return;
 	if (gpu)
-		gprof_jbuf_lit(b, "{\"ph\":\"f\",\"id\":");
+		gprof_jbuf_lit(
+		    b, "{\"ph\":\"f\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\",\"pid\":");
 	else
-		gprof_jbuf_lit(b, "{\"ph\":\"s\",\"id\":");
-	gprof_jbuf_u64(b, ev->correlation);
-	gprof_jbuf_lit(b, ",\"pid\":");
+		gprof_jbuf_lit(b, "{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"pid\":");
 	gprof_jbuf_u64(b, gpu ? ev->device : (uint64_t)t->pid);
 	gprof_jbuf_lit(b, ",\"tid\":");
 	gprof_jbuf_u64(b, gpu ? ev->stream : ev->tid);
-	gprof_jbuf_lit(b, ",\"ts\":");
-	put_ts(t, ev->ts_ns);
-	if (gpu)
-		gprof_jbuf_lit(b, ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"},\n");
-	else
-		gprof_jbuf_lit(b, ",\"cat\":\"ac2g\",\"name\":\"ac2g\"},\n");
+	gprof_jbuf_lit(b, ",\"id\":");
+	gprof_jbuf_u64(b, ev->correlation);
+	put_end(t, ev, false);
 }
 
 static void emit_step(struct gprof_trace *t, const struct gprof_export_event *ev)
@@ -123,8 +134,7 @@ static void emit_step(struct gprof_trace *t, const struct gprof_export_event *ev
 		       "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#");
 	gprof_jbuf_u64(&t->out, ev->u.step);
 	host_track(t, ev);
-	put_dur(t, ev);
-	gprof_jbuf_lit(&t->out, "},\n");
+	put_end(t, ev, true);
 }
 
 static void put_domain(struct gprof_jbuf *b, const struct gprof_export_event *ev)
@@ -141,9 +151,8 @@ static void emit_nvtx_range(struct gprof_trace *t, const struct gprof_export_eve
 	gprof_jbuf_lit(&t->out, "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"");
 	put_text(&t->out, ev->name);
 	host_track(t, ev);
-	put_dur(t, ev);
 	put_domain(&t->out, ev);
-	gprof_jbuf_lit(&t->out, "},\n");
+	put_end(t, ev, true);
 }
 
 static void emit_nvtx_mark(struct gprof_trace *t, const struct gprof_export_event *ev)
@@ -153,7 +162,7 @@ static void emit_nvtx_mark(struct gprof_trace *t, const struct gprof_export_even
 	host_track(t, ev);
 	gprof_jbuf_lit(&t->out, ",\"s\":\"t\"");
 	put_domain(&t->out, ev);
-	gprof_jbuf_lit(&t->out, "},\n");
+	put_end(t, ev, false);
 }
 
 static const char *const copy_kinds[] = {
@@ -241,7 +250,6 @@ static void emit_api(struct gprof_trace *t, const struct gprof_export_event *ev)
 		gprof_jbuf_lit(b, "{\"ph\":\"X\",\"cat\":\"cuda_driver\",\"name\":\"");
 	put_text(b, ev->name);
 	host_track(t, ev);
-	put_dur(t, ev);
 	gprof_jbuf_lit(b, ",\"args\":{");
 	if (ev->u.api.api) {
 		gprof_jbuf_lit(b, "\"api\":\"");
@@ -250,10 +258,8 @@ static void emit_api(struct gprof_trace *t, const struct gprof_export_event *ev)
 	}
 	gprof_jbuf_lit(b, "\"cbid\":");
 	gprof_jbuf_u64(b, ev->u.api.cbid);
-	gprof_jbuf_lit(b, ",\"correlation\":");
-	gprof_jbuf_u64(b, ev->correlation);
 	put_api_args(b, ev);
-	gprof_jbuf_lit(b, "}},\n");
+	put_correlation_end(t, ev);
 	put_flow(t, ev, false);
 }
 
@@ -304,7 +310,7 @@ static void put_kernel_load(struct gprof_trace *t, const struct gprof_export_eve
 	gprof_jbuf_u64(&t->out, occ > 100 ? 100 : occ);
 }
 
-/* `"device":D,"context":C,"stream":S,"correlation":K` of a GPU event. */
+/* `"device":D,"context":C,"stream":S` of a GPU event. */
 static void put_gpu_ids(struct gprof_jbuf *b, const struct gprof_export_event *ev, uint32_t ctx)
 {
 	gprof_jbuf_lit(b, "\"device\":");
@@ -313,8 +319,6 @@ static void put_gpu_ids(struct gprof_jbuf *b, const struct gprof_export_event *e
 	gprof_jbuf_u64(b, ctx);
 	gprof_jbuf_lit(b, ",\"stream\":");
 	gprof_jbuf_u64(b, ev->stream);
-	gprof_jbuf_lit(b, ",\"correlation\":");
-	gprof_jbuf_u64(b, ev->correlation);
 }
 
 static void emit_kernel(struct gprof_trace *t, const struct gprof_export_event *ev)
@@ -324,7 +328,6 @@ static void emit_kernel(struct gprof_trace *t, const struct gprof_export_event *
 	gprof_jbuf_lit(b, "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"");
 	put_text(b, ev->name);
 	gpu_track(t, ev);
-	put_dur(t, ev);
 	/* Latency timestamps are not collected, so "queued" is always 0 (as in Kineto). */
 	gprof_jbuf_lit(b, ",\"args\":{\"queued\":0,");
 	put_gpu_ids(b, ev, ev->u.kernel.context);
@@ -333,7 +336,7 @@ static void emit_kernel(struct gprof_trace *t, const struct gprof_export_event *
 	gprof_jbuf_lit(b, ",\"shared memory\":");
 	gprof_jbuf_u64(b, ev->u.kernel.shared_bytes);
 	put_kernel_load(t, ev);
-	gprof_jbuf_lit(b, "}},\n");
+	put_correlation_end(t, ev);
 	put_flow(t, ev, true);
 }
 
@@ -355,7 +358,6 @@ static void emit_copy(struct gprof_trace *t, const struct gprof_export_event *ev
 	put_cstr_raw(b, mem_kind(c->dst_kind));
 	gprof_jbuf_lit(b, ")");
 	gpu_track(t, ev);
-	put_dur(t, ev);
 	gprof_jbuf_lit(b, ",\"args\":{");
 	put_gpu_ids(b, ev, c->context);
 	gprof_jbuf_lit(b, ",\"bytes\":");
@@ -363,7 +365,7 @@ static void emit_copy(struct gprof_trace *t, const struct gprof_export_event *ev
 	/* bytes per ns is GB/s */
 	gprof_jbuf_lit(b, ",\"memory bandwidth (GB/s)\":");
 	gprof_jbuf_ratio(b, c->bytes, (int64_t)ev->dur_ns > 0 ? ev->dur_ns : 0, 4);
-	gprof_jbuf_lit(b, "}},\n");
+	put_correlation_end(t, ev);
 	put_flow(t, ev, true);
 }
 
@@ -375,11 +377,10 @@ static void emit_memory(struct gprof_trace *t, const struct gprof_export_event *
 		b->failed = true;
 	gprof_jbuf_lit(b, "{\"ph\":\"C\",\"cat\":\"gpu_memory\",\"name\":\"GPU memory\",\"pid\":");
 	gprof_jbuf_u64(b, ev->device);
-	gprof_jbuf_lit(b, ",\"ts\":");
-	put_ts(t, ev->ts_ns);
 	gprof_jbuf_lit(b, ",\"args\":{\"allocated\":");
 	gprof_jbuf_u64(b, ev->u.allocated);
-	gprof_jbuf_lit(b, "}},\n");
+	gprof_jbuf_lit(b, "}");
+	put_end(t, ev, false);
 }
 
 typedef void (*emit_fn)(struct gprof_trace *t, const struct gprof_export_event *ev);

@@ -484,6 +484,60 @@ TEST(export_trace_every_kind)
 	gprof_trace_free(tr);
 }
 
+/* Skips a number written as digits and an optional fraction: where it ends, or NULL. */
+static const char *skip_number(const char *p)
+{
+	const char *start = p;
+
+	p += strspn(p, "0123456789");
+	if (*p == '.')
+		p += 1 + strspn(p + 1, "0123456789");
+	return p > start ? p : NULL;
+}
+
+/*
+ * What changes from one event to the next ends each line (trace.c): an event line ends with
+ * "ts" (and "dur" for X events), and where an event has a correlation, it closes the args.
+ */
+TEST(export_lines_end_with_what_varies)
+{
+	struct gprof_export_process_info proc = {.cupti_status = "not used"};
+	struct gprof_trace_meta m = {.proc = &proc,
+				     .rank = {0, 1},
+				     .base_ns = BASE_NS,
+				     .trace_name = "h_1.2.pt.trace.json.gz"};
+	struct gprof_trace *tr = gprof_trace_open(&m, BASE_NS, -1, 0, &(int){0});
+	struct gprof_export_event ev[16];
+	size_t n = every_kind(1, 4242, ev), len, lines = 0;
+	char *text, *line, *save = NULL;
+
+	ASSERT(tr);
+	gprof_trace_events(tr, ev, n);
+	ASSERT_EQ(gprof_trace_close(tr, &m), 0);
+	text = strdup(gprof_trace_text(tr, &len) + GPROF_TRACE_HEAD_BYTES);
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		const char *ts = strstr(line, ",\"ts\":"), *end, *corr;
+
+		if (line[0] != '{' || strstr(line, "\"ph\":\"M\""))
+			continue;
+		lines++;
+		ASSERT_MSG(ts && !strstr(ts + 1, ",\"ts\":"), "no ts or two: %s", line);
+		end = skip_number(ts + 6);
+		if (end && !strncmp(end, ",\"dur\":", 7))
+			end = skip_number(end + 7);
+		ASSERT_MSG(end && !strcmp(end, "},"), "not last: %s", line);
+		ASSERT_EQ(!strncmp(line, "{\"ph\":\"X\"", 9), !!strstr(ts, ",\"dur\":"));
+		corr = strstr(line, "\"correlation\":");
+		ASSERT_MSG(!corr ||
+			       ((end = skip_number(corr + 14)) && end[0] == '}' && end == ts - 1),
+			   "correlation does not close the args: %s", line);
+	}
+	/* every_kind's events and their four flow halves. */
+	ASSERT_EQ(lines, n + 4);
+	free(text);
+	gprof_trace_free(tr);
+}
+
 /* Every track gets its metadata, however many (the track sets grow past their first size). */
 TEST(export_trace_many_tracks)
 {
