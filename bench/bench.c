@@ -132,13 +132,18 @@ static const struct b1_mode b1_modes[] = {
 };
 #define B1_MODES (sizeof(b1_modes) / sizeof(b1_modes[0]))
 
-static const char *const b1_calls[] = {"launch_ns", "copy_ns", "alloc_ns"};
+static const char *const b1_calls[] = {"launch", "copy", "alloc"};
 static const char *const b1_call_names[] = {"cudaLaunchKernel", "cudaMemcpyAsync",
 					    "cudaMalloc/cudaFree"};
 #define B1_CALLS_N 3
 
-/* ns per call [mode][call][round]; dropped events of the active runs. */
+/*
+ * [mode][call][round]: CPU ns of the calling thread per call, wall ns per call, and that
+ * thread's page faults per 1000 calls; dropped events of the active runs.
+ */
 static double b1_ns[B1_MODES][B1_CALLS_N][MAX_ROUNDS];
+static double b1_wall[B1_MODES][B1_CALLS_N][MAX_ROUNDS];
+static double b1_faults[B1_MODES][B1_CALLS_N][MAX_ROUNDS];
 static double b1_dropped;
 
 static void b1_run(const struct b1_mode *m, int round)
@@ -166,11 +171,20 @@ static void b1_run(const struct b1_mode *m, int round)
 	if (m->cupti)
 		env[e++] = g.cupti; /* after GPROF_CUPTI_LIB=/nonexistent: replaces it */
 	for (int c = 0; c < B1_CALLS_N; c++)
-		b1_ns[m - b1_modes][c][round] = NAN;
+		b1_ns[m - b1_modes][c][round] = b1_wall[m - b1_modes][c][round] =
+		    b1_faults[m - b1_modes][c][round] = NAN;
 	if (run(m->name, argv, env, &out))
 		return;
-	for (int c = 0; c < B1_CALLS_N; c++)
-		b1_ns[m - b1_modes][c][round] = bench_value(&out, b1_calls[c]);
+	for (int c = 0; c < B1_CALLS_N; c++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "%s_cpu_ns", b1_calls[c]);
+		b1_ns[m - b1_modes][c][round] = bench_value(&out, key);
+		snprintf(key, sizeof(key), "%s_ns", b1_calls[c]);
+		b1_wall[m - b1_modes][c][round] = bench_value(&out, key);
+		snprintf(key, sizeof(key), "%s_faults", b1_calls[c]);
+		b1_faults[m - b1_modes][c][round] = bench_value(&out, key);
+	}
 	if (m->active)
 		b1_dropped += bench_value(&out, "dropped");
 }
@@ -198,6 +212,26 @@ static void b1_cell(size_t mode, int c, char *cell, size_t size)
 		fig.idle_extra_ns = se.med;
 }
 
+/* The active phases again: wall ns per call, and page faults of the calling thread. */
+static void b1_active(void)
+{
+	char a[CELL_MAX], b[CELL_MAX];
+
+	printf("\nThe active phase by the wall clock (the writer thread and the machine's other "
+	       "work compete for the CPUs) and the calling thread's page faults per 1000 calls "
+	       "(first touches of event buffer pages).\n\n| phase | call | wall ns per call | "
+	       "page faults per 1000 calls |\n| --- | --- | --- | --- |\n");
+	for (size_t m = 0; m < B1_MODES; m++) {
+		for (int c = 0; c < B1_CALLS_N && b1_modes[m].active; c++) {
+			struct bench_stat w = stat_of(b1_wall[m][c], B1_ROUNDS);
+			struct bench_stat f = stat_of(b1_faults[m][c], B1_ROUNDS);
+
+			printf("| %s | %s | %s | %s |\n", b1_modes[m].name, b1_call_names[c],
+			       fmt(a, &w, 1), fmt(b, &f, 2));
+		}
+	}
+}
+
 static void b1(void)
 {
 	char cell[256];
@@ -208,11 +242,11 @@ static void b1(void)
 			b1_run(&b1_modes[(i + (size_t)r) % B1_MODES], r);
 	}
 	printf("\n## B1 hook cost\n\nns per call on a runtime whose calls cost nothing "
-	       "(bench/stub-cudart.c): median (range) of %d rounds; +extra over bare in the same "
-	       "round; x ratio to bare. Active phase without CUPTI: each call becomes an event "
-	       "(%.0f dropped); with CUPTI recording the API (the simulated GPU's libcupti, to "
-	       "which the stub reports nothing, so CUPTI's own cost is left out) the hooks time "
-	       "each call and write nothing.\n\n"
+	       "(bench/stub-cudart.c), CPU time of the calling thread: median (range) of %d "
+	       "rounds; +extra over bare in the same round; x ratio to bare. Active phase "
+	       "without CUPTI: each call becomes an event (%.0f dropped); with CUPTI recording "
+	       "the API (the simulated GPU's libcupti, to which the stub reports nothing, so "
+	       "CUPTI's own cost is left out) the hooks neither time nor describe a call.\n\n"
 	       "| phase | %s | %s | %s |\n| --- | --- | --- | --- |\n",
 	       B1_ROUNDS, b1_dropped, b1_call_names[0], b1_call_names[1], b1_call_names[2]);
 	for (size_t m = 0; m < B1_MODES; m++) {
@@ -223,6 +257,7 @@ static void b1(void)
 		}
 		printf("\n");
 	}
+	b1_active();
 }
 
 /* ---- B2: export ---- */
@@ -309,9 +344,10 @@ static void b2(void)
 	       "and ac2g flow (%.0f events), through the real writer; median (range) of %d "
 	       "rounds. Writer events/s: events over the writer thread's CPU time. Release to "
 	       "rename: the whole window was pushed before its end, so this is the writer's "
-	       "time for all of it. zlib alone: deflate + CRC-32 of the same JSON at the same "
-	       "level, with the sink's sync flush every MiB (CPU time). Push: the producer's "
-	       "cost per event, first touch of the buffer's pages included.\n\n| gzip level |",
+	       "time for all of it. zlib alone: deflate + CRC-32 of the same JSON with the "
+	       "sink's settings (level, memLevel, a sync flush every MiB; CPU time). Push: the "
+	       "producer's cost per event (the writer faults pages in ahead of it).\n\n"
+	       "| gzip level |",
 	       B2_KERNELS, b2_events, B2_ROUNDS);
 	for (int c = 0; c < B2_COLS; c++)
 		printf(" %s |", b2_cols[c].header);

@@ -2,7 +2,8 @@
  * B1 and B3's program: tight loops of hooked runtime calls on the stub runtime
  * (bench/stub-cudart.c), run by bench/bench.c with or without libgprof preloaded, in the phase
  * its step markers select.
- * Prints key=value lines: ns per call of each loop (median of the repetitions), or memory figures.
+ * Prints key=value lines: ns per call of each loop (median of the repetitions) and the calling
+ * thread's page faults, or memory figures.
  *
  *	hook-loop [-n calls] [-r reps] [-s markers] [-e] [-w launches]
  *
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -75,20 +77,42 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Median ns per call of `reps` timed runs of fn(n_calls). */
-static double time_loop(void (*fn)(long))
+/* This thread's CPU time in ns and its page faults so far. */
+static double thread_cpu_ns(long *faults)
 {
-	double t[MAX_REPS];
+	struct timespec ts;
+	struct rusage ru = {0};
+
+	getrusage(RUSAGE_THREAD, &ru);
+	*faults = ru.ru_minflt + ru.ru_majflt;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+/*
+ * `reps` timed runs of fn(n_calls): prints <key>_ns (wall), <key>_cpu_ns (this thread's CPU
+ * time, which a busy machine inflates less) per call, medians, and <key>_faults, this
+ * thread's page faults per 1000 calls over all runs.
+ */
+static void time_loop(const char *key, void (*fn)(long))
+{
+	double t[MAX_REPS], cpu[MAX_REPS];
+	long f0, f1, f;
 
 	fn(n_calls / 10 + 1); /* warm: symbols resolved, caches and pages touched */
+	thread_cpu_ns(&f0);
 	for (long r = 0; r < reps; r++) {
-		double t0 = now_ns();
+		double t0 = now_ns(), c0 = thread_cpu_ns(&f);
 
 		fn(n_calls);
 		t[r] = (now_ns() - t0) / (double)n_calls;
+		cpu[r] = (thread_cpu_ns(&f) - c0) / (double)n_calls;
 	}
+	thread_cpu_ns(&f1);
 	qsort(t, (size_t)reps, sizeof(t[0]), cmp_double);
-	return t[reps / 2];
+	qsort(cpu, (size_t)reps, sizeof(cpu[0]), cmp_double);
+	printf("%s_ns=%.3f\n%s_cpu_ns=%.3f\n%s_faults=%.3f\n", key, t[reps / 2], key, cpu[reps / 2],
+	       key, (f1 - f0) * 1000.0 / ((double)n_calls * reps));
 }
 
 /* Whether dir holds a complete (renamed) trace; its path in path. */
@@ -211,8 +235,8 @@ int main(int argc, char **argv)
 	launches(1);
 	for (long i = 0; i < markers; i++)
 		nvtxMarkA("step");
-	printf("launch_ns=%.3f\n", time_loop(launches));
-	printf("copy_ns=%.3f\n", time_loop(copies));
-	printf("alloc_ns=%.3f\n", time_loop(allocs));
+	time_loop("launch", launches);
+	time_loop("copy", copies);
+	time_loop("alloc", allocs);
 	return end_window ? finish_window() : 0;
 }
