@@ -3,7 +3,8 @@
  * started; a GPU record to the window of the API record with its correlation id, whichever of
  * the two arrives first (they come in different buffers, in any order). A launch and its first
  * GPU record are written together, linked by an ac2g flow; what waits for its partner is held
- * here, bounded, and written without a link when the window finishes. Collector thread only.
+ * (held.c) and written without a link when the window finishes, or at once when held.c is at
+ * its limit (counted). Collector thread only.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,10 +16,21 @@
 #include "common/config.h"
 #include "common/log.h"
 
-#define HELD_MAX    16384 /* events waiting for their partner */
 #define ALLOCS_MAX  65536 /* device allocations followed for the memory counter */
 #define DEVICES_MAX 64
 #define THREADS_MAX 4096
+/*
+ * GPU halves of links whose launch is written but which the memory cap dropped: tried again
+ * before each later event, and before the window finishes (then up to OWED_TRIES, 1 ms apart).
+ */
+#define OWED_MAX      16
+#define OWED_TRIES    1000
+#define OWED_PAUSE_NS 1000000
+/*
+ * A GPU record whose launch record has not come this long after later API records did (with
+ * CUPTI flushed in between) will never get it: the launch record was lost.
+ */
+#define GPU_PATIENCE_MS 1000
 
 struct gprof_coll_win gprof_coll_wins[GPROF_COLL_WINDOWS];
 unsigned gprof_coll_activities;
@@ -26,22 +38,34 @@ unsigned gprof_coll_activities;
 /* The correlation map's values: what is known of a correlation id. */
 enum link_kind {
 	LINK_OUTSIDE = 1, /* a launch outside every window: its GPU records are dropped */
-	LINK_API,	  /* a launch of window `slot`, its event held (or 0 when not written) */
-	LINK_GPU,	  /* GPU records waiting for their launch: a chain of held events */
+	LINK_API,	  /* a launch of window `slot`, waiting in the API table; 0: API events
+			   * are not recorded, or it was written unlinked (the table was full) */
+	LINK_GPU,	  /* GPU records waiting for their launch: a chain in the GPU table; 0:
+			   * written unlinked (the table was full) */
 };
 #define LINK(kind, slot, held) ((uint64_t)(kind) << 48 | (uint64_t)(slot) << 32 | (held))
 #define LINK_KIND(v)	       ((enum link_kind)((v) >> 48))
 #define LINK_SLOT(v)	       ((unsigned)((v) >> 32) & 0xffff)
 #define LINK_HELD(v)	       ((uint32_t)(v)) /* index + 1, 0 for none */
 
-struct held {
-	struct gprof_export_event ev;
-	uint32_t next; /* index + 1 of the next GPU event of the same correlation, 0 at the end */
-};
+static struct gprof_export_event owed[OWED_MAX];
+static unsigned n_owed;
 
-static struct held *held;
-static uint32_t *free_held, n_free_held;
-static struct gprof_coll_map links;  /* correlation id -> LINK(...) */
+/*
+ * How long a record has waited, by correlation id: the highest id of API records seen so far,
+ * and what it was every SAMPLE_MS or so, for the last SAMPLES times.
+ */
+#define SAMPLES	  64
+#define SAMPLE_MS 100
+struct corr_sample {
+	uint64_t ms; /* CLOCK_MONOTONIC */
+	uint32_t corr;
+};
+static struct corr_sample samples[SAMPLES];
+static unsigned n_samples;
+static uint32_t corr_seen;
+static bool expiring; /* the last sweep let records go */
+
 static struct gprof_coll_map allocs; /* device address -> bytes, for the memory counter */
 static uint64_t in_use[DEVICES_MAX]; /* device bytes CUPTI saw allocated and not yet freed */
 
@@ -56,10 +80,7 @@ static uint32_t thread_keys[THREADS_MAX], thread_tids[THREADS_MAX];
 
 int gprof_coll_attrib_init(void)
 {
-	held = calloc(HELD_MAX, sizeof(*held));
-	free_held = calloc(HELD_MAX, sizeof(*free_held));
-	if (!held || !free_held || gprof_coll_map_init(&links, HELD_MAX * 2) ||
-	    gprof_coll_map_init(&allocs, ALLOCS_MAX))
+	if (gprof_coll_held_init() || gprof_coll_map_init(&allocs, ALLOCS_MAX))
 		return -ENOMEM;
 	gprof_coll_attrib_reset();
 	return 0;
@@ -182,37 +203,66 @@ void gprof_coll_attrib_dropped(uint64_t n)
 		w->dropped += n;
 }
 
+/* Writes what is owed while the memory cap lets it: true when nothing is owed any more. */
+static bool pay_owed(void)
+{
+	while (n_owed && gprof_export_push(&owed[n_owed - 1]) == 0)
+		n_owed--;
+	return !n_owed;
+}
+
 static void push(struct gprof_export_event *ev, struct gprof_coll_win *w, bool flow)
 {
 	ev->window = w->id;
 	ev->flags = flow ? ev->flags | GPROF_EXPORT_FLOW : ev->flags & ~GPROF_EXPORT_FLOW;
+	if (n_owed)
+		pay_owed();
 	/* On failure the exporter counts the drop in the window's metadata itself. */
 	gprof_export_push(ev);
 }
 
-static struct held *held_alloc(uint32_t *index1)
+/*
+ * A launch and its first GPU record, linked. A flow half without the other makes the trace
+ * invalid: once the launch is written, its GPU event is owed until the cap lets it through
+ * (the cap counts that drop although the event comes later).
+ */
+static void push_linked(struct gprof_export_event *api, struct gprof_export_event *gpu,
+			struct gprof_coll_win *w)
 {
-	if (!n_free_held)
-		return NULL;
-	*index1 = free_held[--n_free_held] + 1;
-	return &held[*index1 - 1];
+	const struct timespec pause = {.tv_nsec = OWED_PAUSE_NS};
+
+	if (n_owed)
+		pay_owed();
+	api->window = gpu->window = w->id;
+	api->flags |= GPROF_EXPORT_FLOW;
+	gpu->flags |= GPROF_EXPORT_FLOW;
+	if (gprof_export_push(api) != 0) {
+		push(gpu, w, false);
+		return;
+	}
+	if (gprof_export_push(gpu) == 0)
+		return;
+	/* Only at a full chunk with none free: the next events fail too until one is. */
+	for (unsigned i = 0; n_owed == OWED_MAX && i < OWED_TRIES && !pay_owed(); i++)
+		nanosleep(&pause, NULL);
+	if (n_owed < OWED_MAX)
+		owed[n_owed++] = *gpu;
 }
 
-static void held_free(uint32_t index1)
+/* Writes (to w) or drops every GPU event of a chain, the first linked to api if given. */
+static void chain_release(uint32_t index1, struct gprof_coll_win *w, struct gprof_export_event *api)
 {
-	free_held[n_free_held++] = index1 - 1;
-}
+	if (w && api && !index1)
+		push(api, w, false);
+	for (bool first = true; index1; first = false) {
+		struct gprof_coll_held_gpu *h = &gprof_coll_held_gpus[index1 - 1];
+		uint32_t next = h->next;
 
-/* Writes (to w) or drops every GPU event of a chain, and frees it. */
-static void chain_release(uint32_t index1, struct gprof_coll_win *w, bool flow_first)
-{
-	while (index1) {
-		uint32_t next = held[index1 - 1].next;
-
-		if (w)
-			push(&held[index1 - 1].ev, w, flow_first);
-		flow_first = false;
-		held_free(index1);
+		if (w && api && first)
+			push_linked(api, &h->ev, w);
+		else if (w)
+			push(&h->ev, w, false);
+		gprof_coll_held_free(GPROF_COLL_HELD_GPU, index1);
 		index1 = next;
 	}
 }
@@ -233,21 +283,22 @@ static void note_corr(struct gprof_coll_win *w, uint32_t corr)
 /* A launch of window w whose GPU record has not come yet. */
 static void hold_api(struct gprof_coll_rec *r, struct gprof_coll_win *w)
 {
-	uint32_t index1 = 0;
-	struct held *h = api_wanted() ? held_alloc(&index1) : NULL;
+	uint32_t index1 = api_wanted() ? gprof_coll_held_alloc(GPROF_COLL_HELD_API) : 0;
+	bool known = gprof_coll_links_put(r->ev.correlation,
+					  LINK(LINK_API, w - gprof_coll_wins, index1)) == 0;
 
-	if (h)
-		h->ev = r->ev;
-	if (gprof_coll_map_put(&links, r->ev.correlation,
-			       LINK(LINK_API, w - gprof_coll_wins, index1)) == 0) {
-		w->pending++;
+	w->pending += known;
+	if (index1 && known) {
+		gprof_coll_api_pack(&r->ev, &gprof_coll_held_apis[index1 - 1]);
 		return;
 	}
-	/* No room to wait for the partner: written now, unlinked. */
+	/* No room to wait: written now, unlinked, and so will its GPU work be. */
 	if (index1)
-		held_free(index1);
-	if (api_wanted())
+		gprof_coll_held_free(GPROF_COLL_HELD_API, index1);
+	if (api_wanted()) {
+		w->unheld++;
 		push(&r->ev, w, false);
+	}
 }
 
 static void on_api(struct gprof_coll_rec *r)
@@ -255,23 +306,26 @@ static void on_api(struct gprof_coll_rec *r)
 	struct gprof_coll_win *w = window_at(r->ev.ts_ns);
 	uint32_t corr = r->ev.correlation;
 	uint64_t link = 0;
-	bool waiting = gprof_coll_map_get(&links, corr, &link) && LINK_KIND(link) == LINK_GPU;
+	bool waiting =
+	    gprof_coll_map_get(&gprof_coll_links, corr, &link) && LINK_KIND(link) == LINK_GPU;
 
 	r->ev.tid = thread_tid(r->thread);
+	if (corr > corr_seen)
+		corr_seen = corr;
 	if (waiting)
-		gprof_coll_map_del(&links, corr);
+		gprof_coll_map_del(&gprof_coll_links, corr);
 	if (!w) {
 		if (waiting)
-			chain_release(LINK_HELD(link), NULL, false);
+			chain_release(LINK_HELD(link), NULL, NULL);
 		else if (r->launches & gprof_coll_activities)
-			gprof_coll_map_put(&links, corr, LINK(LINK_OUTSIDE, 0, 0));
+			gprof_coll_links_put(corr, LINK(LINK_OUTSIDE, 0, 0));
 		return;
 	}
 	note_corr(w, corr);
 	if (waiting) {
-		if (api_wanted())
-			push(&r->ev, w, true);
-		chain_release(LINK_HELD(link), w, api_wanted());
+		/* No chain: its GPU work was written unlinked (the table was full); so is it. */
+		w->unheld += api_wanted() && !LINK_HELD(link);
+		chain_release(LINK_HELD(link), w, api_wanted() ? &r->ev : NULL);
 	} else if (r->launches & gprof_coll_activities) {
 		hold_api(r, w);
 	} else if (api_wanted()) {
@@ -295,33 +349,39 @@ static struct gprof_coll_win *window_of_corr(uint32_t corr)
 /* A GPU record before its launch record: held, chained to others of the same correlation. */
 static void hold_gpu(struct gprof_coll_rec *r, uint64_t link)
 {
-	uint32_t corr = r->ev.correlation, index1 = 0;
-	struct held *h = held_alloc(&index1);
+	uint32_t corr = r->ev.correlation, index1 = gprof_coll_held_alloc(GPROF_COLL_HELD_GPU);
 	struct gprof_coll_win *w;
 
-	if (h) {
-		h->ev = r->ev;
-		h->next = link ? LINK_HELD(link) : 0;
-		if (gprof_coll_map_put(&links, corr, LINK(LINK_GPU, 0, index1)) == 0)
-			return;
-		held_free(index1);
+	if (index1 && gprof_coll_links_put(corr, LINK(LINK_GPU, 0, index1)) == 0) {
+		gprof_coll_held_gpus[index1 - 1].ev = r->ev;
+		gprof_coll_held_gpus[index1 - 1].next = LINK_HELD(link);
+		return;
 	}
+	if (index1)
+		gprof_coll_held_free(GPROF_COLL_HELD_GPU, index1);
+	/*
+	 * No room to wait: written now, unlinked, to the window its correlation id places it in
+	 * (or the one recording); its launch, when it comes, is written unlinked too.
+	 */
 	w = window_of_corr(corr);
-	if (w) {
-		w->unlinked++;
-		push(&r->ev, w, false);
-	} else {
-		gprof_coll_attrib_dropped(1);
-	}
+	if (!w)
+		w = collecting();
+	if (!w)
+		return;
+	w->unheld++;
+	if (!link)
+		gprof_coll_links_put(corr, LINK(LINK_GPU, 0, 0));
+	push(&r->ev, w, false);
 }
 
 static void on_gpu(struct gprof_coll_rec *r)
 {
 	uint32_t corr = r->ev.correlation;
+	struct gprof_export_event api;
 	struct gprof_coll_win *w;
 	uint64_t link;
 
-	if (!gprof_coll_map_get(&links, corr, &link)) {
+	if (!gprof_coll_map_get(&gprof_coll_links, corr, &link)) {
 		hold_gpu(r, 0);
 		return;
 	}
@@ -329,16 +389,20 @@ static void on_gpu(struct gprof_coll_rec *r)
 		hold_gpu(r, link);
 		return;
 	}
-	gprof_coll_map_del(&links, corr);
+	gprof_coll_map_del(&gprof_coll_links, corr);
 	if (LINK_KIND(link) == LINK_OUTSIDE)
 		return;
 	w = &gprof_coll_wins[LINK_SLOT(link)];
 	w->pending--;
-	if (LINK_HELD(link)) {
-		push(&held[LINK_HELD(link) - 1].ev, w, true);
-		held_free(LINK_HELD(link));
+	if (!LINK_HELD(link)) {
+		/* API events are not recorded, or the launch was written unlinked. */
+		w->unheld += api_wanted();
+		push(&r->ev, w, false);
+		return;
 	}
-	push(&r->ev, w, LINK_HELD(link) != 0);
+	gprof_coll_api_unpack(&gprof_coll_held_apis[LINK_HELD(link) - 1], corr, &api);
+	gprof_coll_held_free(GPROF_COLL_HELD_API, LINK_HELD(link));
+	push_linked(&api, &r->ev, w);
 }
 
 /* The gpu_memory counter: device bytes allocated and not freed, of the allocations seen. */
@@ -419,17 +483,23 @@ static bool sweep(uint64_t corr, uint64_t link, void *arg)
 		if (&gprof_coll_wins[LINK_SLOT(link)] != w)
 			return true;
 		if (LINK_HELD(link)) {
-			push(&held[LINK_HELD(link) - 1].ev, w, false);
-			held_free(LINK_HELD(link));
+			struct gprof_export_event api;
+
+			gprof_coll_api_unpack(&gprof_coll_held_apis[LINK_HELD(link) - 1],
+					      (uint32_t)corr, &api);
+			push(&api, w, false);
+			gprof_coll_held_free(GPROF_COLL_HELD_API, LINK_HELD(link));
+		} else if (api_wanted()) {
+			w->pending--; /* written at once, counted in unheld then */
 		}
 		return false;
 	case LINK_GPU:
 		/* Its launch record is lost (or not one we know): placed by correlation order. */
 		if (!mine && !(w->hi && corr < w->lo))
 			return true;
-		for (uint32_t i = LINK_HELD(link); mine && i; i = held[i - 1].next)
+		for (uint32_t i = LINK_HELD(link); mine && i; i = gprof_coll_held_gpus[i - 1].next)
 			w->unlinked++;
-		chain_release(LINK_HELD(link), mine ? w : NULL, false);
+		chain_release(LINK_HELD(link), mine ? w : NULL, NULL);
 		return false;
 	case LINK_OUTSIDE:
 		return !(w->hi && corr <= w->hi);
@@ -439,15 +509,92 @@ static bool sweep(uint64_t corr, uint64_t link, void *arg)
 
 void gprof_coll_attrib_finish(struct gprof_coll_win *w)
 {
-	gprof_coll_map_filter(&links, sweep, w);
+	const struct timespec pause = {.tv_nsec = OWED_PAUSE_NS};
+
+	gprof_coll_map_filter(&gprof_coll_links, sweep, w);
+	/* The window's owed events must be in before it is released. */
+	for (unsigned i = 0; i < OWED_TRIES && !pay_owed(); i++)
+		nanosleep(&pause, NULL);
+}
+
+/* The highest correlation id of API records seen by time ms (CLOCK_MONOTONIC), 0 if unknown. */
+static uint32_t corr_by(uint64_t ms)
+{
+	for (unsigned i = n_samples; i > 0 && i + SAMPLES > n_samples; i--)
+		if (samples[(i - 1) % SAMPLES].ms <= ms)
+			return samples[(i - 1) % SAMPLES].corr;
+	return 0;
+}
+
+struct expiry {
+	uint32_t gpu_before, api_before; /* ids below these have waited long enough */
+	uint64_t gone;			 /* correlation ids let go */
+};
+
+/* The sweep of gprof_coll_attrib_expire(): what has waited too long is written unlinked. */
+static bool expire(uint64_t corr, uint64_t link, void *arg)
+{
+	struct expiry *e = arg;
+	struct gprof_coll_win *w;
+
+	if (corr >= (LINK_KIND(link) == LINK_GPU ? e->gpu_before : e->api_before))
+		return true;
+	e->gone++;
+	switch (LINK_KIND(link)) {
+	case LINK_GPU:
+		/* Its launch record was lost: placed by correlation order, or dropped. */
+		w = window_of_corr((uint32_t)corr);
+		for (uint32_t i = LINK_HELD(link); w && i; i = gprof_coll_held_gpus[i - 1].next)
+			w->unlinked++;
+		chain_release(LINK_HELD(link), w, NULL);
+		return false;
+	case LINK_API:
+		w = &gprof_coll_wins[LINK_SLOT(link)];
+		w->pending--;
+		if (LINK_HELD(link) || !api_wanted())
+			w->no_gpu++;
+		if (LINK_HELD(link)) {
+			struct gprof_export_event api;
+
+			gprof_coll_api_unpack(&gprof_coll_held_apis[LINK_HELD(link) - 1],
+					      (uint32_t)corr, &api);
+			push(&api, w, false);
+			gprof_coll_held_free(GPROF_COLL_HELD_API, LINK_HELD(link));
+		}
+		return false;
+	case LINK_OUTSIDE:
+		break;
+	}
+	return false;
+}
+
+void gprof_coll_attrib_expire(uint64_t now_ms, unsigned patience_ms)
+{
+	struct expiry e;
+
+	if (!n_samples || now_ms >= samples[(n_samples - 1) % SAMPLES].ms + SAMPLE_MS)
+		samples[n_samples++ % SAMPLES] = (struct corr_sample){now_ms, corr_seen};
+	if (!gprof_coll_held_refused(false) && !expiring)
+		return;
+	e = (struct expiry){
+	    .gpu_before = now_ms > GPU_PATIENCE_MS ? corr_by(now_ms - GPU_PATIENCE_MS) : 0,
+	    .api_before = now_ms > patience_ms ? corr_by(now_ms - patience_ms) : 0,
+	};
+	/* Until something is old enough to go, each flush looks again. */
+	if (!e.gpu_before && !e.api_before)
+		return;
+	gprof_coll_map_filter(&gprof_coll_links, expire, &e);
+	/* While it lets records go, it looks again: what made room may not have been the last. */
+	expiring = e.gone > 0;
+	if (e.gone)
+		gprof_coll_held_refused(true);
 }
 
 void gprof_coll_attrib_reset(void)
 {
-	gprof_coll_map_clear(&links);
+	gprof_coll_held_reset();
+	corr_seen = n_samples = n_owed = 0;
+	expiring = false;
 	gprof_coll_map_clear(&allocs);
 	memset(in_use, 0, sizeof(in_use));
-	n_free_held = 0;
-	for (uint32_t i = HELD_MAX; i > 0; i--)
-		free_held[n_free_held++] = i - 1;
 }

@@ -1,8 +1,9 @@
 /*
- * CUPTI's activity buffers: a pool with a hard cap, the two buffer callbacks, and the queue of
- * completed buffers that the collector thread works through. The callbacks never fail and never
- * wait for anything but this file's short lock: when the pool is empty CUPTI gets a static
- * discard buffer (its records are counted as dropped), and when those are in use too, none.
+ * CUPTI's activity buffers: a pool within the collector's memory budget (shared with held.c),
+ * the two buffer callbacks, and the queue of completed buffers that the collector thread works
+ * through. The callbacks never fail and never wait for anything but this file's short lock: when
+ * the pool is empty CUPTI gets a static discard buffer (its records are counted as dropped), and
+ * when those are in use too, none.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -24,6 +25,9 @@ static struct {
 	size_t head, n_done;
 } pool = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+/* The budget: set once by gprof_coll_buffers_init(), then used and given back with atomics. */
+static size_t mem_cap, mem_used;
+
 static uint8_t discard[DISCARDS][DISCARD_BYTES] __attribute__((aligned(8)));
 static int discard_busy[DISCARDS];
 
@@ -31,9 +35,9 @@ int gprof_coll_buffers_init(size_t cap_bytes)
 {
 	pthread_condattr_t attr;
 
-	pool.max = cap_bytes / GPROF_COLL_BUF_BYTES;
-	if (pool.max < 2)
-		pool.max = 2;
+	/* At least two buffers, whatever the cap. */
+	mem_cap = cap_bytes > 2 * GPROF_COLL_BUF_BYTES ? cap_bytes : 2 * GPROF_COLL_BUF_BYTES;
+	pool.max = mem_cap / GPROF_COLL_BUF_BYTES;
 	pool.free = calloc(pool.max, sizeof(*pool.free));
 	pool.done = calloc(pool.max + DISCARDS, sizeof(*pool.done));
 	if (!pool.free || !pool.done)
@@ -45,15 +49,42 @@ int gprof_coll_buffers_init(size_t cap_bytes)
 	return 0;
 }
 
-/* A pool buffer, new if the cap allows, or NULL. Under pool.lock. */
+size_t gprof_coll_mem_cap(void)
+{
+	return mem_cap;
+}
+
+bool gprof_coll_mem_take(size_t bytes)
+{
+	size_t used = __atomic_load_n(&mem_used, __ATOMIC_RELAXED);
+
+	do {
+		if (bytes > mem_cap - used)
+			return false;
+	} while (!__atomic_compare_exchange_n(&mem_used, &used, used + bytes, true,
+					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	return true;
+}
+
+void gprof_coll_mem_give(size_t bytes)
+{
+	__atomic_fetch_sub(&mem_used, bytes, __ATOMIC_RELAXED);
+}
+
+/* A pool buffer, new if the budget allows, or NULL. Under pool.lock. */
 static uint8_t *pool_get(void)
 {
 	uint8_t *b = NULL;
 
 	if (pool.n_free)
 		return pool.free[--pool.n_free];
-	if (pool.made < pool.max && (b = aligned_alloc(8, GPROF_COLL_BUF_BYTES)))
+	if (pool.made == pool.max || !gprof_coll_mem_take(GPROF_COLL_BUF_BYTES))
+		return NULL;
+	b = aligned_alloc(8, GPROF_COLL_BUF_BYTES);
+	if (b)
 		pool.made++;
+	else
+		gprof_coll_mem_give(GPROF_COLL_BUF_BYTES);
 	return b;
 }
 

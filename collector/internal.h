@@ -81,6 +81,18 @@ struct gprof_coll_rec {
 
 void gprof_coll_translate(const CUpti_Activity *rec, struct gprof_coll_rec *out);
 
+/* A successful launch's API event in short, while it waits for its GPU record (held.c). */
+struct gprof_coll_held_api {
+	uint64_t ts_ns, dur_ns;
+	uint32_t tid; /* the event's: the kernel thread id */
+	uint32_t cbid : 31, driver : 1;
+};
+
+/* The short form of an API event of a call that returned 0, and the event made again. */
+void gprof_coll_api_pack(const struct gprof_export_event *ev, struct gprof_coll_held_api *a);
+void gprof_coll_api_unpack(const struct gprof_coll_held_api *a, uint32_t correlation,
+			   struct gprof_export_event *ev);
+
 /* load.c: finding libcupti and its entry points. */
 struct gprof_cupti {
 	void *handle;
@@ -119,8 +131,15 @@ struct gprof_coll_buf {
 	bool discard; /* a static discard buffer: its records count as dropped */
 };
 
-/* A pool of at most cap_bytes of buffers, allocated as needed. 0 or -ENOMEM. */
+/*
+ * The collector's memory budget is cap_bytes (its share of GPROF_BUFFER_MB): the pool's buffers,
+ * allocated as needed, and held.c's table share it. 0 or -ENOMEM.
+ */
 int gprof_coll_buffers_init(size_t cap_bytes);
+size_t gprof_coll_mem_cap(void);
+/* Takes bytes of the budget if they are left (any thread); gives them back. */
+bool gprof_coll_mem_take(size_t bytes);
+void gprof_coll_mem_give(size_t bytes);
 void CUPTIAPI gprof_coll_buffer_request(uint8_t **buf, size_t *size, size_t *max_records);
 void CUPTIAPI gprof_coll_buffer_complete(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
 					 size_t valid);
@@ -130,6 +149,40 @@ void gprof_coll_buffers_give_back(const struct gprof_coll_buf *b);
 /* Sleeps until a buffer completes, gprof_coll_kick(), or timeout_ms passes. */
 void gprof_coll_wait(unsigned timeout_ms);
 void gprof_coll_kick(void);
+
+/*
+ * held.c: what waits for its partner (a GPU record for its launch record or the other way
+ * round), and the correlation map; they grow within half of the budget. Collector thread only.
+ */
+enum gprof_coll_held_kind {
+	GPROF_COLL_HELD_GPU,
+	GPROF_COLL_HELD_API
+};
+
+struct gprof_coll_held_gpu {
+	struct gprof_export_event ev;
+	uint32_t next; /* index + 1 of the next GPU event of the same correlation, 0 at the end */
+};
+
+/* The tables, by index + 1 - 1; they move when they grow (in gprof_coll_held_alloc()). */
+extern struct gprof_coll_held_gpu *gprof_coll_held_gpus;
+extern struct gprof_coll_held_api *gprof_coll_held_apis;
+/* Correlation id -> what attrib.c knows of it. */
+extern struct gprof_coll_map gprof_coll_links;
+
+int gprof_coll_held_init(void);
+/* A free entry's index + 1, growing the table if the limit allows; 0 at the limit. */
+uint32_t gprof_coll_held_alloc(enum gprof_coll_held_kind k);
+void gprof_coll_held_free(enum gprof_coll_held_kind k, uint32_t index1);
+/* Entries in use; the most in use since the last reset of the peak. */
+uint32_t gprof_coll_held_count(enum gprof_coll_held_kind k);
+uint32_t gprof_coll_held_peak(enum gprof_coll_held_kind k, bool reset);
+/* Whether an entry was refused for want of room since the last clear. */
+bool gprof_coll_held_refused(bool clear);
+/* gprof_coll_map_put() on the links, growing the map if the limit allows: 0 or -ENOSPC. */
+int gprof_coll_links_put(uint64_t corr, uint64_t link);
+/* Everything forgotten; back to the first sizes. */
+void gprof_coll_held_reset(void);
 
 /* attrib.c: records -> events of windows (collector thread only). */
 #define GPROF_COLL_WINDOWS GPROF_EXPORT_WINDOWS
@@ -150,6 +203,8 @@ struct gprof_coll_win {
 	uint64_t untimed;  /* records with zero timestamps */
 	uint64_t unknown;  /* buffers cut at a record of a kind CUPTI did not know */
 	uint64_t unlinked; /* GPU records written without their launch record */
+	uint64_t unheld;   /* events written without their link: the held table was full */
+	uint64_t no_gpu;   /* launches written without their GPU record, which took too long */
 };
 
 extern struct gprof_coll_win gprof_coll_wins[GPROF_COLL_WINDOWS];
@@ -164,6 +219,12 @@ void gprof_coll_attrib_buffer(const struct gprof_coll_buf *b);
 void gprof_coll_attrib_dropped(uint64_t n);
 /* Whether the window's slot is in use and it has ended. */
 bool gprof_coll_win_ended(const struct gprof_coll_win *w);
+/*
+ * Every flush (now_ms: CLOCK_MONOTONIC): when held.c refused an entry since the last sweep,
+ * what waited too long is written without its partner to make room: GPU records whose launch
+ * record was lost, launches whose GPU record has not come for patience_ms.
+ */
+void gprof_coll_attrib_expire(uint64_t now_ms, unsigned patience_ms);
 /* The window's last records are in: write what is held for it and forget it. */
 void gprof_coll_attrib_finish(struct gprof_coll_win *w);
 /* No window needs records any more: forget everything held. */

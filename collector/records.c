@@ -29,6 +29,35 @@ static void api(const CUpti_ActivityAPI *a, bool driver, struct gprof_coll_rec *
 	ev->u.api.result = (int32_t)a->returnValue;
 }
 
+/* What api() sets, kept and made again; the result is 0 (only successful launches wait). */
+void gprof_coll_api_pack(const struct gprof_export_event *ev, struct gprof_coll_held_api *a)
+{
+	*a = (struct gprof_coll_held_api){
+	    .ts_ns = ev->ts_ns,
+	    .dur_ns = ev->dur_ns,
+	    .tid = ev->tid,
+	    .cbid = ev->u.api.cbid,
+	    .driver = ev->kind == GPROF_EXPORT_DRIVER,
+	};
+}
+
+void gprof_coll_api_unpack(const struct gprof_coll_held_api *a, uint32_t correlation,
+			   struct gprof_export_event *ev)
+{
+	const struct gprof_coll_api *n = gprof_coll_api_name(a->driver, a->cbid);
+
+	*ev = (struct gprof_export_event){
+	    .kind = a->driver ? GPROF_EXPORT_DRIVER : GPROF_EXPORT_RUNTIME,
+	    .ts_ns = a->ts_ns,
+	    .dur_ns = a->dur_ns,
+	    .name = n->name,
+	    .tid = a->tid,
+	    .correlation = correlation,
+	    .flags = GPROF_EXPORT_ARG_RESULT,
+	    .u.api = {.api = n->api, .cbid = a->cbid},
+	};
+}
+
 static void kernel(const CUpti_ActivityKernel10 *k, struct gprof_coll_rec *out)
 {
 	struct gprof_export_event *ev = &out->ev;

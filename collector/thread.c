@@ -1,8 +1,8 @@
 /*
- * The collector thread: works through completed CUPTI buffers; drains each window that ended
- * (flushes CUPTI until every launch of the window has its GPU record, or drain_ms passes),
- * finishes and releases it; disables CUPTI's kinds when no window needs them. The application
- * never waits for any of this.
+ * The collector thread: works through completed CUPTI buffers, flushing CUPTI while its kinds
+ * are on; drains each window that ended (flushes CUPTI until every launch of the window has its
+ * GPU record, or drain_ms passes), finishes and releases it; disables CUPTI's kinds when no
+ * window needs them. The application never waits for any of this.
  */
 #include <errno.h>
 #include <signal.h>
@@ -16,6 +16,18 @@
 #define SETTLE_MS 5    /* after a window ends: time for API calls in flight elsewhere to return */
 #define POLL_MS	  10   /* flush period while a window waits for GPU records */
 #define IDLE_MS	  1000 /* nothing to drain: sleep until kicked, looking now and then */
+/*
+ * With CUDA 13's per-thread buffers a thread's API records reach us only when its buffer fills
+ * (thousands of calls) or at a flush, while GPU records come as the GPU finishes: until then
+ * each GPU record waits in the held table. Flushing at least every FLUSH_MS, and sooner once
+ * CROWDED records wait (at most every CROWDED_MS), keeps that table small however many
+ * threads launch.
+ */
+#define FLUSH_MS   100
+#define CROWDED	   4096
+#define CROWDED_MS 2
+
+static uint64_t flushed_ms; /* when flush_if_due() last flushed; the thread's own */
 
 static uint64_t mono_ms(void)
 {
@@ -44,6 +56,8 @@ static void drain_queue(void)
 static void report(const struct gprof_coll_win *w)
 {
 	unsigned long long num = (unsigned long long)w->number;
+	uint32_t gpu_peak = gprof_coll_held_peak(GPROF_COLL_HELD_GPU, true);
+	uint32_t api_peak = gprof_coll_held_peak(GPROF_COLL_HELD_API, true);
 
 	if (w->dropped)
 		pr_warn("window %llu: %llu CUPTI activity records were dropped (activity buffers "
@@ -53,13 +67,23 @@ static void report(const struct gprof_coll_win *w)
 		pr_warn("window %llu: skipped CUPTI records: %llu without timestamps, %llu "
 			"buffers cut at a record of an unknown kind",
 			num, (unsigned long long)w->untimed, (unsigned long long)w->unknown);
-	if (w->pending)
-		pr_warn("window %llu: %llu launches had no GPU record %u ms after the window "
-			"ended (still running, or lost); written without it",
-			num, (unsigned long long)w->pending, gprof_coll.drain_ms);
+	if (w->pending + w->no_gpu)
+		pr_warn(
+		    "window %llu: %llu launches had no GPU record %u ms after they were made or "
+		    "the window ended (still running, or lost); written without it",
+		    num, (unsigned long long)(w->pending + w->no_gpu), gprof_coll.drain_ms);
+	if (w->unheld)
+		pr_warn("window %llu: %llu launch and GPU records written without their ac2g link: "
+			"the table of those waiting for their partner was full (%.1f MiB, half of "
+			"what GPROF_BUFFER_MB gives the collector); raise GPROF_BUFFER_MB",
+			num, (unsigned long long)w->unheld,
+			(double)gprof_coll_mem_cap() / 2 / (1 << 20));
 	if (w->unlinked)
 		pr_info("window %llu: %llu GPU records without their launch record", num,
 			(unsigned long long)w->unlinked);
+	pr_dbg("window %llu: at most %u GPU records waited for their launch, %u launches for their "
+	       "GPU record",
+	       num, gpu_peak, api_peak);
 }
 
 static void finish(struct gprof_coll_win *w)
@@ -71,6 +95,7 @@ static void finish(struct gprof_coll_win *w)
 	if (w->dropped)
 		gprof_export_window_add_cupti_dropped(id, w->dropped);
 	w->ended_ms = w->pending = w->dropped = w->untimed = w->unknown = w->unlinked = 0;
+	w->unheld = w->no_gpu = 0;
 	w->lo = w->hi = 0;
 	gprof_export_window_release(id);
 	__atomic_store_n(&w->id, 0, __ATOMIC_RELEASE);
@@ -89,6 +114,24 @@ static struct gprof_coll_win *next_ended(uint32_t after)
 			best = w;
 	}
 	return best;
+}
+
+/* While the kinds are on: flushes when it is time; returns how long to sleep. */
+static unsigned flush_if_due(void)
+{
+	uint64_t now = mono_ms();
+
+	if (gprof_coll_state() != GPROF_COLL_ENABLED)
+		return IDLE_MS;
+	if (now >= flushed_ms + FLUSH_MS ||
+	    (now >= flushed_ms + CROWDED_MS &&
+	     gprof_coll_held_count(GPROF_COLL_HELD_GPU) >= CROWDED)) {
+		gprof_cupti.flush_all(0);
+		drain_queue();
+		flushed_ms = now;
+		gprof_coll_attrib_expire(now, gprof_coll.drain_ms);
+	}
+	return (unsigned)(flushed_ms + FLUSH_MS - now);
 }
 
 /* Flushes and finishes what it can; returns how long to sleep. */
@@ -141,7 +184,7 @@ static void go_idle(void)
 
 static void *run(void *arg)
 {
-	unsigned wait = IDLE_MS;
+	unsigned wait = IDLE_MS, flush_wait;
 
 	(void)arg;
 	for (;;) {
@@ -155,6 +198,8 @@ static void *run(void *arg)
 			break;
 		}
 		wait = drain_windows();
+		flush_wait = flush_if_due();
+		wait = flush_wait < wait ? flush_wait : wait;
 		if (!gprof_coll_windows_in_use())
 			go_idle();
 		if (__atomic_load_n(&gprof_coll.stop, __ATOMIC_ACQUIRE) &&

@@ -574,3 +574,336 @@ TEST(collector_attribution)
 	gprof_export_shutdown(5000);
 	rmdir(dir);
 }
+
+/* A launch waiting for its GPU record is kept short: made again, it is the same event. */
+TEST(collector_api_pack_roundtrip)
+{
+	const CUpti_ActivityAPI recs[] = {
+	    {.kind = CUPTI_ACTIVITY_KIND_RUNTIME,
+	     .cbid = CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
+	     .start = T0 + 10,
+	     .end = T0 + 7000000000ull, /* a launch that blocked for 7 s */
+	     .threadId = 0xfeedf00d,
+	     .correlationId = 4000000000u},
+	    {.kind = CUPTI_ACTIVITY_KIND_DRIVER,
+	     .cbid = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+	     .start = T0,
+	     .end = T0 + 1,
+	     .threadId = 1,
+	     .correlationId = 1},
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(recs); i++) {
+		struct gprof_coll_held_api held;
+		struct gprof_export_event ev;
+		struct gprof_coll_rec r;
+
+		gprof_coll_translate((const CUpti_Activity *)&recs[i], &r);
+		ASSERT_EQ(r.cls, GPROF_COLL_API);
+		r.ev.tid = 31337; /* attribution names the thread before it holds the launch */
+		gprof_coll_api_pack(&r.ev, &held);
+		memset(&ev, 0xa5, sizeof(ev));
+		gprof_coll_api_unpack(&held, recs[i].correlationId, &ev);
+		ASSERT_EQ(ev.kind, r.ev.kind);
+		ASSERT_EQ(ev.ts_ns, recs[i].start);
+		ASSERT_EQ(ev.dur_ns, recs[i].end - recs[i].start);
+		ASSERT(ev.name == r.ev.name);
+		ASSERT_EQ(ev.tid, 31337);
+		ASSERT_EQ(ev.correlation, recs[i].correlationId);
+		ASSERT_EQ(ev.flags, r.ev.flags);
+		ASSERT(ev.u.api.api == r.ev.u.api.api);
+		ASSERT_EQ(ev.u.api.cbid, recs[i].cbid);
+		ASSERT_EQ(ev.u.api.result, 0);
+		ASSERT(ev.u.api.kernel == NULL && ev.u.api.stream == 0 && ev.u.api.bytes == 0);
+	}
+}
+
+/*
+ * The held tables grow within half of the collector's budget and leave the other half to
+ * CUPTI's buffers; a reset gives back all but the first size.
+ */
+TEST(collector_held_budget)
+{
+	const size_t cap = 8u << 20;
+	size_t n = 0;
+
+	ASSERT_EQ(gprof_coll_buffers_init(cap), 0);
+	ASSERT_EQ(gprof_coll_held_init(), 0);
+	while (gprof_coll_held_alloc(GPROF_COLL_HELD_GPU))
+		n++;
+	ASSERT_EQ(gprof_coll_held_count(GPROF_COLL_HELD_GPU), n);
+	ASSERT_LE(n * sizeof(struct gprof_coll_held_gpu), cap / 2);
+	ASSERT_GE(n * sizeof(struct gprof_coll_held_gpu), cap / 8);
+	/* The other half is there for the buffers, and no more. */
+	ASSERT(gprof_coll_mem_take(cap / 2));
+	ASSERT(!gprof_coll_mem_take(cap / 4));
+	gprof_coll_mem_give(cap / 2);
+	/* Launches still find room in their own table, up to what is left of the half. */
+	ASSERT(gprof_coll_held_alloc(GPROF_COLL_HELD_API));
+	gprof_coll_held_reset();
+	ASSERT_EQ(gprof_coll_held_count(GPROF_COLL_HELD_GPU), 0);
+	ASSERT_EQ(gprof_coll_held_count(GPROF_COLL_HELD_API), 0);
+	ASSERT(gprof_coll_mem_take(cap / 8 * 7));
+}
+
+/* A stand-in for cuptiActivityGetNextRecord over an array of record pointers, O(1) a step. */
+struct seq_buf {
+	const void **recs;
+	size_t n, next;
+};
+
+static CUptiResult CUPTIAPI seq_next(uint8_t *buf, size_t valid, CUpti_Activity **rec)
+{
+	struct seq_buf *b = (struct seq_buf *)buf;
+
+	(void)valid;
+	if (!*rec)
+		b->next = 0;
+	if (b->next >= b->n)
+		return CUPTI_ERROR_MAX_LIMIT_REACHED;
+	*rec = (CUpti_Activity *)b->recs[b->next++];
+	return CUPTI_SUCCESS;
+}
+
+static void walk_seq(const void **recs, size_t n)
+{
+	struct seq_buf b = {.recs = recs, .n = n};
+	struct gprof_coll_buf cb = {.buf = (uint8_t *)&b, .valid = n};
+
+	gprof_coll_attrib_buffer(&cb);
+}
+
+/* Per correlation id: launch events, kernel events, flow starts and ends in the trace. */
+struct tally {
+	uint8_t api, gpu, s, f;
+};
+
+static void tally_trace(const struct trace *t, struct tally *by_corr, size_t n)
+{
+	size_t i;
+	json_t *ev;
+
+	json_array_foreach(t->events, i, ev)
+	{
+		const char *ph = trace_str(ev, "ph"), *cat = trace_str(ev, "cat");
+		long long c =
+		    json_integer_value(json_object_get(json_object_get(ev, "args"), "correlation"));
+
+		if (ph[0] == 's' || ph[0] == 'f')
+			c = json_integer_value(json_object_get(ev, "id"));
+		else if (strcmp(cat, "cuda_runtime") && strcmp(cat, "kernel"))
+			continue;
+		ASSERT_MSG(c >= 1 && (size_t)c <= n, "event %zu: correlation %lld", i, c);
+		if (ph[0] == 's')
+			by_corr[c - 1].s++;
+		else if (ph[0] == 'f')
+			by_corr[c - 1].f++;
+		else if (!strcmp(cat, "kernel"))
+			by_corr[c - 1].gpu++;
+		else
+			by_corr[c - 1].api++;
+	}
+}
+
+/* A window of its own for records made up by a test, with a collector budget of `budget`. */
+struct made_up {
+	char dir[64];
+	uint32_t id;
+	CUpti_ActivityAPI *a; /* a[c - 1]: the launch of correlation id c */
+	CUpti_ActivityKernel10 *k;
+	const void **recs;
+	uint32_t n;
+};
+
+static void made_up_begin(struct made_up *m, size_t budget, uint32_t n)
+{
+	struct gprof_export_config cfg = {
+	    .gzip_level = 1, .buffer_bytes = 256u << 20, .base_ns = T0};
+	struct gprof_export_window_info info = {.schedule = "test"};
+
+	*m = (struct made_up){.dir = "/tmp/gprof-test-collector-XXXXXX", .n = n};
+	m->a = calloc(n, sizeof(*m->a));
+	m->k = calloc(n, sizeof(*m->k));
+	m->recs = calloc(n, sizeof(*m->recs));
+	ASSERT(m->a && m->k && m->recs && mkdtemp(m->dir));
+	cfg.output = m->dir;
+	ASSERT_EQ(gprof_export_init(&cfg), 0);
+	ASSERT_EQ(gprof_export_window_open(&info, &m->id), 0);
+	gprof_cupti.next_record = seq_next;
+	gprof_coll_activities = GPROF_ACT_KERNEL | GPROF_ACT_API;
+	ASSERT_EQ(gprof_coll_buffers_init(budget), 0);
+	ASSERT_EQ(gprof_coll_attrib_init(), 0);
+	gprof_coll_wins[0] =
+	    (struct gprof_coll_win){.id = m->id, .begin_ns = T0, .end_ns = UINT64_MAX};
+	/* 32 threads launching on a stream each, 1 us apart. */
+	for (uint32_t c = 1; c <= n; c++) {
+		m->a[c - 1] = api_rec(211, c, T0 + c * 1000ull);
+		m->a[c - 1].threadId = 100 + c % 32;
+		m->k[c - 1] = kernel_rec(c, T0 + c * 1000ull + 600);
+		m->k[c - 1].streamId = 13 + c % 32;
+	}
+}
+
+/* The launches (api) or kernels of correlation ids [from, to], of threads t % 32 == thread. */
+static void made_up_walk(struct made_up *m, bool api, uint32_t from, uint32_t to, int thread)
+{
+	size_t n = 0;
+
+	for (uint32_t c = from; c <= to; c++)
+		if (thread < 0 || c % 32 == (uint32_t)thread)
+			m->recs[n++] =
+			    api ? (const void *)&m->a[c - 1] : (const void *)&m->k[c - 1];
+	walk_seq(m->recs, n);
+}
+
+/* Finishes the window; its counters, and the trace's tally per correlation id in by_corr. */
+static struct gprof_coll_win made_up_end(struct made_up *m, struct tally *by_corr)
+{
+	struct gprof_coll_win got;
+	struct trace t;
+
+	gprof_coll_attrib_finish(&gprof_coll_wins[0]);
+	got = gprof_coll_wins[0];
+	gprof_export_window_release(m->id);
+	ASSERT_EQ(gprof_export_window_wait(m->id, 60000), 0);
+	load_only_trace(m->dir, &t);
+	tally_trace(&t, by_corr, m->n);
+	trace_free(&t);
+	gprof_export_shutdown(5000);
+	rmdir(m->dir);
+	free(m->a);
+	free(m->k);
+	free(m->recs);
+	return got;
+}
+
+/*
+ * Records in the orders CUDA 13's per-thread buffers bring them under load: for ids
+ * [1, split] every kernel first and then each thread's launches in a block of its own (API
+ * records wait in their thread's buffer); after that each launch first and its kernel later
+ * (the GPU behind).
+ */
+static struct gprof_coll_win run_load(size_t budget, uint32_t n, uint32_t split,
+				      struct tally *by_corr)
+{
+	struct made_up m;
+
+	made_up_begin(&m, budget, n);
+	made_up_walk(&m, false, 1, split, -1);
+	for (int thread = 0; thread < 32; thread++)
+		made_up_walk(&m, true, 1, split, thread);
+	made_up_walk(&m, true, split + 1, n, -1);
+	made_up_walk(&m, false, split + 1, n, -1);
+	return made_up_end(&m, by_corr);
+}
+
+/* Fixed bug 1 of docs/RELIABILITY.md: tens of thousands waiting are all written, all linked. */
+TEST(collector_attribution_load)
+{
+	enum {
+		N = 40000
+	};
+	struct tally *by = calloc(N, sizeof(*by));
+	struct gprof_coll_win w;
+
+	ASSERT(by);
+	w = run_load(64u << 20, N, N / 2, by);
+	for (size_t c = 0; c < N; c++)
+		ASSERT_MSG(by[c].api == 1 && by[c].gpu == 1 && by[c].s == 1 && by[c].f == 1,
+			   "correlation %zu: %d launches, %d kernels, %d s, %d f", c + 1, by[c].api,
+			   by[c].gpu, by[c].s, by[c].f);
+	ASSERT_EQ(w.pending, 0);
+	ASSERT_EQ(w.unheld, 0);
+	ASSERT_EQ(w.unlinked, 0);
+	ASSERT_EQ(w.dropped, 0);
+	free(by);
+}
+
+/*
+ * A budget too small to hold what waits: still every launch and kernel once, every flow whole,
+ * and each event written without its link counted once (unheld, or pending/unlinked when it
+ * waited until the window finished).
+ */
+TEST(collector_attribution_held_limit)
+{
+	enum {
+		N = 12000
+	};
+	struct tally *by = calloc(N, sizeof(*by));
+	struct gprof_coll_win w;
+	long long linked = 0;
+
+	ASSERT(by);
+	w = run_load(256u << 10, N, N / 2, by);
+	for (size_t c = 0; c < N; c++) {
+		ASSERT_MSG(by[c].api == 1 && by[c].gpu == 1 && by[c].s == by[c].f && by[c].s <= 1,
+			   "correlation %zu: %d launches, %d kernels, %d s, %d f", c + 1, by[c].api,
+			   by[c].gpu, by[c].s, by[c].f);
+		linked += by[c].s;
+	}
+	ASSERT_LT(linked, N);
+	ASSERT_GT(w.unheld, 0);
+	ASSERT_EQ(w.unheld + w.pending + w.unlinked + w.no_gpu, 2 * (N - linked));
+	ASSERT_EQ(w.dropped, 0);
+	free(by);
+}
+
+/*
+ * Under a budget too small for what waits, records whose partner was lost (CUPTI dropped it)
+ * are let go once they are old enough, so that the tables do not stay full of them.
+ */
+TEST(collector_attribution_expiry)
+{
+	/* Lost: the launches of 2..2000, the kernels of 2101..5100. */
+	enum {
+		LOST_API = 2000,
+		WHOLE = 2100,
+		LOST_GPU = 5100,
+		N = 5200
+	};
+	struct tally *by = calloc(N, sizeof(*by));
+	long long alone = 0;
+	struct gprof_coll_win w;
+	struct made_up m;
+
+	ASSERT(by);
+	made_up_begin(&m, 256u << 10, N);
+	made_up_walk(&m, true, 1, 1, -1);
+	made_up_walk(&m, false, 1, LOST_API, -1);
+	made_up_walk(&m, true, LOST_API + 1, WHOLE, -1);
+	ASSERT(gprof_coll_held_refused(false));
+	ASSERT_GT(gprof_coll_held_count(GPROF_COLL_HELD_GPU), 0);
+	/* Too young yet: nothing goes. 1 s later, with later launches seen, the kernels do. */
+	gprof_coll_attrib_expire(5000, 2000);
+	ASSERT_GT(gprof_coll_held_count(GPROF_COLL_HELD_GPU), 0);
+	gprof_coll_attrib_expire(6100, 2000);
+	ASSERT_EQ(gprof_coll_held_count(GPROF_COLL_HELD_GPU), 0);
+	ASSERT_EQ(gprof_coll_held_count(GPROF_COLL_HELD_API), WHOLE - LOST_API);
+	made_up_walk(&m, false, LOST_API + 1, WHOLE, -1);
+	made_up_walk(&m, true, WHOLE + 1, N, -1);
+	ASSERT(gprof_coll_held_refused(false));
+	ASSERT_GT(gprof_coll_held_count(GPROF_COLL_HELD_API), 0);
+	/* The last kernels come; 2 s after the launches were seen, theirs are given up. */
+	made_up_walk(&m, false, LOST_GPU + 1, N, -1);
+	gprof_coll_attrib_expire(7000, 2000);
+	gprof_coll_attrib_expire(8500, 2000);
+	ASSERT_GT(gprof_coll_held_count(GPROF_COLL_HELD_API), 0);
+	gprof_coll_attrib_expire(9100, 2000);
+	ASSERT_EQ(gprof_coll_held_count(GPROF_COLL_HELD_API), 0);
+	ASSERT(!gprof_coll_held_refused(false));
+	w = made_up_end(&m, by);
+	for (size_t c = 1; c <= N; c++) {
+		bool api = c == 1 || c > LOST_API, gpu = c <= WHOLE || c > LOST_GPU;
+
+		ASSERT_MSG(by[c - 1].api == api && by[c - 1].gpu == gpu &&
+			       by[c - 1].s == by[c - 1].f && by[c - 1].s <= (api && gpu),
+			   "correlation %zu: %d launches, %d kernels, %d s, %d f", c, by[c - 1].api,
+			   by[c - 1].gpu, by[c - 1].s, by[c - 1].f);
+		alone += (by[c - 1].api + by[c - 1].gpu) * !by[c - 1].s;
+	}
+	/* Each launch or kernel written without its partner is counted once. */
+	ASSERT_GE(alone, (LOST_API - 1) + (LOST_GPU - WHOLE));
+	ASSERT_EQ(w.unheld + w.unlinked + w.no_gpu + w.pending, alone);
+	ASSERT_EQ(w.pending, 0);
+	free(by);
+}
