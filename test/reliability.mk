@@ -1,7 +1,7 @@
 # Test programs of the reliability tests (test/test-reliability.c), built into $(APPS_OUT)
 # against the simulated runtime like test/apps/apps.mk's.
 
-REL_APPS := $(addprefix $(APPS_OUT)/,rel-nvtx rel-kernels rel-exit rel-fork rel-load)
+REL_APPS := $(addprefix $(APPS_OUT)/,rel-nvtx rel-kernels rel-exit rel-fork rel-load rel-long)
 
 $(REL_APPS): $(APPS_OUT)/%: $(BUILD)/test/apps/%.o $(FAKE_CUDART_LIB)
 	$(call quiet,LD,$@)

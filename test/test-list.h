@@ -176,6 +176,7 @@ X(rel_output_hostile_link)
 X(rel_output_create_no_follow)
 X(rel_output_disk_full)
 X(rel_load_every_launch_once)
+X(rel_long_window_bounded)
 X(rel_valgrind_memcheck)
 
 /* summary tool */

@@ -1,10 +1,12 @@
 /*
- * Load for the reliability tests: `rel-load [-t threads] [-n launches]` (default 32 x 100000).
+ * Load for the reliability tests: `rel-load [-t threads] [-n launches] [-w ms]` (default
+ * 32 x 100000, no wait).
  * Each worker thread t (from 0) creates a stream of its own and launches kernel work
  * (_Z4workPf) n times on it: launch i has grid (t+1, i/1000+1, 1) and block (i%1000+1, 1, 1),
  * so every launch of the run has dimensions of its own. Meanwhile a separate thread marks NVTX
  * "step" every 2 ms. After joining the workers, main synchronises the device, stops the marker
- * thread and prints "rel-load: <threads> threads x <n> launches ok"; exits 0.
+ * thread and prints "rel-load: <threads> threads x <n> launches ok"; then waits ms (so that a
+ * profiler writing millions of events finishes while the program runs) and exits 0.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -70,16 +72,18 @@ int main(int argc, char **argv)
 	static char fatbin[16];
 	void **handle = __cudaRegisterFatBinary(fatbin);
 	pthread_t tids[256], mark;
-	int threads = 32, opt;
+	int threads = 32, wait_ms = 0, opt;
 
-	while ((opt = getopt(argc, argv, "t:n:")) != -1) {
+	while ((opt = getopt(argc, argv, "t:n:w:")) != -1) {
 		if (opt == 't')
 			threads = atoi(optarg);
 		else if (opt == 'n')
 			launches = atoi(optarg);
+		else if (opt == 'w')
+			wait_ms = atoi(optarg);
 	}
 	if (threads < 1 || threads > 256 || launches < 1 || launches > 1000 * 65535) {
-		fprintf(stderr, "usage: rel-load [-t threads (1..256)] [-n launches]\n");
+		fprintf(stderr, "usage: rel-load [-t threads (1..256)] [-n launches] [-w ms]\n");
 		return 64;
 	}
 	__cudaRegisterFunction(handle, (const char *)work_stub, "_Z4workPf", "_Z4workPf", -1, NULL,
@@ -96,5 +100,9 @@ int main(int argc, char **argv)
 	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
 	pthread_join(mark, NULL);
 	printf("rel-load: %d threads x %d launches ok\n", threads, launches);
+	fflush(stdout);
+	nanosleep(
+	    &(struct timespec){.tv_sec = wait_ms / 1000, .tv_nsec = wait_ms % 1000 * 1000000L},
+	    NULL);
 	return 0;
 }
