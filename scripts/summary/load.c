@@ -1,14 +1,13 @@
 /*
- * Reading a trace back: gunzip, walk the JSON one event at a time (a window's text can be
- * hundreds of MB; its parsed tree would be ten times that), and turn each event into the event
- * the library had, for the library's own summary and for the tool's per-step figures.
+ * Reading a trace back: its text a window at a time (stream.c), the header's members parsed by
+ * jansson, each event found by the scanner (scan.c) and turned into the event the library had,
+ * for the library's own summary and for the tool's figures (figures.c). A window of 100 M
+ * events is read in the memory of one of a thousand; a second reading finds its busy times.
  */
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "export/internal.h"
 #include "scripts/summary/tool.h"
@@ -16,7 +15,12 @@
 #define COPY_KINDS (GPROF_COPY_PTOP + 1)
 
 struct walk {
-	const char *start, *p, *end;
+	struct tool_stream *s;
+	struct tool_trace *t;
+	json_t *head; /* the top-level members read */
+	bool second;  /* the second reading: GPU intervals for the busy times, nothing else */
+	bool capped;  /* a value reached TOOL_ITEM_MAX */
+	uint64_t base_ns;
 	char *why;
 	size_t why_len;
 };
@@ -32,133 +36,139 @@ static int fail(char *why, size_t n, const char *fmt, ...)
 	return -1;
 }
 
-static int read_file(const char *path, char **data, size_t *len, char *why, size_t why_len)
+/* Where p is in the whole text. */
+static size_t at(const struct walk *w, const char *p)
 {
-	FILE *f = fopen(path, "rb");
-	size_t cap = 0, got;
-	char *p;
-	int rc = 0;
+	return (size_t)(w->s->base + (uint64_t)(p - w->s->buf));
+}
 
-	*data = NULL;
-	*len = 0;
-	if (!f)
-		return fail(why, why_len, "cannot open: %s", strerror(errno));
-	do {
-		if (cap - *len < 65536) {
-			p = realloc(*data, cap = cap ? 2 * cap : 1 << 20);
-			if (!p) {
-				rc = fail(why, why_len, "out of memory");
-				goto out;
-			}
-			*data = p;
-		}
-		got = fread(*data + *len, 1, cap - *len - 1, f);
-		*len += got;
-	} while (got);
-	(*data)[*len] = '\0';
-	if (ferror(f))
-		rc = fail(why, why_len, "cannot read: %s", strerror(errno));
-out:
-	fclose(f);
+/* More text (what is before p is dropped): 1, 0 at its end, -1 (why says what). */
+static int more(struct walk *w)
+{
+	int rc = tool_stream_more(w->s);
+
+	if (rc < 0)
+		fail(w->why, w->why_len, "%s", w->s->why);
 	return rc;
 }
 
-/* One whole gzip member, nothing after it. */
-static int gunzip(const char *gz, size_t len, char **out, size_t *out_len, char *why, size_t n)
+/* More text for the value at p, or 0 as at the end when it has grown to TOOL_ITEM_MAX. */
+static int more_for_value(struct walk *w)
 {
-	z_stream zs = {.next_in = (Bytef *)gz, .avail_in = (uInt)len};
-	size_t cap = 4 * len + 65536, used = 0;
-	char *p;
-	int rc = Z_OK;
-
-	*out = NULL;
-	*out_len = 0;
-	if (len > UINT_MAX) /* avail_in is 32 bits: 40 bytes an event, 100 M events */
-		return fail(why, n, "larger than 4 GiB compressed: gunzip it first");
-	*out = malloc(cap);
-	if (!*out || inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
-		return fail(why, n, "out of memory");
-	while (rc == Z_OK) {
-		if (cap - used < 65536) {
-			p = realloc(*out, 2 * cap);
-			if (!p)
-				break;
-			*out = p;
-			cap *= 2;
-		}
-		zs.next_out = (Bytef *)*out + used;
-		zs.avail_out = (uInt)(cap - used - 1 > UINT_MAX ? UINT_MAX : cap - used - 1);
-		rc = inflate(&zs, Z_NO_FLUSH);
-		used = (size_t)((char *)zs.next_out - *out);
-	}
-	inflateEnd(&zs);
-	(*out)[used] = '\0';
-	*out_len = used;
-	if (rc == Z_BUF_ERROR && !zs.avail_in)
-		return fail(why, n,
-			    "cut short: the gzip stream ends after %zu bytes of text (a "
-			    ".partial file? gprof-repair completes one)",
-			    used);
-	if (rc != Z_STREAM_END)
-		return fail(why, n, "not a readable gzip file: %s",
-			    rc == Z_OK ? "out of memory"
-			    : zs.msg   ? zs.msg
-				       : "zlib error");
-	if (zs.avail_in)
-		return fail(why, n, "%u bytes after the end of the gzip stream", zs.avail_in);
-	return 0;
+	w->capped = (size_t)(w->s->end - w->s->p) >= TOOL_ITEM_MAX;
+	return w->capped ? 0 : more(w);
 }
 
-static void skip_ws(struct walk *w)
+/* Past white space to text: 1, 0 at the end of the text, -1. */
+static int skip_ws(struct walk *w)
 {
-	while (w->p < w->end && (*w->p == ' ' || *w->p == '\t' || *w->p == '\r' || *w->p == '\n'))
-		w->p++;
+	struct tool_stream *s = w->s;
+	int rc = 1;
+
+	while (rc > 0) {
+		while (s->p < s->end &&
+		       (*s->p == ' ' || *s->p == '\t' || *s->p == '\r' || *s->p == '\n'))
+			s->p++;
+		if (s->p < s->end)
+			return 1;
+		rc = more(w);
+	}
+	return rc;
+}
+
+static void cut_short(struct walk *w)
+{
+	fail(w->why, w->why_len, "cut short: the text ends at byte %zu inside the trace",
+	     at(w, w->s->end));
 }
 
 /* The next character, past white space, if it is one of `chars`. */
 static char next_of(struct walk *w, const char *chars)
 {
-	skip_ws(w);
-	if (w->p < w->end && *w->p && strchr(chars, *w->p))
-		return *w->p++;
-	if (w->p == w->end)
-		fail(w->why, w->why_len, "cut short: the text ends at byte %zu inside the trace",
-		     (size_t)(w->end - w->start));
-	else
+	struct tool_stream *s = w->s;
+	int rc = skip_ws(w);
+
+	if (rc > 0 && *s->p && strchr(chars, *s->p))
+		return *s->p++;
+	if (rc > 0)
 		fail(w->why, w->why_len, "not a trace: '%c' expected at byte %zu", *chars,
-		     (size_t)(w->p - w->start));
+		     at(w, s->p));
+	else if (!rc)
+		cut_short(w);
 	return 0;
 }
 
-/* The JSON value at w->p (jansson), or NULL with why set. */
+/* The value at p whole in the window, as far as the scanner can tell: 0 or -1. */
+static int hold_value(struct walk *w)
+{
+	bool need = true;
+	int rc = 1;
+
+	while (rc > 0 && !tool_scan_value(w->s->p, w->s->end, &need) && need)
+		rc = more_for_value(w);
+	return rc < 0 ? -1 : 0;
+}
+
+/* The JSON value at p (jansson), or NULL with why set. */
 static json_t *next_value(struct walk *w)
 {
+	struct tool_stream *s = w->s;
 	json_error_t err;
 	json_t *v;
+	int rc = skip_ws(w);
 
-	skip_ws(w);
-	v = json_loadb(w->p, (size_t)(w->end - w->p), JSON_DECODE_ANY | JSON_DISABLE_EOF_CHECK,
-		       &err);
-	if (!v && json_error_code(&err) == json_error_premature_end_of_input)
-		fail(w->why, w->why_len, "cut short: the text ends at byte %zu inside the trace",
-		     (size_t)(w->end - w->start));
+	if (!rc)
+		cut_short(w);
+	if (rc <= 0 || hold_value(w))
+		return NULL;
+	for (;;) { /* more text only where the scanner and jansson differ on where it ends */
+		v = json_loadb(s->p, (size_t)(s->end - s->p),
+			       JSON_DECODE_ANY | JSON_DISABLE_EOF_CHECK, &err);
+		if (v || json_error_code(&err) != json_error_premature_end_of_input)
+			break;
+		rc = more_for_value(w);
+		if (rc < 0)
+			return NULL;
+		if (!rc)
+			break;
+	}
+	if (!v && json_error_code(&err) == json_error_premature_end_of_input && w->capped)
+		fail(w->why, w->why_len,
+		     "not a trace this tool can read: a value of more than %u MiB at byte %zu",
+		     TOOL_ITEM_MAX >> 20, at(w, s->p));
+	else if (!v && json_error_code(&err) == json_error_premature_end_of_input)
+		cut_short(w);
 	else if (!v)
 		fail(w->why, w->why_len, "not valid JSON at byte %zu: %s",
-		     (size_t)(w->p - w->start) + (size_t)err.position, err.text);
+		     at(w, s->p) + (size_t)err.position, err.text);
 	else
-		w->p += err.position;
+		s->p += err.position;
 	return v;
 }
 
-static bool text_is(const struct tool_text *t, const char *s)
-{
-	return !t->escaped && t->len == strlen(s) && !memcmp(t->p, s, t->len);
-}
-
-/* A number's value; the text ends in a NUL, so strtod stops in time. */
+/*
+ * A time in ns from its text in us: "%lld.%03lld", as the library writes it, read exactly;
+ * anything else by strtod. The event's text goes on after the number, so both stop in time.
+ */
 static int64_t ns_of(const char *num)
 {
-	return num ? (int64_t)llround(strtod(num, NULL) * 1000.0) : 0;
+	const char *p = num && *num == '-' ? num + 1 : num;
+	int64_t us = 0, ns = 0;
+	int digits = 0, decimals = 0;
+
+	if (!num)
+		return 0;
+	for (; *p >= '0' && *p <= '9' && digits < 15; p++, digits++)
+		us = us * 10 + (*p - '0');
+	if (digits && *p == '.' && p[1] >= '0' && p[1] <= '9')
+		for (p++; *p >= '0' && *p <= '9' && decimals < 3; p++, decimals++)
+			ns = ns * 10 + (*p - '0');
+	if (!digits || (*p >= '0' && *p <= '9') || *p == '.' || *p == 'e' || *p == 'E')
+		return (int64_t)llround(strtod(num, NULL) * 1000.0);
+	while (decimals++ < 3)
+		ns *= 10;
+	ns += us * 1000;
+	return *num == '-' ? -ns : ns;
 }
 
 static uint64_t u64_of(const char *num)
@@ -243,89 +253,54 @@ static bool take_memory(const struct tool_fields *f, struct gprof_export_event *
 }
 
 /* The events the summary counts, by TRACE_FORMAT.md's table. */
+#define KIND(p, c, fn)                                                  \
+	{                                                               \
+		.ph = p, .cat = c, .cat_len = sizeof(c) - 1, .take = fn \
+	}
 static const struct {
-	const char *ph, *cat;
+	char ph;
+	const char *cat;
+	size_t cat_len;
 	bool (*take)(const struct tool_fields *f, struct gprof_export_event *e);
 } kinds[] = {
-    {.ph = "X", .cat = "user_annotation", .take = take_step},
-    {.ph = "X", .cat = "kernel", .take = take_kernel},
-    {.ph = "X", .cat = "gpu_memcpy", .take = take_memcpy},
-    {.ph = "X", .cat = "gpu_memset", .take = take_memset},
-    {.ph = "C", .cat = "gpu_memory", .take = take_memory},
+    KIND('X', "user_annotation", take_step), KIND('X', "kernel", take_kernel),
+    KIND('X', "gpu_memcpy", take_memcpy),    KIND('X', "gpu_memset", take_memset),
+    KIND('C', "gpu_memory", take_memory),
 };
 
-static bool grow(void **p, size_t *cap, size_t n, size_t size)
+/* Which of kinds[] f is (ARRAY_SIZE(kinds) when none). */
+static size_t kind_of(const struct tool_fields *f)
 {
-	size_t c = *cap ? 2 * *cap : 64;
-	void *q;
-
-	if (n < *cap)
-		return true;
-	q = realloc(*p, c * size);
-	if (!q)
-		return false;
-	*p = q;
-	*cap = c;
-	return true;
-}
-
-static struct tool_device *device(struct tool_trace *t, uint32_t id)
-{
-	for (unsigned i = 0; i < t->n_dev; i++)
-		if (t->dev[i].id == id)
-			return &t->dev[i];
-	if (t->n_dev == GPROF_EXPORT_MAX_DEVICES)
-		return NULL; /* the summary says it is incomplete */
-	t->dev[t->n_dev].id = id;
-	return &t->dev[t->n_dev++];
-}
-
-/* The tool's own figures: steps, GPU intervals per device, kernel calls. */
-static bool add_figures(struct tool_trace *t, const struct gprof_export_event *e)
-{
-	struct tool_device *d;
-
-	if (e->kind == GPROF_EXPORT_STEP) {
-		if (!grow((void **)&t->steps, &t->steps_cap, t->n_steps, sizeof(*t->steps)))
-			return false;
-		t->steps[t->n_steps++] = (struct tool_step){e->u.step, e->ts_ns, e->dur_ns};
-		return true;
-	}
-	if (e->kind == GPROF_EXPORT_MEMORY || !(d = device(t, e->device)))
-		return true;
-	if (!grow((void **)&d->spans, &d->cap, d->n_spans, sizeof(*d->spans)))
-		return false;
-	d->spans[d->n_spans++] = (struct tool_span){e->ts_ns, e->ts_ns + e->dur_ns};
-	t->gpu_ns += e->dur_ns;
-	if (e->kind != GPROF_EXPORT_KERNEL)
-		return true;
-	if (!grow((void **)&t->kernels, &t->kernels_cap, t->n_kernels, sizeof(*t->kernels)))
-		return false;
-	t->kernels[t->n_kernels++] = (struct tool_kernel){e->name->raw, 1, e->dur_ns};
-	return true;
-}
-
-static int take_event(struct walk *w, struct tool_trace *t, const struct tool_fields *f,
-		      uint64_t base_ns)
-{
-	struct gprof_export_event e = {0};
-	int64_t dur = ns_of(f->dur);
 	size_t i = 0;
 
+	if (f->ph.len != 1 || f->ph.escaped || f->cat.escaped)
+		return ARRAY_SIZE(kinds);
 	while (i < ARRAY_SIZE(kinds) &&
-	       !(text_is(&f->ph, kinds[i].ph) && text_is(&f->cat, kinds[i].cat)))
+	       (kinds[i].ph != *f->ph.p || kinds[i].cat_len != f->cat.len ||
+		memcmp(kinds[i].cat, f->cat.p, f->cat.len)))
 		i++;
+	return i;
+}
+
+static int take_event(struct walk *w, const struct tool_fields *f)
+{
+	struct gprof_export_event e = {0};
+	size_t i = kind_of(f);
+	int64_t dur;
+
 	if (i == ARRAY_SIZE(kinds) || !kinds[i].take(f, &e))
 		return 0;
-	e.ts_ns = base_ns + (uint64_t)ns_of(f->ts);
+	dur = ns_of(f->dur);
+	e.ts_ns = w->base_ns + (uint64_t)ns_of(f->ts);
 	e.dur_ns = dur > 0 ? (uint64_t)dur : 0;
-	gprof_summary_events(t->summary, &e, 1);
-	if (!add_figures(t, &e))
+	if (w->second ? tool_figures_busy(w->t, &e) : tool_figures_add(w->t, &e))
 		return fail(w->why, w->why_len, "out of memory");
+	if (!w->second)
+		gprof_summary_events(w->t->summary, &e, 1);
 	return 0;
 }
 
-/* Why the scanner could not read the event at w->p: jansson says. */
+/* Why the scanner could not read the event at p: jansson says. */
 static int bad_event(struct walk *w)
 {
 	json_t *v = next_value(w);
@@ -334,46 +309,61 @@ static int bad_event(struct walk *w)
 		fail(w->why, w->why_len, "not a trace: %s at byte %zu",
 		     json_is_object(v) ? "an event this tool cannot read"
 				       : "an event is not an object",
-		     (size_t)(w->p - w->start));
+		     at(w, w->s->p));
 	json_decref(v);
 	return -1;
 }
 
-/* traceEvents: each event scanned and taken. */
-static int walk_events(struct walk *w, struct tool_trace *t)
+/* The event at p scanned into f (which points into the window until more text is read). */
+static int next_event(struct walk *w, struct tool_fields *f)
 {
-	uint64_t base_ns =
-	    (uint64_t)json_integer_value(json_object_get(t->head, "baseTimeNanoseconds"));
+	struct tool_stream *s = w->s;
+	const char *next;
+	bool need;
+	int rc = skip_ws(w);
+
+	while (rc > 0) {
+		next = tool_scan_event(s->p, s->end, f, &need);
+		if (next) {
+			s->p = (char *)next;
+			return 0;
+		}
+		if (!need)
+			break;
+		rc = more_for_value(w);
+	}
+	return rc < 0 ? -1 : bad_event(w); /* not an event, or cut short: jansson says */
+}
+
+/* traceEvents: each event scanned and taken. */
+static int walk_events(struct walk *w)
+{
 	char c = next_of(w, "[");
 	struct tool_fields f;
-	const char *next;
 	int rc = 0;
 
-	skip_ws(w);
-	if (c && w->p < w->end && *w->p == ']')
-		c = *w->p++;
+	w->base_ns = (uint64_t)json_integer_value(json_object_get(w->head, "baseTimeNanoseconds"));
+	if (c && skip_ws(w) > 0 && *w->s->p == ']')
+		c = *w->s->p++;
 	while (c && c != ']' && !rc) {
-		skip_ws(w);
-		next = tool_scan_event(w->p, w->end, &f);
-		if (!next)
-			return bad_event(w);
-		w->p = next;
-		rc = take_event(w, t, &f, base_ns);
+		rc = next_event(w, &f);
+		if (!rc)
+			rc = take_event(w, &f);
 		c = rc ? 0 : next_of(w, ",]");
 	}
 	return c ? 0 : -1;
 }
 
-/* The top-level object: members into t->head, traceEvents walked. */
-static int walk_top(struct walk *w, struct tool_trace *t)
+/* The top-level object: members into w->head, traceEvents walked. */
+static int walk_top(struct walk *w)
 {
 	bool events = false;
 	json_t *key, *v;
 	char c = next_of(w, "{");
+	int rc;
 
-	skip_ws(w);
-	if (c && w->p < w->end && *w->p == '}')
-		c = *w->p++;
+	if (c && skip_ws(w) > 0 && *w->s->p == '}')
+		c = *w->s->p++;
 	while (c && c != '}') {
 		key = next_value(w);
 		if (key && !json_is_string(key))
@@ -384,124 +374,46 @@ static int walk_top(struct walk *w, struct tool_trace *t)
 		}
 		if (!strcmp(json_string_value(key), "traceEvents")) {
 			events = true;
-			v = walk_events(w, t) ? NULL : json_null();
+			v = walk_events(w) ? NULL : json_null();
 		} else {
 			v = next_value(w);
 		}
 		if (v)
-			json_object_set_new(t->head, json_string_value(key), v);
+			json_object_set_new(w->head, json_string_value(key), v);
 		json_decref(key);
 		c = v ? next_of(w, ",}") : 0;
 	}
-	skip_ws(w);
-	if (c && w->p != w->end)
+	rc = c ? skip_ws(w) : -1;
+	if (rc > 0)
 		return fail(w->why, w->why_len, "not a trace: text after its end");
-	if (c && !events)
+	if (!rc && !events)
 		return fail(w->why, w->why_len, "not a trace: no traceEvents");
-	return c ? 0 : -1;
+	return rc;
 }
 
-/* qsort, which must not be given NULL even for no elements */
-static void sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+/*
+ * One reading of the file: the header into head, the events to the summary and the figures
+ * (the second: to the busy times only). A file that is not whole gzip says so first, as it
+ * would have before its text was read.
+ */
+static int read_trace(struct tool_trace *t, const struct tool_read *how, json_t *head, bool second,
+		      char *why, size_t why_len)
 {
-	if (n)
-		qsort(base, n, size, cmp);
-}
+	struct tool_stream s;
+	struct walk w = {
+	    .s = &s, .t = t, .head = head, .second = second, .why = why, .why_len = why_len};
+	int rc = tool_stream_open(&s, t->path, how->chunk_bytes);
 
-static int cmp_step(const void *a, const void *b)
-{
-	const struct tool_step *x = a, *y = b;
-
-	return x->ts_ns < y->ts_ns ? -1 : x->ts_ns > y->ts_ns;
-}
-
-static int cmp_span(const void *a, const void *b)
-{
-	const struct tool_span *x = a, *y = b;
-
-	return x->begin < y->begin ? -1 : x->begin > y->begin;
-}
-
-static int cmp_name(const void *a, const void *b)
-{
-	const struct tool_kernel *x = a, *y = b;
-
-	return x->name < y->name ? -1 : x->name > y->name;
-}
-
-/* Largest total first; equal totals by name, so the order does not depend on the input's. */
-static int cmp_total(const void *a, const void *b)
-{
-	const struct tool_kernel *x = a, *y = b;
-
-	return x->ns != y->ns ? (x->ns > y->ns ? -1 : 1) : strcmp(x->name, y->name);
-}
-
-/* One row per kernel name (the list held one per call). */
-static void tally_kernels(struct tool_trace *t)
-{
-	size_t n = 0;
-
-	sort(t->kernels, t->n_kernels, sizeof(*t->kernels), cmp_name);
-	for (size_t i = 0; i < t->n_kernels; i++) {
-		if (n && t->kernels[n - 1].name == t->kernels[i].name) {
-			t->kernels[n - 1].calls++;
-			t->kernels[n - 1].ns += t->kernels[i].ns;
-		} else {
-			t->kernels[n++] = t->kernels[i];
-		}
-	}
-	t->n_kernels = n;
-	sort(t->kernels, n, sizeof(*t->kernels), cmp_total);
-}
-
-/* |union ∩ [b, e)|; the union is sorted and disjoint. */
-static uint64_t busy_in(const struct tool_device *d, uint64_t b, uint64_t e)
-{
-	size_t lo = 0, hi = d->n_spans;
-	uint64_t ns = 0;
-
-	while (lo < hi) { /* the first span ending after b */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (d->spans[mid].end <= b)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (; lo < d->n_spans && d->spans[lo].begin < e; lo++) {
-		uint64_t x = d->spans[lo].begin > b ? d->spans[lo].begin : b;
-		uint64_t y = d->spans[lo].end < e ? d->spans[lo].end : e;
-
-		ns += y > x ? y - x : 0;
-	}
-	return ns;
-}
-
-/* The device's intervals become their union; then busy time overall and per step. */
-static int busy_times(struct tool_trace *t, struct tool_device *d)
-{
-	size_t n = 0;
-
-	sort(d->spans, d->n_spans, sizeof(*d->spans), cmp_span);
-	for (size_t i = 0; i < d->n_spans; i++) {
-		if (n && d->spans[i].begin <= d->spans[n - 1].end) {
-			if (d->spans[i].end > d->spans[n - 1].end)
-				d->spans[n - 1].end = d->spans[i].end;
-		} else {
-			d->spans[n++] = d->spans[i];
-		}
-	}
-	d->n_spans = n;
-	d->busy_ns =
-	    t->n_steps ? busy_in(d, t->step_begin, t->step_end) : busy_in(d, 0, UINT64_MAX);
-	d->step_busy_ns = calloc(t->n_steps + 1, sizeof(*d->step_busy_ns));
-	if (!d->step_busy_ns)
-		return -1;
-	for (size_t i = 0; i < t->n_steps; i++)
-		d->step_busy_ns[i] =
-		    busy_in(d, t->steps[i].ts_ns, t->steps[i].ts_ns + t->steps[i].dur_ns);
-	return 0;
+	if (rc)
+		fail(why, why_len, "%s", s.why);
+	else if (!head)
+		rc = fail(why, why_len, "out of memory");
+	else
+		rc = walk_top(&w);
+	if (rc && !s.failed && s.f && tool_stream_drain(&s))
+		fail(why, why_len, "%s", s.why);
+	tool_stream_close(&s);
+	return rc;
 }
 
 static uint64_t head_u64(const struct tool_trace *t, const char *obj, const char *key)
@@ -532,55 +444,29 @@ static void result_of(struct tool_trace *t)
 	r->cupti_dropped = head_u64(t, "dropped", "cupti");
 }
 
-static int finish(struct tool_trace *t, char *why, size_t why_len)
+int tool_load(const char *path, const struct tool_read *how, struct tool_trace *t, char *why,
+	      size_t why_len)
 {
-	sort(t->steps, t->n_steps, sizeof(*t->steps), cmp_step);
-	for (size_t i = 0; i < t->n_steps; i++) {
-		const struct tool_step *s = &t->steps[i];
-
-		if (!i || s->ts_ns < t->step_begin)
-			t->step_begin = s->ts_ns;
-		if (!i || s->ts_ns + s->dur_ns > t->step_end)
-			t->step_end = s->ts_ns + s->dur_ns;
-		t->step_ns += s->dur_ns;
-	}
-	tally_kernels(t);
-	for (unsigned i = 0; i < t->n_dev; i++)
-		if (busy_times(t, &t->dev[i]))
-			return fail(why, why_len, "out of memory");
-	result_of(t);
-	return 0;
-}
-
-int tool_load(const char *path, struct tool_trace *t, char *why, size_t why_len)
-{
-	struct walk w = {.why = why, .why_len = why_len};
-	char *data = NULL, *text = NULL;
-	size_t len = 0, text_len = 0;
+	static const struct tool_read defaults;
+	json_t *scratch;
 	int rc;
 
+	how = how ? how : &defaults;
 	*t = (struct tool_trace){.path = path, .head = json_object()};
 	t->summary = gprof_summary_new();
-	rc = t->head && t->summary ? read_file(path, &data, &len, why, why_len)
-				   : fail(why, why_len, "out of memory");
-	if (!rc && !len)
-		rc = fail(why, why_len, "not a trace: the file is empty");
-	if (!rc && len >= 2 && (unsigned char)data[0] == 0x1f && (unsigned char)data[1] == 0x8b)
-		rc = gunzip(data, len, &text, &text_len, why, why_len);
-	else if (!rc) { /* plain JSON */
-		text = data;
-		text_len = len;
-		data = NULL;
+	rc = t->summary ? read_trace(t, how, t->head, false, why, why_len)
+			: fail(why, why_len, "out of memory");
+	if (!rc && tool_figures_steps(t))
+		rc = fail(why, why_len, "out of memory");
+	if (!rc && t->spans_over && how->busy) {
+		scratch = json_object(); /* the header again, as the first reading had it */
+		rc = read_trace(t, how, scratch, true, why, why_len);
+		json_decref(scratch);
 	}
-	if (!rc) {
-		w.start = w.p = text;
-		w.end = text + text_len;
-		rc = walk_top(&w, t);
-	}
+	if (!rc && tool_figures_finish(t))
+		rc = fail(why, why_len, "out of memory");
 	if (!rc)
-		rc = finish(t, why, why_len);
-	free(data);
-	free(text);
+		result_of(t);
 	return rc;
 }
 
@@ -588,11 +474,6 @@ void tool_free(struct tool_trace *t)
 {
 	json_decref(t->head);
 	gprof_summary_free(t->summary);
-	free(t->steps);
-	free(t->kernels);
-	for (unsigned i = 0; i < t->n_dev; i++) {
-		free(t->dev[i].spans);
-		free(t->dev[i].step_busy_ns);
-	}
+	tool_figures_free(t);
 	*t = (struct tool_trace){0};
 }

@@ -11,10 +11,14 @@
 #include <stdio.h>
 
 #include <jansson.h>
+#include <zlib.h>
 
 #include "export/export.h"
 
-#define TOOL_TOP_KERNELS 10 /* as many as the library's summary lists */
+#define TOOL_TOP_KERNELS 10	      /* as many as the library's summary lists */
+#define TOOL_CHUNK_BYTES (256u << 10) /* text inflated and scanned at a time */
+#define TOOL_ITEM_MAX	 (64u << 20)  /* an event or header value longer may be refused */
+#define TOOL_SPANS_MAX	 (1u << 16)   /* GPU busy intervals held per device */
 
 struct tool_step {
 	uint64_t number;
@@ -27,8 +31,10 @@ struct tool_span {
 
 struct tool_device {
 	uint32_t id;
-	struct tool_span *spans; /* every GPU interval, then (tool_load) their union, sorted */
+	/* The union of the GPU intervals not yet counted: sorted, disjoint. */
+	struct tool_span *spans;
 	size_t n_spans, cap;
+	uint64_t counted_end;	/* intervals up to here are counted: a later one is cut here */
 	uint64_t busy_ns;	/* union within the steps' span (all of it without steps) */
 	uint64_t *step_busy_ns; /* per step, parallel to tool_trace.steps */
 };
@@ -46,11 +52,15 @@ struct tool_trace {
 	struct gprof_export_result result; /* what the library passed to the summary */
 	struct tool_step *steps;	   /* in time order */
 	size_t n_steps, steps_cap;
+	uint64_t *step_reach; /* per step: the latest end of it and those before */
 	uint64_t step_begin, step_end, step_ns; /* span of the steps, sum of their durations */
 	struct tool_device dev[GPROF_EXPORT_MAX_DEVICES];
 	unsigned n_dev;
-	struct tool_kernel *kernels; /* by total GPU time, largest first */
-	size_t n_kernels, kernels_cap;
+	bool spans_over; /* a device's busy time needs more than TOOL_SPANS_MAX intervals held */
+	/* While reading, a table on the name's address (kernels_mask + 1 rows); then by total
+	 * GPU time, largest first. */
+	struct tool_kernel *kernels;
+	size_t n_kernels, kernels_mask;
 	uint64_t gpu_ns; /* kernels, copies and memsets of every device: the base of GPU% */
 };
 
@@ -68,11 +78,65 @@ struct tool_fields {
 	const char *device, *bytes, *allocated; /* in "args" */
 };
 
-/* Scans the event object at p into f: returns the end of it, or NULL if it is not one. */
-const char *tool_scan_event(const char *p, const char *end, struct tool_fields *f);
+/*
+ * scan.c: the event object at p into f, or the value at p skipped: each returns the end of it,
+ * or NULL if it is not one; then *more says whether it may be one once the text after end is
+ * there.
+ */
+const char *tool_scan_event(const char *p, const char *end, struct tool_fields *f, bool *more);
+const char *tool_scan_value(const char *p, const char *end, bool *more);
 
-/* Reads path (gzip or plain JSON). Returns 0, or -1 with the reason in why. */
-int tool_load(const char *path, struct tool_trace *t, char *why, size_t why_len);
+/*
+ * stream.c: a trace file's text (gzip or plain JSON) a window at a time. The reader consumes
+ * [p, end); tool_stream_more() drops the text before p and adds up to `chunk` bytes after end
+ * (more when [p, end) is long itself): it returns 1, 0 at the end of the text (eof), or -1
+ * when the file is unreadable, cut short or not gzip (why says so; -1 from then on).
+ */
+struct tool_stream {
+	char *p, *end; /* *end is a NUL */
+	char *buf;     /* p and end point into it; cap bytes and a NUL */
+	size_t cap, chunk;
+	uint64_t base; /* where buf[0] is in the text */
+	bool eof, failed;
+	char why[256];
+	FILE *f;
+	bool gzip, inflating, file_end;
+	z_stream zs; /* the file's bytes not yet used, inflated or copied into the text */
+	unsigned char *in;
+};
+int tool_stream_open(struct tool_stream *s, const char *path, size_t chunk);
+int tool_stream_more(struct tool_stream *s);
+/* Reads to the end: 0, or -1 when the file is at fault (why). */
+int tool_stream_drain(struct tool_stream *s);
+void tool_stream_close(struct tool_stream *s);
+
+/*
+ * figures.c: the tool's own figures. Each event of the first reading goes to add(); then
+ * steps() orders the steps; when t->spans_over, a second reading passes the GPU events to
+ * busy(); finish() counts the busy time held and orders the kernels. Each returns 0 or -1 when
+ * out of memory. The busy times are exact unless a GPU interval comes TOOL_SPANS_MAX / 2 gaps
+ * after later ones (then cut where those were counted, as the library's summary does).
+ */
+int tool_figures_add(struct tool_trace *t, const struct gprof_export_event *e);
+int tool_figures_steps(struct tool_trace *t);
+int tool_figures_busy(struct tool_trace *t, const struct gprof_export_event *e);
+int tool_figures_finish(struct tool_trace *t);
+void tool_figures_free(struct tool_trace *t);
+
+/* How to read: 0 and false are the defaults. */
+struct tool_read {
+	size_t chunk_bytes; /* text at a time (tests); 0: TOOL_CHUNK_BYTES */
+	bool busy;	    /* busy times are wanted even when they take a second reading */
+};
+
+/*
+ * Reads path (gzip or plain JSON) in memory that does not grow with its events. Busy times are
+ * counted once the steps are known: a trace whose GPU intervals leave more than TOOL_SPANS_MAX
+ * gaps on a device is read again for them when how->busy, else its busy times (tool_device)
+ * are left 0. Returns 0, or -1 with the reason in why.
+ */
+int tool_load(const char *path, const struct tool_read *how, struct tool_trace *t, char *why,
+	      size_t why_len);
 void tool_free(struct tool_trace *t);
 
 /* The per-kernel comparison of a with b, to out. */
