@@ -189,6 +189,8 @@ X(summary_tool_damaged_traces)
 X(summary_tool_compare)
 X(summary_tool_html)
 X(summary_tool_html_render)
+X(summary_tool_bounded_memory)
+X(summary_tool_chunk_boundaries)
 
 /* triggers */
 X(trigger_stepper_scripts)

@@ -3,9 +3,11 @@
  * --compare and --html against figures computed here from the traces (and from the simulated
  * GPU's kernel table); the page rendered by headless Chromium and its pixels measured.
  */
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -1232,5 +1234,544 @@ TEST(summary_tool_html_render)
 	free(html);
 	free(summary);
 	free(t);
+	e2e_free(&r);
+}
+
+/* Reading in pieces. */
+
+/* gprof-summary with GPROF_SUMMARY_CHUNK=chunk (0: unset) and these arguments (NULL-ended). */
+static void run_chunked(struct proc_result *res, unsigned chunk, ...)
+{
+	const char *argv[MAX_ARGS] = {e2e_build_path("gprof-summary")};
+	char env_chunk[64] = "GPROF_SUMMARY_CHUNK";
+	const char *env[] = {"LD_PRELOAD", env_chunk, NULL};
+	va_list ap;
+	int n = 1;
+
+	if (chunk)
+		snprintf(env_chunk, sizeof(env_chunk), "GPROF_SUMMARY_CHUNK=%u", chunk);
+	va_start(ap, chunk);
+	while ((argv[n] = va_arg(ap, const char *)))
+		ASSERT(++n < MAX_ARGS);
+	va_end(ap);
+	ASSERT_EQ(proc_run(argv, env, 120, res), 0);
+	ASSERT(!res->timed_out);
+}
+
+/* A gzip file written a piece at a time, and how much text went in. */
+struct gz_out {
+	FILE *f;
+	z_stream zs;
+	char text[1 << 16];
+	size_t len;
+	long long text_bytes;
+};
+
+static void gz_flush(struct gz_out *g, int flush)
+{
+	unsigned char out[1 << 16];
+
+	g->zs.next_in = (unsigned char *)g->text;
+	g->zs.avail_in = (uInt)g->len;
+	do {
+		g->zs.next_out = out;
+		g->zs.avail_out = sizeof(out);
+		ASSERT(deflate(&g->zs, flush) != Z_STREAM_ERROR);
+		ASSERT_EQ(fwrite(out, 1, sizeof(out) - g->zs.avail_out, g->f),
+			  sizeof(out) - g->zs.avail_out);
+	} while (g->zs.avail_out == 0);
+	g->text_bytes += (long long)g->len;
+	g->len = 0;
+}
+
+static void gz_open(struct gz_out *g, const char *path)
+{
+	memset(g, 0, sizeof(*g));
+	g->f = fopen(path, "wb");
+	ASSERT(g->f);
+	ASSERT_EQ(deflateInit2(&g->zs, 1, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+}
+
+static void gz_printf(struct gz_out *g, const char *fmt, ...) GPROF_PRINTF(2, 3);
+static void gz_printf(struct gz_out *g, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (g->len > sizeof(g->text) - 1024)
+		gz_flush(g, Z_NO_FLUSH);
+	va_start(ap, fmt);
+	n = vsnprintf(g->text + g->len, sizeof(g->text) - g->len, fmt, ap);
+	va_end(ap);
+	ASSERT(n >= 0 && (size_t)n < sizeof(g->text) - g->len);
+	g->len += (size_t)n;
+}
+
+static void gz_close(struct gz_out *g)
+{
+	gz_flush(g, Z_FINISH);
+	ASSERT_EQ(deflateEnd(&g->zs), Z_OK);
+	ASSERT_EQ(fclose(g->f), 0);
+}
+
+/*
+ * The large trace: steps of groups 10 us apart, each with a launch (not GPU work), two
+ * kernels on device 0 that may overlap (written out of order every third group), one on
+ * device 1 (the last of a step runs 500 ns into the next step), every fourth group a copy on
+ * device 0 and a memset on device 1, every hundredth a memory counter on each. The steps'
+ * events come after their GPU work, as libgprof writes them.
+ */
+#define BIG_STEPS    20
+#define BIG_GROUPS   22200 /* per step: 2 M events in all */
+#define BIG_GROUP_NS 10000
+#define BIG_STEP_NS  (BIG_GROUPS * BIG_GROUP_NS + 5000LL)
+#define BIG_T0_NS    1000000LL /* the first step's start after baseTimeNanoseconds */
+#define BIG_NAMES    5
+
+static const char *const big_names[BIG_NAMES] = {
+    "void gemm<float, 128>(float const*, float*, int)", "relu(float*, int)",
+    "softmax_forward(float*, float const*, int, int)", "reduce_sum(float const*, float*)",
+    "adam_step(float*, float*, float const*, float, long)"};
+
+/* What the summary must say, computed as the trace is written. */
+struct big_truth {
+	long long events;
+	long long busy[2][BIG_STEPS]; /* union of each device's GPU time per step */
+	long long calls[BIG_NAMES], kern_ns[BIG_NAMES]; /* per kernel name */
+	long long kind_ns[2][3];			/* per device: kernels, memcpy, memset */
+	long long copies, copy_bytes, copy_ns, sets, set_bytes, set_ns;
+	long long peak[2];
+};
+
+/* ns as the trace writes us: "%lld.%03lld". */
+static const char *us(char out[32], long long ns)
+{
+	snprintf(out, 32, "%lld.%03lld", ns / 1000, ns % 1000);
+	return out;
+}
+
+/* [b, e), apart from the device's other intervals, split among the steps it meets. */
+static void big_busy(struct big_truth *t, int dev, long long b, long long e)
+{
+	for (int s = 0; s < BIG_STEPS; s++) {
+		long long lo = BIG_T0_NS + s * BIG_STEP_NS, hi = lo + BIG_STEP_NS;
+		long long x = b > lo ? b : lo, y = e < hi ? e : hi;
+
+		t->busy[dev][s] += y > x ? y - x : 0;
+	}
+}
+
+static void big_gpu(struct gz_out *g, struct big_truth *t, const char *cat, const char *name,
+		    int dev, int stream, long long b, long long dur, long long bytes)
+{
+	char ts[32], d[32];
+
+	gz_printf(g,
+		  "{\"ph\":\"X\",\"cat\":\"%s\",\"name\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%s,"
+		  "\"dur\":%s,\"args\":{\"device\":%d",
+		  cat, name, dev, stream, us(ts, b), us(d, dur), dev);
+	if (bytes)
+		gz_printf(g, ",\"bytes\":%lld", bytes);
+	gz_printf(g, "}},\n");
+	t->events++;
+}
+
+/* Kernels A and B on device 0 (B from o after A), and C on device 1. */
+static void big_kernels(struct gz_out *g, struct big_truth *t, long long k, long long at, bool last)
+{
+	long long a = 500 + k * 37 % 2500, o = k * 53 % 2000, b = 300 + k * 71 % 2700;
+	long long c = last ? 14500 : 200 + k * 29 % 2000;
+	int na = (int)(k % BIG_NAMES), nb = (int)((k + 2) % BIG_NAMES), nc = (int)((k * 3) % 5);
+
+	for (int i = 0; i < 2; i++) /* B first every third group */
+		if ((i == 0) == (k % 3 == 0))
+			big_gpu(g, t, "kernel", big_names[nb], 0, 13, at + o, b, 0);
+		else
+			big_gpu(g, t, "kernel", big_names[na], 0, 7, at, a, 0);
+	big_gpu(g, t, "kernel", big_names[nc], 1, 3, at + 1000, c, 0);
+	if (o <= a) {
+		big_busy(t, 0, at, at + (a > o + b ? a : o + b));
+	} else {
+		big_busy(t, 0, at, at + a);
+		big_busy(t, 0, at + o, at + o + b);
+	}
+	big_busy(t, 1, at + 1000, at + 1000 + c);
+	t->calls[na]++, t->calls[nb]++, t->calls[nc]++;
+	t->kern_ns[na] += a, t->kern_ns[nb] += b, t->kern_ns[nc] += c;
+	t->kind_ns[0][0] += a + b;
+	t->kind_ns[1][0] += c;
+}
+
+static void big_copies(struct gz_out *g, struct big_truth *t, long long k, long long at)
+{
+	long long m = 100 + k * 13 % 1400, mb = 4096 * (1 + k % 8);
+	long long s = 100 + k * 17 % 800, sb = 1024 * (1 + k % 4);
+
+	big_gpu(g, t, "gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 0, 7, at + 6000, m, mb);
+	big_gpu(g, t, "gpu_memset", "Memset (Device)", 1, 3, at + 7000, s, sb);
+	big_busy(t, 0, at + 6000, at + 6000 + m);
+	big_busy(t, 1, at + 7000, at + 7000 + s);
+	t->kind_ns[0][1] += m;
+	t->kind_ns[1][2] += s;
+	t->copies++, t->copy_bytes += mb, t->copy_ns += m;
+	t->sets++, t->set_bytes += sb, t->set_ns += s;
+}
+
+static void big_group(struct gz_out *g, struct big_truth *t, long long k, long long at, bool last)
+{
+	char ts[32];
+
+	gz_printf(g,
+		  "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,"
+		  "\"tid\":1,\"ts\":%s,\"dur\":2.000},\n",
+		  us(ts, at));
+	t->events++;
+	big_kernels(g, t, k, at, last);
+	if (k % 4 == 0 && !last)
+		big_copies(g, t, k, at);
+	for (int dev = 0; dev < 2 && k % 100 == 0; dev++) {
+		long long v = (k * 7919 + dev * 104729) % 1000003 * 4096;
+
+		gz_printf(g,
+			  "{\"ph\":\"C\",\"cat\":\"gpu_memory\",\"name\":\"GPU %d memory\","
+			  "\"pid\":%d,\"ts\":%s,\"args\":{\"allocated\":%lld}},\n",
+			  dev, dev, us(ts, at + 8000), v);
+		t->peak[dev] = v > t->peak[dev] ? v : t->peak[dev];
+		t->events++;
+	}
+}
+
+static void big_trace(const char *path, struct big_truth *t, struct gz_out *g)
+{
+	char ts[32], dur[32];
+	long long k = 0;
+
+	memset(t, 0, sizeof(*t));
+	gz_open(g, path);
+	gz_printf(g, "{\n  \"schemaVersion\": 1,\n  \"baseTimeNanoseconds\": 1700000000000000000,\n"
+		     "  \"traceEvents\": [\n");
+	for (int s = 0; s < BIG_STEPS; s++) {
+		long long start = BIG_T0_NS + s * BIG_STEP_NS;
+
+		for (int i = 0; i < BIG_GROUPS; i++, k++)
+			big_group(g, t, k, start + (long long)i * BIG_GROUP_NS,
+				  i == BIG_GROUPS - 1);
+		gz_printf(g,
+			  "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\","
+			  "\"pid\":1,\"tid\":1,\"ts\":%s,\"dur\":%s}%s\n",
+			  s, us(ts, start), us(dur, BIG_STEP_NS), s + 1 < BIG_STEPS ? "," : "");
+		t->events++;
+	}
+	gz_printf(g, "  ],\n  \"traceName\": \"big\"\n}\n");
+	gz_close(g);
+}
+
+/* "1.50 MiB" or "512 B" at *p as bytes, how far printing may have moved it; past it. */
+static struct qty read_bytes(const char **p)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB"};
+	char unit[8];
+	double v, scale = 1;
+	int n = 0;
+
+	ASSERT_MSG(sscanf(*p, " %lf %7[a-zA-Z]%n", &v, unit, &n) == 2, "not a size: '%s'", *p);
+	*p += n;
+	for (size_t i = 0; i < ARRAY_SIZE(units); i++, scale *= 1024)
+		if (!strcmp(unit, units[i]))
+			return (struct qty){.v = v * scale, .tol = i ? 0.005 * scale : 0.5};
+	FAIL("unknown unit '%s'", unit);
+}
+
+/* "gprof:   GPU d: busy ..." against the truth. */
+static void check_big_device(const char *out, const struct big_truth *t, int dev)
+{
+	long long busy = 0;
+	char label[64];
+	const char *l;
+	double pct;
+	int n = 0;
+
+	for (int s = 0; s < BIG_STEPS; s++)
+		busy += t->busy[dev][s];
+	snprintf(label, sizeof(label), "\ngprof:   GPU %d: busy ", dev);
+	l = line_of(out, label);
+	ASSERT(sscanf(l, "%lf%% of step time (%n", &pct, &n) == 1 && n);
+	check_pct(pct, 100.0 * (double)busy / (double)(BIG_STEPS * BIG_STEP_NS), "busy %");
+	l += n;
+	check_qty(read_time(&l), (double)busy, "busy");
+	ASSERT(!strncmp(l, "); kernels", 10));
+	l += 10;
+	check_qty(read_time(&l), (double)t->kind_ns[dev][0], "kernels");
+	ASSERT(!strncmp(l, ", memcpy", 8));
+	l += 8;
+	check_qty(read_time(&l), (double)t->kind_ns[dev][1], "memcpy");
+	ASSERT(!strncmp(l, ", memset", 8));
+	l += 8;
+	check_qty(read_time(&l), (double)t->kind_ns[dev][2], "memset");
+	ASSERT(!strncmp(l, "; peak memory", 13));
+	l += 13;
+	check_qty(read_bytes(&l), (double)t->peak[dev], "peak memory");
+}
+
+/* A copies row ("HtoD", "memset"): count, bytes, time, GB/s. */
+static void check_big_copies(const char *out, const char *what, long long count, long long bytes,
+			     long long ns)
+{
+	char label[32];
+	const char *l;
+	long long n_printed;
+	double gbs;
+	int n = 0;
+
+	snprintf(label, sizeof(label), "\ngprof:   %-8s ", what);
+	l = line_of(out, label);
+	ASSERT(sscanf(l, "%lld%n", &n_printed, &n) == 1);
+	ASSERT_EQ(n_printed, count);
+	l += n;
+	check_qty(read_bytes(&l), (double)bytes, "bytes");
+	check_qty(read_time(&l), (double)ns, "copy time");
+	ASSERT(sscanf(l, "%lf", &gbs) == 1);
+	ASSERT_MSG(absd(gbs - (double)bytes / (double)ns) <= 0.005 + 0.001 * gbs, "%s GB/s %.3f",
+		   what, gbs);
+}
+
+/* The summary's figures: steps, both devices, every kernel, the copies. */
+static void check_big_summary(const char *out, const struct big_truth *t)
+{
+	const char *l = line_of(out, "\ngprof:   steps ");
+	long long first, last, steps, gpu_ns = 0;
+	int n = 0, rows = 0;
+
+	ASSERT(sscanf(l, "%lld-%lld: %lld in%n", &first, &last, &steps, &n) == 3 && n);
+	ASSERT(first == 0 && last == BIG_STEPS - 1 && steps == BIG_STEPS);
+	l += n;
+	check_qty(read_time(&l), (double)(BIG_STEPS * BIG_STEP_NS), "steps' span");
+	ASSERT(!strncmp(l, ", mean step", 11));
+	l += 11;
+	check_qty(read_time(&l), (double)BIG_STEP_NS, "mean step");
+	for (int dev = 0; dev < 2; dev++) {
+		check_big_device(out, t, dev);
+		for (int k = 0; k < 3; k++)
+			gpu_ns += t->kind_ns[dev][k];
+	}
+	l = line_of(out, "GPU%  name\n");
+	for (double prev = 1e300; !strncmp(l, "gprof:   ", 9) && isdigit(l[9 + strspn(l + 9, " ")]);
+	     l = strchr(l, '\n') + 1, rows++) {
+		struct qty total, mean;
+		long long calls;
+		double share;
+		char name[256];
+		int i = 0;
+
+		ASSERT(sscanf(l + 9, "%lld%n", &calls, &n) == 1);
+		l += 9 + n;
+		total = read_time(&l);
+		mean = read_time(&l);
+		ASSERT(sscanf(l, "%lf  %255[^\n]", &share, name) == 2);
+		while (i < BIG_NAMES && strcmp(big_names[i], name))
+			i++;
+		ASSERT_MSG(i < BIG_NAMES, "kernel '%s'", name);
+		ASSERT_EQ(calls, t->calls[i]);
+		check_qty(total, (double)t->kern_ns[i], "kernel total");
+		check_qty(mean, (double)(t->kern_ns[i] / t->calls[i]), "kernel mean");
+		check_pct(share, 100.0 * (double)t->kern_ns[i] / (double)gpu_ns, "GPU%");
+		ASSERT_MSG(total.v <= prev, "kernel '%s' after a smaller total", name);
+		prev = total.v;
+	}
+	ASSERT_EQ(rows, BIG_NAMES);
+	check_big_copies(out, "HtoD", t->copies, t->copy_bytes, t->copy_ns);
+	check_big_copies(out, "memset", t->sets, t->set_bytes, t->set_ns);
+}
+
+/* The page's per-step busy time of each device and its kernels, to the nanosecond. */
+static void check_big_page(const char *html, const struct big_truth *t)
+{
+	char want[512];
+	const char *chart;
+
+	for (int dev = 0; dev < 2; dev++) {
+		snprintf(want, sizeof(want), "<svg class=\"steps\" data-device=\"%d\"", dev);
+		chart = strstr(html, want);
+		ASSERT_MSG(chart, "no chart for GPU %d", dev);
+		for (int s = 0; s < BIG_STEPS; s++) {
+			snprintf(want, sizeof(want),
+				 "<g class=\"step\" data-step=\"%d\" data-dur-ns=\"%lld\" "
+				 "data-busy-ns=\"%lld\">",
+				 s, BIG_STEP_NS, t->busy[dev][s]);
+			chart = strstr(chart, want);
+			ASSERT_MSG(chart, "GPU %d: no '%s'", dev, want);
+		}
+	}
+	for (int i = 0; i < BIG_NAMES; i++) { /* ranks: by total, largest first, then by name */
+		int rank = 1;
+
+		for (int j = 0; j < BIG_NAMES; j++)
+			rank += t->kern_ns[j] > t->kern_ns[i] ||
+				(t->kern_ns[j] == t->kern_ns[i] &&
+				 strcmp(big_names[j], big_names[i]) < 0);
+		snprintf(want, sizeof(want),
+			 "<g class=\"kernel\" data-rank=\"%d\" data-calls=\"%lld\" "
+			 "data-total-ns=\"%lld\"><title>%s</title>",
+			 rank, t->calls[i], t->kern_ns[i], html_text(big_names[i]));
+		ASSERT_STR_CONTAINS(html, want);
+	}
+}
+
+/* The largest resident size of the children waited for so far, in bytes. */
+static long long children_max_rss(void)
+{
+	struct rusage ru;
+
+	ASSERT_EQ(getrusage(RUSAGE_CHILDREN, &ru), 0);
+	return (long long)ru.ru_maxrss * 1024;
+}
+
+/*
+ * 2 M events (267 MB of text) summarised, and drawn as a page (a second reading for the busy
+ * times per step), each in a quarter of the text's size or less (8 MB and 25 MB measured,
+ * plain and under ASan; a child starts with this process's pages); every figure as computed
+ * here while writing the trace.
+ */
+TEST(summary_tool_bounded_memory)
+{
+	char dir[] = "/tmp/gprof-summary-big-XXXXXX", path[64], page[64];
+	long long bound = (getenv("TEST_SAN") && *getenv("TEST_SAN") ? 48LL : 24LL) << 20;
+	struct big_truth *t = calloc(1, sizeof(*t));
+	struct gz_out *g = calloc(1, sizeof(*g));
+	struct proc_result res;
+	size_t len;
+	char *html;
+
+	ASSERT(t && g && mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/big.pt.trace.json.gz", dir);
+	snprintf(page, sizeof(page), "%s/big.html", dir);
+	big_trace(path, t, g);
+	ASSERT_GE(t->events, 2000000);
+	ASSERT_GE(g->text_bytes, 4 * bound);
+	run_tool(&res, path, NULL);
+	ASSERT_MSG(res.status == 0, "status %d: %s", res.status, res.err);
+	check_big_summary(res.out, t);
+	ASSERT_MSG(children_max_rss() < bound, "%lld bytes resident for %lld of text",
+		   children_max_rss(), g->text_bytes);
+	proc_result_free(&res);
+	run_tool(&res, "--html", page, path, NULL);
+	ASSERT_MSG(res.status == 0, "status %d: %s", res.status, res.err);
+	html = read_file(page, &len);
+	check_big_page(html, t);
+	ASSERT_MSG(children_max_rss() < bound, "%lld bytes resident for %lld of text",
+		   children_max_rss(), g->text_bytes);
+	free(html);
+	proc_result_free(&res);
+	free(t);
+	free(g);
+	ASSERT_EQ(unlink(page), 0);
+	ASSERT_EQ(unlink(path), 0);
+	ASSERT_EQ(rmdir(dir), 0);
+}
+
+/* Chunk sizes: 1 puts a boundary after every byte, the others at other offsets of each event. */
+static const unsigned chunks[] = {1, 2, 3, 7, 64, 1000};
+
+/* The tool's output and messages, each chunk size against the default (whole small files). */
+static void check_chunked(const char *a, const char *b, const char *c)
+{
+	struct proc_result ref, res;
+
+	run_chunked(&ref, 0, a, b, c, NULL);
+	for (size_t i = 0; i < ARRAY_SIZE(chunks); i++) {
+		run_chunked(&res, chunks[i], a, b, c, NULL);
+		ASSERT_EQ(res.status, ref.status);
+		ASSERT_MSG(!strcmp(res.out, ref.out) && !strcmp(res.err, ref.err),
+			   "GPROF_SUMMARY_CHUNK=%u:\n%s%s\nthe default:\n%s%s", chunks[i], res.out,
+			   res.err, ref.out, ref.err);
+		proc_result_free(&res);
+	}
+	proc_result_free(&ref);
+}
+
+/* Strings with brackets, quotes, backslashes and escapes; white space; nested arguments. */
+static const char tricky_trace[] =
+    "{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"name\": \"GPU \\\"x\\\" "
+    "]}[{\"}], \"baseTimeNanoseconds\": 1000000000000,\n  \"traceEvents\" : [\n"
+    "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#7\",\"pid\":1,"
+    "\"tid\":1,\"ts\":0.000,\"dur\":50.000},\n"
+    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"a{b}[c]\\\"d\\\\\",\"pid\":0,\"tid\":7,"
+    "\"ts\":1.000,\"dur\":5.000,\"args\":{\"note\":\"}]{[,:\\\\\\\"\",\"list\":[{\"x\":\"]\"},"
+    "[]],\"device\":0}},\n"
+    "  { \"ph\" : \"X\" , \"cat\" :\"kernel\",\n \"name\" : \"a{b}[c]\\\"d\\\\\" ,\"ts\": 10.5,"
+    "\t\"dur\":2.25 , \"pid\" : 0 , \"args\" : { \"device\" : 0 } } ,\n"
+    "{\"ph\":\"X\",\"cat\":\"gpu_memset\",\"name\":\"Memset (Device)\",\"pid\":0,\"tid\":7,"
+    "\"ts\":20,\"dur\":1e0,\"args\":{\"device\":0,\"bytes\":512}},\n"
+    "{\"ph\":\"C\",\"cat\":\"gpu_memory\",\"name\":\"GPU 0\",\"pid\":0,\"ts\":21,"
+    "\"args\":{\"allocated\":3145728}},\n"
+    "{\"ph\":\"i\",\"cat\":\"user_annotation\",\"name\":\"{\\\"mark\\\": [1, 2]}\",\"pid\":1,"
+    "\"ts\":30, \"args\": {\"a\": [true, false, null, -1.5e3, {\"b\": {}}]}}\n"
+    "], \"traceName\": \"t\\\\u\" }\n";
+
+/* A trace with a kernel name of 64 KiB and an NVTX message of 16 MiB. */
+static void write_long_events(const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	ASSERT(f);
+	fputs("{\"traceEvents\": [{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"Profiler"
+	      "Step#1\",\"pid\":1,\"tid\":1,\"ts\":0.000,\"dur\":100.000},\n"
+	      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"",
+	      f);
+	for (int i = 0; i < 65536; i++)
+		fputc('k', f);
+	fputs("\",\"pid\":0,\"tid\":7,\"ts\":1.000,\"dur\":30.000,\"args\":{\"device\":0}},\n"
+	      "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"",
+	      f);
+	for (int i = 0; i < 16 << 20; i++)
+		fputc('m', f);
+	fputs("\",\"pid\":1,\"tid\":1,\"ts\":2.000,\"dur\":3.000},\n"
+	      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"short\",\"pid\":0,\"tid\":7,"
+	      "\"ts\":40.000,\"dur\":10.000,\"args\":{\"device\":0}}]}\n",
+	      f);
+	ASSERT_EQ(fclose(f), 0);
+}
+
+/*
+ * An event across every chunk boundary: GPROF_SUMMARY_CHUNK from 1 byte up gives what one
+ * piece gives for a libgprof trace (gzip and plain: the summary, --compare, --html, a cut
+ * copy's message), for a trace with everything a scanner can trip on, and for events longer
+ * than the window.
+ */
+TEST(summary_tool_chunk_boundaries)
+{
+	const char *args[] = {"-s", "5", "-t", "2", NULL};
+	const char *plain, *cut, *tricky, *page, *longer;
+	struct proc_result res;
+	struct e2e_run r;
+
+	run_app(&r, args, NULL);
+	plain = in_dir(&r, "plain.json");
+	write_file(plain, r.traces[0].raw, r.traces[0].len);
+	cut = in_dir(&r, "cut.json");
+	write_file(cut, r.traces[0].raw, r.traces[0].len / 2);
+	tricky = in_dir(&r, "tricky.json");
+	write_file(tricky, tricky_trace, sizeof(tricky_trace) - 1);
+	page = in_dir(&r, "page.html");
+	check_chunked(trace_file(&r, 0), plain, tricky);
+	check_chunked("--compare", trace_file(&r, 0), plain);
+	check_chunked("--html", page, trace_file(&r, 0));
+	check_chunked(cut, NULL, NULL);
+
+	run_tool(&res, tricky, NULL);
+	ASSERT_STR_CONTAINS(res.out, "steps 7-7: 1 in 50.000 us, mean step 50.000 us\n");
+	ASSERT_STR_CONTAINS(res.out, ": busy 16.5% of step time (8.250 us); kernels 7.250 us, "
+				     "memcpy 0 ns, memset 1.000 us; peak memory 3.00 MiB\n");
+	ASSERT_STR_CONTAINS(res.out, " 2     7.250 us     3.625 us   87.9  a{b}[c]\"d\\\n");
+	proc_result_free(&res);
+
+	longer = in_dir(&r, "long.json");
+	write_long_events(longer);
+	check_chunked(longer, NULL, NULL);
+	run_tool(&res, longer, NULL);
+	ASSERT_STR_CONTAINS(res.out, "busy 40.0% of step time (40.000 us)");
+	ASSERT_STR_CONTAINS(res.out, " 1    30.000 us    30.000 us   75.0  kkkkkkkk");
+	ASSERT_STR_CONTAINS(res.out, " 1    10.000 us    10.000 us   25.0  short\n");
+	proc_result_free(&res);
 	e2e_free(&r);
 }
