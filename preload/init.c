@@ -93,7 +93,8 @@ static void wait_fini(unsigned ms)
 	}
 }
 
-static void run_fini(void)
+/* tid: the thread that ends the process (exit's caller, or the one a signal interrupted). */
+static void run_fini(int tid)
 {
 	int expect = FINI_NOT_STARTED;
 
@@ -105,13 +106,13 @@ static void run_fini(void)
 		return;
 	}
 	in_fini = true;
-	gprof_session_fini();
+	gprof_session_fini(tid);
 	__atomic_store_n(&fini_state, FINI_DONE, __ATOMIC_RELEASE);
 }
 
 static void at_exit(void)
 {
-	run_fini();
+	run_fini(gprof_tid());
 }
 
 /*
@@ -126,6 +127,7 @@ static bool signals_wanted; /* GPROF_SIGNALS, read by the constructor */
 static int signals_taken;   /* set once, by the first InitializeInjection */
 static int signal_pipe[2] = {-1, -1};
 static pid_t signal_owner; /* the process whose thread reads the pipe */
+static int signal_tid;	   /* the thread the signal interrupted: written before the pipe */
 
 static void on_signal(int sig)
 {
@@ -133,6 +135,7 @@ static void on_signal(int sig)
 	char c = (char)sig;
 
 	/* SA_RESETHAND: the default action is back, and a second signal ends the process now. */
+	__atomic_store_n(&signal_tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
 	if (!in_fini && getpid() == signal_owner && write(signal_pipe[1], &c, 1) == 1)
 		wait_fini(FINI_WAIT_MS);
 	errno = saved_errno;
@@ -146,7 +149,7 @@ static void *signal_thread(void *arg)
 	(void)arg;
 	while (read(signal_pipe[0], &c, 1) < 0 && errno == EINTR)
 		;
-	run_fini();
+	run_fini(__atomic_load_n(&signal_tid, __ATOMIC_ACQUIRE));
 	return NULL;
 }
 

@@ -584,13 +584,13 @@ static void say_why_nothing(void)
 			"call, so nothing was recorded");
 }
 
-void gprof_session_fini(void)
+void gprof_session_fini(int tid)
 {
 	if (inert)
 		return;
 	__atomic_store_n(&exiting, 1, __ATOMIC_SEQ_CST);
 	gprof_trigger_stop();
-	gprof_stepper_finish(&stepper, gprof_now_ns());
+	gprof_stepper_finish_on(&stepper, gprof_now_ns(), tid);
 	gprof_collector_fini(COLLECTOR_FINI_MS);
 	if (gprof_export_shutdown(10000) != 0)
 		pr_warn("the trace writer did not finish in 10 s; a trace may be left as .partial");

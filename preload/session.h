@@ -4,8 +4,11 @@
 
 /* Reads the configuration; returns 0, or -1 when libgprof is to stay inert. */
 int gprof_session_init(void);
-/* Process exit: finishes the window in progress and writes what is pending. */
-void gprof_session_fini(void);
+/*
+ * Process exit, run for thread tid (the one that ends the process): finishes the window in
+ * progress, with the step in progress only if tid marked it, and writes what is pending.
+ */
+void gprof_session_fini(int tid);
 /* In a child after fork(): it inherits no window and writes nothing. */
 void gprof_session_forked(void);
 

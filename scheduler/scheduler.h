@@ -194,6 +194,13 @@ void gprof_stepper_mark(struct gprof_stepper *s, uint64_t ts_ns, pid_t tid);
  */
 void gprof_stepper_finish(struct gprof_stepper *s, uint64_t ts_ns);
 
+/*
+ * The same, by thread tid (the one that runs the process's exit): the step in progress is kept
+ * only when tid began it, as for a trigger, since another thread may be inside a call that
+ * outlasts ts_ns on the step's track.
+ */
+void gprof_stepper_finish_on(struct gprof_stepper *s, uint64_t ts_ns, pid_t tid);
+
 /* Cheap reads for hot paths. */
 enum gprof_sched_phase gprof_stepper_phase(const struct gprof_stepper *s);
 uint64_t gprof_stepper_markers(const struct gprof_stepper *s);

@@ -410,18 +410,26 @@ bool gprof_stepper_armed(struct gprof_stepper *s)
 	return armed;
 }
 
-void gprof_stepper_finish(struct gprof_stepper *s, uint64_t ts_ns)
+static void finish(struct gprof_stepper *s, uint64_t ts_ns, const pid_t *tid)
 {
 	pthread_mutex_lock(&s->lock);
 	ts_ns = clamp(s, ts_ns);
 	if (!s->finished) {
-		end_step(s, ts_ns);
-		apply(s, exit_ops[s->action], ts_ns, 0, s->markers);
-		s->action = GPROF_SCHED_NONE;
+		close_now(s, ts_ns, s->markers && (!tid || *tid == s->step_tid));
 		s->finished = true;
 	}
 	set_phase(s, GPROF_PHASE_DONE);
 	pthread_mutex_unlock(&s->lock);
+}
+
+void gprof_stepper_finish(struct gprof_stepper *s, uint64_t ts_ns)
+{
+	finish(s, ts_ns, NULL);
+}
+
+void gprof_stepper_finish_on(struct gprof_stepper *s, uint64_t ts_ns, pid_t tid)
+{
+	finish(s, ts_ns, &tid);
 }
 
 enum gprof_sched_phase gprof_stepper_phase(const struct gprof_stepper *s)

@@ -33,6 +33,7 @@ X(sched_stepper_scenarios)
 X(sched_stepper_repeat0_many_steps)
 X(sched_stepper_threads)
 X(sched_stepper_time_never_runs_backwards)
+X(sched_stepper_finish_on_thread)
 X(sched_stepper_phase_order)
 X(sched_marker_match)
 

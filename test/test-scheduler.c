@@ -565,6 +565,47 @@ TEST(sched_stepper_time_never_runs_backwards)
 }
 
 /*
+ * Exit on a thread other than the one whose step is in progress: that step is left out (the
+ * thread may be inside a call that outlasts the exit), the window saved with the steps before
+ * it. On the step's own thread the step is kept, cut at the exit.
+ */
+TEST(sched_stepper_finish_on_thread)
+{
+	static const struct gprof_sched_event other[] = {
+	    EW(0, 0, 500),
+	    EA(0, 0, 500),
+	    ES(0, 0, 2000, 2500),
+	    ESAVE(0, 0, 0, 1, 500, 3000),
+	};
+	static const struct gprof_sched_event same[] = {
+	    EW(0, 0, 500),
+	    EA(0, 0, 500),
+	    ES(0, 0, 2000, 2500),
+	    ES(0, 1, 2500, 3000),
+	    ESAVE(0, 0, 1, 2, 500, 3000),
+	};
+	struct gprof_schedule all = {.all = true};
+
+	for (int own = 0; own < 2; own++) {
+		struct event_log *log = new_log();
+		struct gprof_stepper st;
+
+		log->st = &st;
+		ASSERT_EQ(gprof_stepper_init(&st, &all, log_event, log), 0);
+		gprof_stepper_start(&st, 500);
+		gprof_stepper_mark(&st, 2000, 100);
+		gprof_stepper_mark(&st, 2500, 101);
+		gprof_stepper_finish_on(&st, 3000, own ? 101 : 7);
+		ASSERT_EQ(gprof_stepper_phase(&st), GPROF_PHASE_DONE);
+		ASSERT_EQ(own ? compare_events("same", same, ARRAY_SIZE(same), log)
+			      : compare_events("other", other, ARRAY_SIZE(other), log),
+			  0);
+		gprof_stepper_destroy(&st);
+		free(log);
+	}
+}
+
+/*
  * What a hot path reads: the phase of the step in progress after each marker, and while a
  * callback runs, never ACTIVE before the window is opened or while it is being saved.
  */
