@@ -224,5 +224,7 @@ struct gprof_export_summary *gprof_summary_new(void);
 void gprof_summary_events(struct gprof_export_summary *s, const struct gprof_export_event *ev,
 			  size_t n);
 void gprof_summary_free(struct gprof_export_summary *s);
+/* "12.345 ms": three decimals of the largest unit that fits (gprof-summary's times too). */
+const char *gprof_summary_fmt_time(char out[32], uint64_t ns);
 
 #endif

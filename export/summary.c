@@ -316,8 +316,7 @@ static void putf(struct gprof_jbuf *b, const char *fmt, ...)
 	b->len += (size_t)n;
 }
 
-/* "12.345 ms": three decimals of the largest unit that fits. */
-static const char *fmt_time(char out[32], uint64_t ns)
+const char *gprof_summary_fmt_time(char out[32], uint64_t ns)
 {
 	static const struct {
 		uint64_t ns;
@@ -382,7 +381,8 @@ static void put_steps(struct gprof_jbuf *b, const struct gprof_export_result *r,
 	}
 	putf(b, "steps %llu-%llu: %llu in %s, mean step %s", (unsigned long long)r->first_step,
 	     (unsigned long long)r->last_step, (unsigned long long)s->steps,
-	     fmt_time(t1, s->step_end - s->step_begin), fmt_time(t2, s->step_ns / s->steps));
+	     gprof_summary_fmt_time(t1, s->step_end - s->step_begin),
+	     gprof_summary_fmt_time(t2, s->step_ns / s->steps));
 }
 
 static void put_devices(struct gprof_jbuf *b, const struct gprof_export_summary *s)
@@ -398,12 +398,13 @@ static void put_devices(struct gprof_jbuf *b, const struct gprof_export_summary 
 		putf(b, "gprof:   GPU %u: ", d->id);
 		if (s->steps && span)
 			putf(b, "busy %.1f%% of step time (%s)", pct(busy, span),
-			     fmt_time(t[0], busy));
+			     gprof_summary_fmt_time(t[0], busy));
 		else
-			putf(b, "busy %s", fmt_time(t[0], busy));
+			putf(b, "busy %s", gprof_summary_fmt_time(t[0], busy));
 		putf(b, "; kernels %s, memcpy %s, memset %s",
-		     fmt_time(t[0], d->kind_ns[GPU_KERNEL]), fmt_time(t[1], d->kind_ns[GPU_MEMCPY]),
-		     fmt_time(t[2], d->kind_ns[GPU_MEMSET]));
+		     gprof_summary_fmt_time(t[0], d->kind_ns[GPU_KERNEL]),
+		     gprof_summary_fmt_time(t[1], d->kind_ns[GPU_MEMCPY]),
+		     gprof_summary_fmt_time(t[2], d->kind_ns[GPU_MEMSET]));
 		if (d->has_memory)
 			putf(b, "; peak memory %s", fmt_bytes(t[0], d->peak_bytes));
 		gprof_jbuf_lit(b, "\n");
@@ -473,7 +474,8 @@ static void put_kernels(struct gprof_jbuf *b, const struct gprof_export_summary 
 
 		shown[i] = true;
 		putf(b, "gprof:   %8llu %12s %12s %6.1f  ", (unsigned long long)k->calls,
-		     fmt_time(t1, k->ns), fmt_time(t2, k->ns / k->calls), pct(k->ns, gpu_ns));
+		     gprof_summary_fmt_time(t1, k->ns),
+		     gprof_summary_fmt_time(t2, k->ns / k->calls), pct(k->ns, gpu_ns));
 		put_name(b, k->name);
 		gprof_jbuf_lit(b, "\n");
 	}
@@ -488,7 +490,7 @@ static void put_copy(struct gprof_jbuf *b, const char *what, const struct copy_t
 	if (!c->count)
 		return;
 	putf(b, "gprof:   %-8s %8llu %12s %12s", what, (unsigned long long)c->count,
-	     fmt_bytes(t1, c->bytes), fmt_time(t2, c->ns));
+	     fmt_bytes(t1, c->bytes), gprof_summary_fmt_time(t2, c->ns));
 	if (c->ns) /* bytes/ns = GB/s, to at least 3 significant digits */
 		putf(b, (double)c->bytes < (double)c->ns ? " %9.3g\n" : " %9.2f\n",
 		     (double)c->bytes / (double)c->ns);

@@ -70,19 +70,9 @@ static void run_free(struct run *r)
 	proc_result_free(&r->res);
 }
 
-/* Sets or replaces (by name) one "NAME=value" or "NAME" entry of a NULL-terminated list. */
 static void env_put(const char **env, const char *spec)
 {
-	size_t name = strcspn(spec, "=");
-	int i = 0;
-
-	for (; env[i]; i++)
-		if (strcspn(env[i], "=") == name && !strncmp(env[i], spec, name))
-			break;
-	ASSERT(i < MAX_ENV - 1);
-	if (!env[i])
-		env[i + 1] = NULL;
-	env[i] = spec;
+	e2e_env_put(env, MAX_ENV, spec);
 }
 
 /*

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "export/internal.h"
 #include "scripts/summary/tool.h"
 
 /* A kernel of either trace; a or b is NULL when the other trace alone ran it. */
@@ -85,14 +86,14 @@ static void put_kernel(FILE *out, const struct row *r, const struct tool_trace *
 
 	fprintf(out, "%8llu %8llu %12s %12s %12s %8s %12s %12s %7.1f %7.1f  %s\n",
 		(unsigned long long)a->calls, (unsigned long long)b->calls,
-		tool_fmt_time(t[0], a->ns), tool_fmt_time(t[1], b->ns),
+		gprof_summary_fmt_time(t[0], a->ns), gprof_summary_fmt_time(t[1], b->ns),
 		tool_fmt_delta(t[2], r->delta_ns),
 		!r->a	? "new"
 		: !r->b ? "gone"
 			: fmt_change(t[3], a->ns, b->ns),
-		a->calls ? tool_fmt_time(t[4], a->ns / a->calls) : "-",
-		b->calls ? tool_fmt_time(t[5], b->ns / b->calls) : "-", share(a->ns, ta->gpu_ns),
-		share(b->ns, tb->gpu_ns), tool_clean(r->name));
+		a->calls ? gprof_summary_fmt_time(t[4], a->ns / a->calls) : "-",
+		b->calls ? gprof_summary_fmt_time(t[5], b->ns / b->calls) : "-",
+		share(a->ns, ta->gpu_ns), share(b->ns, tb->gpu_ns), tool_clean(r->name));
 }
 
 static void put_kernels(FILE *out, const struct tool_trace *a, const struct tool_trace *b)
@@ -129,7 +130,7 @@ static void put_line(FILE *out, const char *label, const char *a, const char *b,
 /* Mean step time; "-" without steps. */
 static const char *mean_step(char out[32], const struct tool_trace *t)
 {
-	return t->n_steps ? tool_fmt_time(out, t->step_ns / t->n_steps) : "-";
+	return t->n_steps ? gprof_summary_fmt_time(out, t->step_ns / t->n_steps) : "-";
 }
 
 static void put_steps(FILE *out, const struct tool_trace *a, const struct tool_trace *b)
@@ -168,7 +169,7 @@ static void busy_of(const struct tool_trace *t, const struct tool_device *d, cha
 		return;
 	if (t->n_steps && span)
 		snprintf(pct, 32, "%.1f%%", share(d->busy_ns, span));
-	tool_fmt_time(time, d->busy_ns);
+	gprof_summary_fmt_time(time, d->busy_ns);
 }
 
 static void put_device(FILE *out, const struct tool_trace *a, const struct tool_trace *b,

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "export/internal.h"
 #include "scripts/summary/tool.h"
 
 #define STEPS_W	    600.0 /* px of the step chart's plot, at most 2 px a step beyond 300 */
@@ -145,8 +146,8 @@ static void put_steps_row(FILE *out, const struct tool_trace *t)
 	}
 	fprintf(out, "%llu&ndash;%llu: %zu in %s, mean step %s</td></tr>\n",
 		(unsigned long long)t->result.first_step, (unsigned long long)t->result.last_step,
-		t->n_steps, tool_fmt_time(span, t->step_end - t->step_begin),
-		tool_fmt_time(mean, t->step_ns / t->n_steps));
+		t->n_steps, gprof_summary_fmt_time(span, t->step_end - t->step_begin),
+		gprof_summary_fmt_time(mean, t->step_ns / t->n_steps));
 }
 
 /* CUDA's versions are 1000 * major + 10 * minor. */
@@ -207,7 +208,8 @@ static void put_step_bar(FILE *out, const struct tool_trace *t, const struct too
 		"<title>step %llu: %s, GPU busy %s (%.1f%%)</title>",
 		(unsigned long long)s->number, (unsigned long long)s->dur_ns,
 		(unsigned long long)d->step_busy_ns[i], (unsigned long long)s->number,
-		tool_fmt_time(dur, s->dur_ns), tool_fmt_time(busy, d->step_busy_ns[i]),
+		gprof_summary_fmt_time(dur, s->dur_ns),
+		gprof_summary_fmt_time(busy, d->step_busy_ns[i]),
 		s->dur_ns ? 100.0 * (double)d->step_busy_ns[i] / (double)s->dur_ns : 0.0);
 	fprintf(out,
 		"<rect class=\"idle\" x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\"/>"
@@ -251,7 +253,7 @@ static void put_step_chart(FILE *out, const struct tool_trace *t, const struct t
 	fprintf(out,
 		"<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">%s</text>"
 		"<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">0</text>\n",
-		STEPS_X - 8, STEPS_Y + 8, tool_fmt_time(top, max_ns), STEPS_X - 8,
+		STEPS_X - 8, STEPS_Y + 8, gprof_summary_fmt_time(top, max_ns), STEPS_X - 8,
 		STEPS_Y + STEPS_H);
 	for (size_t i = 0; i < n; i++)
 		put_step_bar(out, t, d, i, floor(STEPS_X + (double)i * slot + (slot - w) / 2), w,
@@ -277,8 +279,8 @@ static void put_kernel_bar(FILE *out, const struct tool_trace *t, size_t i, doub
 	    out,
 	    "</title><rect class=\"kernel\" x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"16\"/>"
 	    "<text x=\"%.0f\" y=\"%.0f\">%s \xc2\xb7 %.1f%% \xc2\xb7 %llu calls, mean %s \xc2\xb7 ",
-	    PLOT_PAD, y, w, KERNELS_W + 3 * PLOT_PAD, y + 13, tool_fmt_time(total, k->ns), share,
-	    (unsigned long long)k->calls, tool_fmt_time(mean, k->ns / k->calls));
+	    PLOT_PAD, y, w, KERNELS_W + 3 * PLOT_PAD, y + 13, gprof_summary_fmt_time(total, k->ns),
+	    share, (unsigned long long)k->calls, gprof_summary_fmt_time(mean, k->ns / k->calls));
 	put_esc_cut(out, k->name, KERNEL_NAME);
 	fputs("</text></g>\n", out);
 }

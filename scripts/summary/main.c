@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "export/internal.h"
 #include "scripts/summary/tool.h"
 
 static const char usage[] =
@@ -42,30 +43,12 @@ struct options {
 	struct tool_read read;
 };
 
-/* "12.345 ms": three decimals of the largest unit that fits, as the library's summary. */
-const char *tool_fmt_time(char out[32], uint64_t ns)
-{
-	static const struct {
-		uint64_t ns;
-		const char *unit;
-	} units[] = {{1000000000ull, "s"}, {1000000ull, "ms"}, {1000ull, "us"}};
-
-	for (size_t i = 0; i < ARRAY_SIZE(units); i++)
-		if (ns >= units[i].ns) {
-			snprintf(out, 32, "%.3f %s", (double)ns / (double)units[i].ns,
-				 units[i].unit);
-			return out;
-		}
-	snprintf(out, 32, "%llu ns", (unsigned long long)ns);
-	return out;
-}
-
 const char *tool_fmt_delta(char out[32], int64_t ns)
 {
 	char t[32];
 
 	snprintf(out, 32, "%c%s", ns < 0 ? '-' : '+',
-		 tool_fmt_time(t, ns < 0 ? -(uint64_t)ns : (uint64_t)ns));
+		 gprof_summary_fmt_time(t, ns < 0 ? -(uint64_t)ns : (uint64_t)ns));
 	return out;
 }
 

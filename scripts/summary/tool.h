@@ -162,8 +162,7 @@ struct tool_total {
 void tool_total_add(struct tool_total *s, const struct tool_trace *t, FILE *out);
 void tool_total_put(const struct tool_total *s, FILE *out);
 
-/* "12.345 ms", as the library's summary writes times; signed: "+1.000 us", "-3 ns". */
-const char *tool_fmt_time(char out[32], uint64_t ns);
+/* Times as the library's summary writes them (gprof_summary_fmt_time); signed: "+1.000 us". */
 const char *tool_fmt_delta(char out[32], int64_t ns);
 /* A name made safe for a terminal (control bytes as \xNN), in a static buffer. */
 const char *tool_clean(const char *s);

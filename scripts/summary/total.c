@@ -4,6 +4,7 @@
  */
 #include <string.h>
 
+#include "export/internal.h"
 #include "scripts/summary/tool.h"
 
 /* "<host>_<pid>" of the file name, and the process's fixed baseTimeNanoseconds. */
@@ -33,11 +34,12 @@ void tool_total_put(const struct tool_total *s, FILE *out)
 		return;
 	fprintf(out, "gprof: total of %u windows of %s: %llu steps in %s, mean step %s\n",
 		s->windows, tool_clean(s->who), (unsigned long long)s->steps,
-		tool_fmt_time(t[0], s->span_ns), tool_fmt_time(t[1], s->step_ns / s->steps));
+		gprof_summary_fmt_time(t[0], s->span_ns),
+		gprof_summary_fmt_time(t[1], s->step_ns / s->steps));
 	for (unsigned i = 0; i < s->n_dev; i++)
 		fprintf(out, "gprof:   GPU %u: busy %.1f%% of step time (%s)\n", s->dev_id[i],
 			s->span_ns ? 100.0 * (double)s->busy_ns[i] / (double)s->span_ns : 0.0,
-			tool_fmt_time(t[0], s->busy_ns[i]));
+			gprof_summary_fmt_time(t[0], s->busy_ns[i]));
 }
 
 void tool_total_add(struct tool_total *s, const struct tool_trace *t, FILE *out)

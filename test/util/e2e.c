@@ -19,19 +19,22 @@ const char *e2e_build_path(const char *rel)
 	return p;
 }
 
-/* Sets or replaces (by name) one "NAME=value" or "NAME" entry of a NULL-terminated list. */
-static void env_put(const char **env, const char *spec)
+void e2e_env_put(const char **env, size_t cap, const char *spec)
 {
-	size_t name = strcspn(spec, "=");
-	int i = 0;
+	size_t name = strcspn(spec, "="), i = 0;
 
 	for (; env[i]; i++)
 		if (strcspn(env[i], "=") == name && !strncmp(env[i], spec, name))
 			break;
-	ASSERT(i < MAX_ENV - 1);
+	ASSERT(i + 1 < cap);
 	if (!env[i])
 		env[i + 1] = NULL;
 	env[i] = spec;
+}
+
+static void env_put(const char **env, const char *spec)
+{
+	e2e_env_put(env, MAX_ENV, spec);
 }
 
 static int cmp_str(const void *a, const void *b)

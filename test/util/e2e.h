@@ -37,6 +37,9 @@ void e2e_run(struct e2e_run *r, const char *const argv[], const char *cupti_lib,
 	     const char *const *extra, bool preload);
 void e2e_free(struct e2e_run *r);
 
+/* Sets or replaces (by name) one "NAME=value" or "NAME" entry of a NULL-terminated list of cap. */
+void e2e_env_put(const char **env, size_t cap, const char *spec);
+
 /* The events of t with this cat and, unless NULL, this name. */
 int e2e_count(const struct trace *t, const char *cat, const char *name);
 /* An integer argument of an event, or -1. */
