@@ -26,15 +26,10 @@
 
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h>
+#include "fatbin.h"
 
 #define CHILDREN 4
 #define ITEMS	 64
-
-void **__cudaRegisterFatBinary(void *fatCubin);
-void __cudaRegisterFatBinaryEnd(void **handle);
-void __cudaRegisterFunction(void **handle, const char *hostFun, char *deviceFun,
-			    const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
-			    dim3 *bDim, dim3 *gDim, int *wSize);
 
 static volatile int stub_calls;
 static pid_t children[CHILDREN];

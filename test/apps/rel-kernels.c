@@ -19,12 +19,7 @@
 #include <string.h>
 
 #include <cuda_runtime_api.h>
-
-void **__cudaRegisterFatBinary(void *fatCubin);
-void __cudaRegisterFatBinaryEnd(void **handle);
-void __cudaRegisterFunction(void **handle, const char *hostFun, char *deviceFun,
-			    const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
-			    dim3 *bDim, dim3 *gDim, int *wSize);
+#include "fatbin.h"
 
 #define KERNELS	       6
 #define NAME_MAX_BYTES 65536

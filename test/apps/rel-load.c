@@ -16,12 +16,7 @@
 
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h>
-
-void **__cudaRegisterFatBinary(void *fatCubin);
-void __cudaRegisterFatBinaryEnd(void **handle);
-void __cudaRegisterFunction(void **handle, const char *hostFun, char *deviceFun,
-			    const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
-			    dim3 *bDim, dim3 *gDim, int *wSize);
+#include "fatbin.h"
 
 static volatile int stub_calls;
 static int launches = 100000, stop;

@@ -17,16 +17,12 @@
 
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h>
+#include "fatbin.h"
 
 #define COPY_BYTES (64 << 10)
 #define TMP_BYTES  (1 << 20)
 
 /* nvcc's registration entry points (crt/host_runtime.h is C++ only). */
-void **__cudaRegisterFatBinary(void *fatCubin);
-void __cudaRegisterFatBinaryEnd(void **handle);
-void __cudaRegisterFunction(void **handle, const char *hostFun, char *deviceFun,
-			    const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
-			    dim3 *bDim, dim3 *gDim, int *wSize);
 
 /* Host stubs: the runtime knows kernels by these addresses, kept apart by distinct bodies. */
 static volatile int stub_calls;
