@@ -90,17 +90,19 @@ $(TEST_BIN): $(TEST_OBJS) $(CORE_LIB)
 	$(call quiet,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $(TEST_OBJS) $(CORE_LIB) $(LDLIBS)
 
--include test/fakecuda/fakecuda.mk
--include test/fakecuda/runtime.mk
--include test/apps/apps.mk
--include test/apps/preload.mk
--include test/apps/trigger.mk
--include test/reliability.mk
--include bench/bench.mk
--include test/gpu/gpu.mk
--include scripts/summary/summary.mk
--include test/fuzz/fuzz.mk
--include install.mk
+# The fragments, in this order: a rule's prerequisites are expanded as make reads it, so each
+# fragment comes after those whose variables it uses. A missing one stops the build.
+include test/fakecuda/fakecuda.mk # the simulated CUPTI: FAKECUDA_OUT, FAKECUPTI_LIB
+include test/fakecuda/runtime.mk  # the simulated driver and runtime: FAKE_CUDART_LIB
+include test/apps/apps.mk	  # the test programs: APPS_OUT, link_app
+include bench/bench.mk		  # make bench, whose programs link as the test programs do
+include test/gpu/gpu.mk		  # make test-gpu
+include scripts/summary/summary.mk # gprof-summary
+include test/fuzz/fuzz.mk	  # make fuzz
+include install.mk		  # make install
+
+# Objects that pattern rules make on the way (test/apps/NAME.o) are kept like every other.
+.SECONDARY:
 
 # Tests find what they need through these variables.
 TEST_ENV := TEST_BUILD=$(abspath $(BUILD)) TEST_SRC=$(abspath .) \

@@ -26,5 +26,3 @@ uninstall:
 	$(call quiet,RM,$(INSTALL_ROOT))
 	$(Q)rm -f $(addprefix '$(INSTALL_ROOT)/,$(addsuffix ',$(INSTALLED)))
 	$(Q)rmdir '$(INSTALL_ROOT)/$(INSTALL_HOOKS)' '$(INSTALL_ROOT)/share/libgprof' 2>/dev/null || true
-
--include test/apps/tools.mk

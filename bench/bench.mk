@@ -1,5 +1,4 @@
 # `make bench`: libgprof's performance figures (docs/PERFORMANCE.md), built into $(BUILD)/bench/.
-# Included by the top Makefile after the simulated GPU's makefiles.
 
 BENCH_OUT  := $(BUILD)/bench
 BENCH_STUB := $(BENCH_OUT)/stub/libcudart.so.13
@@ -15,16 +14,16 @@ $(BENCH_STUB): $(BUILD)/bench/stub-cudart.o bench/stub-cudart.map
 	$(Q)$(CC) -shared $(LDFLAGS) -Wl,-soname,libcudart.so.13 \
 		-Wl,--version-script=bench/stub-cudart.map -o $@ $<
 
-$(BENCH_OUT)/hook-loop: $(BUILD)/bench/hook-loop.o $(BENCH_STUB)
+# Its programs are linked as test/apps/apps.mk links the test programs: hook-loop against the
+# stub, steps-loop against the simulated GPU.
+$(BENCH_OUT)/%: $(BENCH_OUT)/%.o $(FAKE_CUDART_LIB)
 	$(call quiet,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $< -Wl,-rpath,'$$ORIGIN/stub' -L$(BENCH_OUT)/stub \
-		-l:libcudart.so.13 -lz -ldl
+	$(Q)$(link_app)
 
-# On the simulated GPU, as test/apps/apps.mk links its programs.
-$(BENCH_OUT)/steps-loop: $(BUILD)/bench/steps-loop.o $(FAKE_CUDART_LIB) $(FAKECUPTI_LIB)
-	$(call quiet,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $< -Wl,-rpath,'$$ORIGIN/../fakecuda' -L$(FAKECUDA_OUT) \
-		-l:libcudart.so.13 -ldl -lpthread
+$(BENCH_OUT)/%: APPS_RPATH = -Wl,-rpath,'$$ORIGIN/../fakecuda' -L$(FAKECUDA_OUT)
+$(BENCH_OUT)/hook-loop: $(BENCH_STUB)
+$(BENCH_OUT)/hook-loop: APP_LIBS = -Wl,-rpath,'$$ORIGIN/stub' -L$(BENCH_OUT)/stub \
+				   -l:libcudart.so.13 -lz
 
 $(BENCH_OUT)/bench: $(BENCH_OBJS) $(CORE_LIB)
 	$(call quiet,LD,$@)

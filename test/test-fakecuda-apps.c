@@ -48,7 +48,7 @@ static json_t *run_dumped(const char *const argv[], const char *log_path)
 {
 	const char *dump_path = proc_tmp_file();
 	char out_env[80], log_env[80];
-	const char *env[] = {proc_preload(proc_build_path("test/apps/libcuptidump.so")), out_env,
+	const char *env[] = {proc_preload(proc_build_path("test/apps/cupti-dump.so")), out_env,
 			     "LD_BIND_NOW=1", log_path ? log_env : NULL, NULL};
 	json_t *dump;
 
@@ -358,7 +358,7 @@ TEST(fakecuda_injection_at_cuinit)
 
 	snprintf(out_env, sizeof(out_env), "CUPTI_DUMP_OUT=%s", dump_path);
 	snprintf(inject_env, sizeof(inject_env), "CUDA_INJECTION64_PATH=%s",
-		 proc_build_path("test/apps/libcuptidump.so"));
+		 proc_build_path("test/apps/cupti-dump.so"));
 	run_app(argv, env);
 	dump = gtlog_load_dump(dump_path);
 	ASSERT(dump);

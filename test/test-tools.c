@@ -598,7 +598,7 @@ TEST(tools_rank_folders)
 
 static const char *tool_lib_env(void)
 {
-	return fmt("TOOLS_TEST_LIB=%s", e2e_build_path("test/apps/libtool-steps.so"));
+	return fmt("TOOLS_TEST_LIB=%s", e2e_build_path("test/apps/tool-steps.so"));
 }
 
 /* Runs test/stand-ins/train.py under gprof-run with opts, with the stand-in torch. */

@@ -1,44 +1,74 @@
-# Test programs for the simulated GPU, built into $(BUILD)/test/apps/ and linked against the
-# fake libraries in $(BUILD)/fakecuda through a relative RUNPATH (see test/fakecuda/README.md).
+# Test programs for the simulated GPU: test/apps/NAME.c (or NAME.cu) becomes $(APPS_OUT)/NAME,
+# or the shared object $(APPS_OUT)/NAME.so, by the pattern rules below, linked against the fake
+# libraries in $(BUILD)/fakecuda through a relative RUNPATH (see test/fakecuda/README.md).
+# A program that links anything else says so with a target-specific APP_LIBS (the runtime it
+# links, with its search path), APP_LDFLAGS and a prerequisite; a new one is added to APPS.
 # The nvcc programs are left out when $(CUDA_HOME)/bin/nvcc is missing; their tests then skip.
 
 APPS_OUT   := $(BUILD)/test/apps
 NVCC       := $(CUDA_HOME)/bin/nvcc
 APPS_RPATH := -Wl,-rpath,'$$ORIGIN/../../fakecuda' -L$(FAKECUDA_OUT)
-APPS       := $(APPS_OUT)/rt-app $(APPS_OUT)/drv-app $(APPS_OUT)/libcuptidump.so
+APP_LIBS    = $(APPS_RPATH) -l:libcudart.so.13
 
-# relu's stub is named by its exported symbol, hence -rdynamic.
-$(APPS_OUT)/rt-app: $(BUILD)/test/apps/rt-app.o $(FAKE_CUDART_LIB)
+link_app = $(CC) $(if $(filter %.so,$@),-shared) $(LDFLAGS) $(APP_LDFLAGS) -o $@ \
+	   $(filter %.o,$^) $(APP_LIBS) -ldl -lpthread
+
+$(APPS_OUT)/%: $(APPS_OUT)/%.o $(FAKE_CUDART_LIB)
 	$(call quiet,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -rdynamic -o $@ $< $(APPS_RPATH) -l:libcudart.so.13 -ldl -lpthread
+	$(Q)$(link_app)
 
+$(APPS_OUT)/%.so: $(APPS_OUT)/%.o $(FAKE_CUDART_LIB)
+	$(call quiet,LD,$@)
+	$(Q)$(link_app)
+
+# test-fakecuda-apps: the runtime and driver programs and a CUPTI client to preload.
+APPS := rt-app drv-app cupti-dump.so
+# relu's stub is named by its exported symbol, hence -rdynamic.
+$(APPS_OUT)/rt-app: APP_LDFLAGS := -rdynamic
 # It dlopens libcuda.so.1. Under ASan the dlopen call comes from libasan, whose search path is
 # not ours, so this one gets an old-style DT_RPATH, which applies to every lookup.
-$(APPS_OUT)/drv-app: $(BUILD)/test/apps/drv-app.o $(FAKE_CUDA_LIB)
-	$(call quiet,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(APPS_RPATH) -Wl,--disable-new-dtags -ldl
+$(APPS_OUT)/drv-app: $(FAKE_CUDA_LIB)
+$(APPS_OUT)/drv-app: APP_LIBS = $(APPS_RPATH) -Wl,--disable-new-dtags
+$(APPS_OUT)/cupti-dump.so: $(FAKECUPTI_LIB)
+$(APPS_OUT)/cupti-dump.so: APP_LIBS = $(APPS_RPATH) -l:libcupti.so.13
 
-$(APPS_OUT)/libcuptidump.so: $(BUILD)/test/apps/cupti-dump.o $(FAKECUPTI_LIB)
-	$(call quiet,LD,$@)
-	$(Q)$(CC) -shared $(LDFLAGS) -o $@ $< $(APPS_RPATH) -l:libcupti.so.13
+# test-preload and test-e2e: steps-app; the same object linked against the toolkit's real
+# libcudart (which, with no GPU, fails every call with 35); a program whose CUDA runtime is
+# loaded RTLD_LOCAL, inside a plugin.
+APPS += steps-app steps-app-real local-app local-plugin.so
+$(APPS_OUT)/steps-app-real.o: $(APPS_OUT)/steps-app.o
+	$(call quiet,CP,$@)
+	$(Q)cp $< $@
+$(APPS_OUT)/steps-app-real: APP_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 \
+				       -l:libcudart.so.13
+$(APPS_OUT)/local-app: APP_LIBS :=
 
+# test-trigger; test-tools: the native part of the stand-in torch (test/stand-ins/).
+APPS += trig-app tool-steps.so
+
+# test-reliability. rel-kernels carries the C++ runtime (for libgprof's demangler) without
+# using it itself.
+APPS += rel-nvtx rel-kernels rel-exit rel-fork rel-load rel-long
+$(APPS_OUT)/rel-kernels: APP_LIBS += -Wl,--no-as-needed -lstdc++ -Wl,--as-needed
+
+# nvcc's programs, linked by $(CC) so that sanitizer builds link their runtime as every other
+# program does; -pt: the same source with a default stream per thread.
 ifneq ($(wildcard $(NVCC)),)
-APPS += $(APPS_OUT)/nvcc-app $(APPS_OUT)/nvcc-app-pt
+APPS += nvcc-app nvcc-app-pt
+$(APPS_OUT)/nvcc-app $(APPS_OUT)/nvcc-app-pt: APP_LIBS += -lstdc++
+$(APPS_OUT)/nvcc-app-pt.o: NVCC_FLAGS := --default-stream per-thread
 
-$(APPS_OUT)/nvcc-app.o: test/apps/nvcc-app.cu
+nvcc_app = $(NVCC) -cudart shared $(NVCC_FLAGS) -O2 -c -o $@ $<
+
+$(APPS_OUT)/%.o: test/apps/%.cu
 	$(call quiet,NVCC,$@)
 	@mkdir -p $(@D)
-	$(Q)$(NVCC) -cudart shared -O2 -c -o $@ $<
+	$(Q)$(nvcc_app)
 
-$(APPS_OUT)/nvcc-app-pt.o: test/apps/nvcc-app.cu
+$(APPS_OUT)/%-pt.o: test/apps/%.cu
 	$(call quiet,NVCC,$@)
 	@mkdir -p $(@D)
-	$(Q)$(NVCC) -cudart shared --default-stream per-thread -O2 -c -o $@ $<
-
-# Linked by $(CC), so sanitizer builds link their runtime as for every other program.
-$(APPS_OUT)/nvcc-app $(APPS_OUT)/nvcc-app-pt: %: %.o $(FAKE_CUDART_LIB)
-	$(call quiet,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(APPS_RPATH) -l:libcudart.so.13 -lstdc++ -ldl -lpthread
+	$(Q)$(nvcc_app)
 endif
 
-TEST_DEPS += $(APPS)
+TEST_DEPS += $(addprefix $(APPS_OUT)/,$(APPS))
