@@ -62,7 +62,8 @@ LIB       := $(BUILD)/libgprof.so
 CORE_LIB  := $(BUILD)/libgprof-core.a
 
 TEST_SRCS := test/runner.c $(wildcard test/test-*.c) $(wildcard test/util/*.c)
-TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
+# preload/'s tables, which its unit tests check (the rest of preload/ defines the hooks).
+TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/preload/hook-table.o
 TEST_BIN  := $(BUILD)/test/run-tests
 
 # Things `make test` builds besides the runner (the simulated GPU and test programs add to it).

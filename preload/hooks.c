@@ -1,24 +1,15 @@
 /*
- * The CUDA runtime entry points libgprof interposes. Outside a window each hook does one load
- * and a branch, then forwards. Inside, it times the real call and hands its arguments to the
- * session, unless CUPTI already records the call. Every hook returns exactly what the runtime
- * returned and leaves errno as it was.
+ * The CUDA runtime entry points libgprof interposes, one function each (the table is
+ * GPROF_HOOKS). Outside a window each hook does one load and a branch, then forwards. Inside,
+ * it times the real call and hands its arguments to the session, unless CUPTI already records
+ * all the hooks could write of it. Every hook returns exactly what the runtime returned and
+ * leaves errno as it was.
  */
 #include <errno.h>
 #include <cuda_runtime_api.h>
 #include <cuda_profiler_api.h>
 
-#include "collector/collector.h"
-#include "common/config.h"
 #include "preload/preload.h"
-
-const struct gprof_hook_info gprof_hook_info[GPROF_HOOK_COUNT] = {
-#define X(sym, name, id, fam)  \
-	[GPROF_HOOK_##sym] = { \
-	    .symbol = #sym, .public_name = name, .cbid = id, .family = GPROF_FAMILY_##fam},
-    GPROF_HOOKS(X)
-#undef X
-};
 
 /* The runtime's definitions, found on first use by any thread (a race only finds them twice). */
 static void *real[GPROF_HOOK_COUNT];
@@ -37,130 +28,155 @@ static void *real_fn(enum gprof_hook h)
 	return p;
 }
 
-/* What the session may write from a call of each family, unless CUPTI records it. */
-static const unsigned family_acts[] = {
-    [GPROF_FAMILY_LAUNCH] = GPROF_ACT_API,
-    [GPROF_FAMILY_ALLOC] = GPROF_ACT_API | GPROF_ACT_MEMORY,
-    [GPROF_FAMILY_FREE] = GPROF_ACT_API | GPROF_ACT_MEMORY,
-    [GPROF_FAMILY_COPY] = GPROF_ACT_API,
-    [GPROF_FAMILY_SET] = GPROF_ACT_API,
-    [GPROF_FAMILY_PROFILER] = GPROF_ACT_API,
-};
-
 /*
- * The record of a call CUPTI records: start_ns 0 tells the session it was not timed, so it
- * only does what every call in a window does (note the thread, the runtime's facts).
+ * gprof_hot was not 0: whether the session wants this call (notes the process's first CUDA
+ * call and pending signals on the way). Returns -1 when not, else what the hooks write of it
+ * (gprof_events_writes).
  */
-static const struct gprof_api_call untimed[GPROF_HOOK_COUNT] = {
-#define X(sym, name, id, fam) [GPROF_HOOK_##sym] = {.hook = GPROF_HOOK_##sym},
-    GPROF_HOOKS(X)
-#undef X
-};
-
-enum call_mode {
-	CALL_FORWARD,
-	CALL_UNTIMED,
-	CALL_TIMED
-};
-
-/* What to do with this call; notes the process's first CUDA call. */
-static enum call_mode call_begin(enum gprof_hook h)
+static int call_begin(enum gprof_hook h)
 {
-	int hot = gprof_hot_load();
-
 	if (in_hook)
-		return CALL_FORWARD;
-	if (hot & GPROF_HOT_FIRST_CALL)
-		gprof_session_first_cuda_call();
+		return -1;
+	if (gprof_hot_load() & GPROF_HOT_SESSION)
+		gprof_session_cuda_call();
 	if (!gprof_session_recording())
-		return CALL_FORWARD;
+		return -1;
 	in_hook = 1;
-	if (!(family_acts[gprof_hook_info[h].family] & ~gprof_collector_covers()))
-		return CALL_UNTIMED;
-	return CALL_TIMED;
+	return (int)gprof_events_writes(h);
 }
 
-/* After the real call: the session gets the record, errno stays the program's. */
-static void call_done(const struct gprof_api_call *c)
+/* The call's record: timed when the hooks write anything of it, else only hook and writes. */
+static inline void call_start(struct gprof_api_call *c, enum gprof_hook h, int writes)
+{
+	if (!writes) {
+		c->hook = h;
+		c->writes = 0;
+		return;
+	}
+	*c = (struct gprof_api_call){
+	    .hook = h, .writes = (unsigned)writes, .start_ns = gprof_now_ns()};
+}
+
+/* After the real call: whether the record is to be described (its end is taken here). */
+static inline bool call_timed(struct gprof_api_call *c)
+{
+	if (!c->writes)
+		return false;
+	c->end_ns = gprof_now_ns();
+	return true;
+}
+
+/* The session gets the record; errno stays the program's. */
+static cudaError_t call_done(const struct gprof_api_call *c)
 {
 	int saved_errno = errno;
 
 	gprof_session_api(c);
 	in_hook = 0;
 	errno = saved_errno;
+	return (cudaError_t)c->result;
 }
 
 /* A hooked symbol whose runtime can't be found: the call fails as it would with no driver. */
 #define MISSING cudaErrorInsufficientDriver
 
 /*
- * HOOK(sym, params, args, fill): defines `sym`. `fill` sets the call record's fields from the
- * arguments (and from `r`, the result) after the real call. A call CUPTI records is neither
- * timed nor described: the session writes nothing for it. cudaProfilerStart and Stop tell the
- * session first, idle or not (GPROF_TRIGGER=cuda-profiler-api): a window a Start opens holds
- * that call, one a Stop ends does not.
+ * The start of the hook of `sym`: its runtime definition `fn` is called at once when the
+ * process is idle (one load and a branch) or the session does not want the call; otherwise
+ * the result goes to c.result and the hook goes on to describe the call.
  */
-#define HOOK(sym, params, args, fill)                                                              \
-	GPROF_EXPORT cudaError_t sym params                                                        \
-	{                                                                                          \
-		typedef cudaError_t(*fn_t) params;                                                 \
-		fn_t fn = (fn_t)real_fn(GPROF_HOOK_##sym);                                         \
-		struct gprof_api_call c;                                                           \
-		enum call_mode mode;                                                               \
-		cudaError_t r;                                                                     \
-                                                                                                   \
-		if (unlikely(!fn))                                                                 \
-			return MISSING;                                                            \
-		if (GPROF_HOOK_##sym == GPROF_HOOK_cudaProfilerStart ||                            \
-		    GPROF_HOOK_##sym == GPROF_HOOK_cudaProfilerStop)                               \
-			gprof_session_profiler_api(GPROF_HOOK_##sym ==                             \
-						   GPROF_HOOK_cudaProfilerStart);                  \
-		if (likely(!gprof_hot_load()))                                                     \
-			return fn args;                                                            \
-		mode = call_begin(GPROF_HOOK_##sym);                                               \
-		if (mode == CALL_FORWARD)                                                          \
-			return fn args;                                                            \
-		if (mode == CALL_UNTIMED) {                                                        \
-			r = fn args;                                                               \
-			call_done(&untimed[GPROF_HOOK_##sym]);                                     \
-			return r;                                                                  \
-		}                                                                                  \
-		c = (struct gprof_api_call){.hook = GPROF_HOOK_##sym, .start_ns = gprof_now_ns()}; \
-		r = fn args;                                                                       \
-		c.end_ns = gprof_now_ns();                                                         \
-		c.result = r;                                                                      \
-		fill;                                                                              \
-		call_done(&c);                                                                     \
-		return r;                                                                          \
+#define CALL_REAL(c, sym, ...)                                                        \
+	__typeof__(&sym) fn = (__typeof__(&sym))real_fn(GPROF_HOOK_##sym);            \
+	int writes;                                                                   \
+                                                                                      \
+	if (unlikely(!fn))                                                            \
+		return MISSING;                                                       \
+	if (likely(!gprof_hot_load()) || (writes = call_begin(GPROF_HOOK_##sym)) < 0) \
+		return fn(__VA_ARGS__);                                               \
+	call_start(&(c), GPROF_HOOK_##sym, writes);                                   \
+	(c).result = fn(__VA_ARGS__)
+
+/* What each family's record holds, filled when the call is timed. */
+
+static inline void dim3_to(unsigned *dst, dim3 d)
+{
+	dst[0] = d.x;
+	dst[1] = d.y;
+	dst[2] = d.z;
+}
+
+static inline cudaError_t launch_done(struct gprof_api_call *c, const void *func, dim3 grid,
+				      dim3 block, size_t smem, cudaStream_t s)
+{
+	if (call_timed(c)) {
+		c->func = func;
+		dim3_to(c->grid, grid);
+		dim3_to(c->block, block);
+		c->bytes = smem;
+		c->stream = s;
 	}
+	return call_done(c);
+}
 
-#define DIM3(dst, d) ((dst)[0] = (d).x, (dst)[1] = (d).y, (dst)[2] = (d).z)
+static inline cudaError_t launch_ex_done(struct gprof_api_call *c, const cudaLaunchConfig_t *cfg,
+					 const void *func)
+{
+	if (call_timed(c)) {
+		c->func = func;
+		if (cfg) {
+			dim3_to(c->grid, cfg->gridDim);
+			dim3_to(c->block, cfg->blockDim);
+			c->bytes = cfg->dynamicSmemBytes;
+			c->stream = cfg->stream;
+		}
+	}
+	return call_done(c);
+}
 
-#define LAUNCH(sym, ftype)                                                                       \
-	HOOK(sym, (ftype func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t s), \
-	     (func, grid, block, args, smem, s),                                                 \
-	     (c.func = (const void *)func, DIM3(c.grid, grid), DIM3(c.block, block),             \
-	      c.bytes = smem, c.stream = s))
+static inline cudaError_t alloc_done(struct gprof_api_call *c, void **dst, size_t size,
+				     cudaStream_t s)
+{
+	if (call_timed(c)) {
+		c->ptr = (c->result == cudaSuccess && dst) ? *dst : NULL;
+		c->bytes = size;
+		c->stream = s;
+	}
+	return call_done(c);
+}
 
-#define LAUNCH_EX(sym)                                                                          \
-	HOOK(sym, (const cudaLaunchConfig_t *cfg, const void *func, void **args),               \
-	     (cfg, func, args),                                                                 \
-	     (c.func = func, cfg ? (DIM3(c.grid, cfg->gridDim), DIM3(c.block, cfg->blockDim),   \
-				    c.bytes = cfg->dynamicSmemBytes, c.stream = cfg->stream, 0) \
-				 : 0))
+static inline cudaError_t free_done(struct gprof_api_call *c, void *ptr, cudaStream_t s)
+{
+	if (call_timed(c)) {
+		c->ptr = ptr;
+		c->stream = s;
+	}
+	return call_done(c);
+}
 
-#define COPY(sym, params, args, strm) \
-	HOOK(sym, params, args,       \
-	     (c.ptr = dst, c.src = src, c.bytes = count, c.copy_kind = kind, c.stream = strm))
+static inline cudaError_t copy_done(struct gprof_api_call *c, void *dst, const void *src,
+				    size_t count, enum cudaMemcpyKind kind, cudaStream_t s)
+{
+	if (call_timed(c)) {
+		c->ptr = dst;
+		c->src = src;
+		c->bytes = count;
+		c->copy_kind = kind;
+		c->stream = s;
+	}
+	return call_done(c);
+}
 
-#define SET(sym, params, args, strm) \
-	HOOK(sym, params, args, (c.ptr = dst, c.value = value, c.bytes = count, c.stream = strm))
-
-#define ALLOC(sym, params, args, strm) \
-	HOOK(sym, params, args,        \
-	     (c.ptr = (r == cudaSuccess && dst) ? *dst : NULL, c.bytes = size, c.stream = strm))
-
-#define FREE(sym, params, args, strm) HOOK(sym, params, args, (c.ptr = dst, c.stream = strm))
+static inline cudaError_t set_done(struct gprof_api_call *c, void *dst, int value, size_t count,
+				   cudaStream_t s)
+{
+	if (call_timed(c)) {
+		c->ptr = dst;
+		c->value = value;
+		c->bytes = count;
+		c->stream = s;
+	}
+	return call_done(c);
+}
 
 /* The runtime header maps these names to their _ptsz/_ptds forms in some builds. */
 #undef cudaLaunchKernel
@@ -189,37 +205,209 @@ GPROF_EXPORT cudaError_t cudaMemsetAsync_ptsz(void *, int, size_t, cudaStream_t)
 GPROF_EXPORT cudaError_t cudaMallocAsync_ptsz(void **, size_t, cudaStream_t);
 GPROF_EXPORT cudaError_t cudaFreeAsync_ptsz(void *, cudaStream_t);
 
-LAUNCH(cudaLaunchKernel, const void *)
-LAUNCH(cudaLaunchKernel_ptsz, const void *)
-LAUNCH(__cudaLaunchKernel, cudaKernel_t)
-LAUNCH(__cudaLaunchKernel_ptsz, cudaKernel_t)
-LAUNCH_EX(cudaLaunchKernelExC)
-LAUNCH_EX(cudaLaunchKernelExC_ptsz)
+/* Launches. */
 
-ALLOC(cudaMalloc, (void **dst, size_t size), (dst, size), NULL)
-ALLOC(cudaMallocAsync, (void **dst, size_t size, cudaStream_t s), (dst, size, s), s)
-ALLOC(cudaMallocAsync_ptsz, (void **dst, size_t size, cudaStream_t s), (dst, size, s), s)
-FREE(cudaFree, (void *dst), (dst), NULL)
-FREE(cudaFreeAsync, (void *dst, cudaStream_t s), (dst, s), s)
-FREE(cudaFreeAsync_ptsz, (void *dst, cudaStream_t s), (dst, s), s)
+GPROF_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args,
+					  size_t smem, cudaStream_t s)
+{
+	struct gprof_api_call c;
 
-COPY(cudaMemcpy, (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind),
-     (dst, src, count, kind), NULL)
-COPY(cudaMemcpy_ptds, (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind),
-     (dst, src, count, kind), NULL)
-COPY(cudaMemcpyAsync,
-     (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t s),
-     (dst, src, count, kind, s), s)
-COPY(cudaMemcpyAsync_ptsz,
-     (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t s),
-     (dst, src, count, kind, s), s)
+	CALL_REAL(c, cudaLaunchKernel, func, grid, block, args, smem, s);
+	return launch_done(&c, func, grid, block, smem, s);
+}
 
-SET(cudaMemset, (void *dst, int value, size_t count), (dst, value, count), NULL)
-SET(cudaMemset_ptds, (void *dst, int value, size_t count), (dst, value, count), NULL)
-SET(cudaMemsetAsync, (void *dst, int value, size_t count, cudaStream_t s), (dst, value, count, s),
-    s)
-SET(cudaMemsetAsync_ptsz, (void *dst, int value, size_t count, cudaStream_t s),
-    (dst, value, count, s), s)
+GPROF_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 grid, dim3 block, void **args,
+					       size_t smem, cudaStream_t s)
+{
+	struct gprof_api_call c;
 
-HOOK(cudaProfilerStart, (void), (), (void)0)
-HOOK(cudaProfilerStop, (void), (), (void)0)
+	CALL_REAL(c, cudaLaunchKernel_ptsz, func, grid, block, args, smem, s);
+	return launch_done(&c, func, grid, block, smem, s);
+}
+
+GPROF_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t func, dim3 grid, dim3 block, void **args,
+					    size_t smem, cudaStream_t s)
+{
+	struct gprof_api_call c;
+
+	CALL_REAL(c, __cudaLaunchKernel, func, grid, block, args, smem, s);
+	return launch_done(&c, (const void *)func, grid, block, smem, s);
+}
+
+GPROF_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t func, dim3 grid, dim3 block,
+						 void **args, size_t smem, cudaStream_t s)
+{
+	struct gprof_api_call c;
+
+	CALL_REAL(c, __cudaLaunchKernel_ptsz, func, grid, block, args, smem, s);
+	return launch_done(&c, (const void *)func, grid, block, smem, s);
+}
+
+GPROF_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *cfg, const void *func,
+					     void **args)
+{
+	struct gprof_api_call c;
+
+	CALL_REAL(c, cudaLaunchKernelExC, cfg, func, args);
+	return launch_ex_done(&c, cfg, func);
+}
+
+GPROF_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *cfg, const void *func,
+						  void **args)
+{
+	struct gprof_api_call c;
+
+	CALL_REAL(c, cudaLaunchKernelExC_ptsz, cfg, func, args);
+	return launch_ex_done(&c, cfg, func);
+}
+
+/* Device memory. */
+
+GPROF_EXPORT cudaError_t cudaMalloc(void **dst, size_t size)
+{
+	struct gprof_api_call c;
+
+	CALL_REAL(c, cudaMalloc, dst, size);
+	return alloc_done(&c, dst, size, NULL);
+}
+
+GPROF_EXPORT cudaError_t cudaMallocAsync(void **dst, size_t size, cudaStream_t s)
+{
+	struct gprof_api_call c;
+
+	CALL_REAL(c, cudaMallocAsync, dst, size, s);
+	return alloc_done(&c, dst, size, s);
+}
+
+GPROF_EXPORT cudaError_t cudaMallocAsync_ptsz(void **dst, size_t size, cudaStream_t s)
+{
+	struct gprof_api_call c;
+
+	CALL_REAL(c, cudaMallocAsync_ptsz, dst, size, s);
+	return alloc_done(&c, dst, size, s);
+}
+
+GPROF_EXPORT cudaError_t cudaFree(void *ptr)
+{
+	struct gprof_api_call c;
+
+	CALL_REAL(c, cudaFree, ptr);
+	return free_done(&c, ptr, NULL);
+}
+
+GPROF_EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t s)
+{
+	struct gprof_api_call c;
+
+	CALL_REAL(c, cudaFreeAsync, ptr, s);
+	return free_done(&c, ptr, s);
+}
+
+GPROF_EXPORT cudaError_t cudaFreeAsync_ptsz(void *ptr, cudaStream_t s)
+{
+	struct gprof_api_call c;
+
+	CALL_REAL(c, cudaFreeAsync_ptsz, ptr, s);
+	return free_done(&c, ptr, s);
+}
+
+/* Copies and memsets. */
+
+GPROF_EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
+				    enum cudaMemcpyKind kind)
+{
+	struct gprof_api_call c;
+
+	CALL_REAL(c, cudaMemcpy, dst, src, count, kind);
+	return copy_done(&c, dst, src, count, kind, NULL);
+}
+
+GPROF_EXPORT cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count,
+					 enum cudaMemcpyKind kind)
+{
+	struct gprof_api_call c;
+
+	CALL_REAL(c, cudaMemcpy_ptds, dst, src, count, kind);
+	return copy_done(&c, dst, src, count, kind, NULL);
+}
+
+GPROF_EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
+					 enum cudaMemcpyKind kind, cudaStream_t s)
+{
+	struct gprof_api_call c;
+
+	CALL_REAL(c, cudaMemcpyAsync, dst, src, count, kind, s);
+	return copy_done(&c, dst, src, count, kind, s);
+}
+
+GPROF_EXPORT cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count,
+					      enum cudaMemcpyKind kind, cudaStream_t s)
+{
+	struct gprof_api_call c;
+
+	CALL_REAL(c, cudaMemcpyAsync_ptsz, dst, src, count, kind, s);
+	return copy_done(&c, dst, src, count, kind, s);
+}
+
+GPROF_EXPORT cudaError_t cudaMemset(void *dst, int value, size_t count)
+{
+	struct gprof_api_call c;
+
+	CALL_REAL(c, cudaMemset, dst, value, count);
+	return set_done(&c, dst, value, count, NULL);
+}
+
+GPROF_EXPORT cudaError_t cudaMemset_ptds(void *dst, int value, size_t count)
+{
+	struct gprof_api_call c;
+
+	CALL_REAL(c, cudaMemset_ptds, dst, value, count);
+	return set_done(&c, dst, value, count, NULL);
+}
+
+GPROF_EXPORT cudaError_t cudaMemsetAsync(void *dst, int value, size_t count, cudaStream_t s)
+{
+	struct gprof_api_call c;
+
+	CALL_REAL(c, cudaMemsetAsync, dst, value, count, s);
+	return set_done(&c, dst, value, count, s);
+}
+
+GPROF_EXPORT cudaError_t cudaMemsetAsync_ptsz(void *dst, int value, size_t count, cudaStream_t s)
+{
+	struct gprof_api_call c;
+
+	CALL_REAL(c, cudaMemsetAsync_ptsz, dst, value, count, s);
+	return set_done(&c, dst, value, count, s);
+}
+
+/*
+ * cudaProfilerStart and Stop tell the session first, idle or not (GPROF_TRIGGER=
+ * cuda-profiler-api): a window a Start opens holds that call, one a Stop ends does not.
+ */
+
+static inline cudaError_t profiler_call(enum gprof_hook h, cudaError_t (*fn)(void))
+{
+	struct gprof_api_call c;
+	int writes;
+
+	if (unlikely(!fn))
+		return MISSING;
+	gprof_session_profiler_api(h == GPROF_HOOK_cudaProfilerStart);
+	if (likely(!gprof_hot_load()) || (writes = call_begin(h)) < 0)
+		return fn();
+	call_start(&c, h, writes);
+	c.result = fn();
+	call_timed(&c);
+	return call_done(&c);
+}
+
+GPROF_EXPORT cudaError_t cudaProfilerStart(void)
+{
+	return profiler_call(GPROF_HOOK_cudaProfilerStart, real_fn(GPROF_HOOK_cudaProfilerStart));
+}
+
+GPROF_EXPORT cudaError_t cudaProfilerStop(void)
+{
+	return profiler_call(GPROF_HOOK_cudaProfilerStop, real_fn(GPROF_HOOK_cudaProfilerStop));
+}

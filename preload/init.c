@@ -20,26 +20,9 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "preload/preload.h"
-#include "preload/session.h"
 
-int gprof_hot;
-
-static GPROF_TLS int cached_tid;
-
-int gprof_tid(void)
-{
-	if (unlikely(!cached_tid))
-		cached_tid = (int)syscall(SYS_gettid);
-	return cached_tid;
-}
-
-uint64_t gprof_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+/* Loaded once by the constructor; the session reads it for the rest of the process. */
+static struct gprof_config cfg; /* 13 KiB: not on a constructor's stack */
 
 /* Points `var` at this library unless the user set it; says once what a foreign value costs. */
 static void claim_injection(const char *var, const char *self, const char *loses)
@@ -123,8 +106,7 @@ static void at_exit(void)
  * sleeps: the session's end takes locks that the interrupted thread may hold, in which case
  * the wait times out and the window stays .partial (scripts/gprof-repair).
  */
-static bool signals_wanted; /* GPROF_SIGNALS, read by the constructor */
-static int signals_taken;   /* set once, by the first InitializeInjection */
+static int signals_taken; /* set once, by the first InitializeInjection */
 static int signal_pipe[2] = {-1, -1};
 static pid_t signal_owner; /* the process whose thread reads the pipe */
 static int signal_tid;	   /* the thread the signal interrupted: written before the pipe */
@@ -179,7 +161,7 @@ static void take_signals(void)
 	struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESETHAND | SA_NODEFER};
 	int err;
 
-	if (!signals_wanted || !__atomic_load_n(&live, __ATOMIC_ACQUIRE) ||
+	if (!cfg.signals || !__atomic_load_n(&live, __ATOMIC_ACQUIRE) ||
 	    __atomic_exchange_n(&signals_taken, 1, __ATOMIC_ACQ_REL))
 		return;
 	err = start_signal_thread();
@@ -200,33 +182,9 @@ static void take_signals(void)
 	}
 }
 
-/*
- * GPROF_SIGNALS from the configuration's two sources. The session keeps its configuration to
- * itself, so it is read again here; the session has checked both sources already, so nothing
- * is printed twice.
- */
-static bool read_signals_wanted(void)
-{
-	static struct gprof_config cfg; /* 13 KiB: not on a constructor's stack */
-	static const char *const names[] = {"GPROF_SIGNALS", "GPROF_CONFIG"};
-	char entries[2][PATH_MAX + 32], *env[3] = {NULL};
-	int n = 0;
-
-	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
-		const char *v = getenv(names[i]);
-		int len = v ? snprintf(entries[n], sizeof(entries[n]), "%s=%s", names[i], v) : -1;
-
-		if (len >= 0 && (size_t)len < sizeof(entries[n])) {
-			env[n] = entries[n];
-			n++;
-		}
-	}
-	return gprof_config_load(&cfg, env) == 0 && cfg.signals;
-}
-
 static void at_fork_child(void)
 {
-	cached_tid = 0;
+	gprof_tid_forget();
 	__atomic_store_n(&live, false, __ATOMIC_RELEASE);
 	/* Nothing of the parent's to finish here, even if its exit was under way. */
 	__atomic_store_n(&fini_state, FINI_DONE, __ATOMIC_RELEASE);
@@ -237,14 +195,17 @@ __attribute__((constructor)) static void gprof_init(void)
 {
 	char self[PATH_MAX];
 
-	if (gprof_session_init() != 0)
+	if (gprof_config_load(&cfg, NULL) != 0 || cfg.disable)
 		return;
+	gprof_log_level = cfg.log_level;
+	if (gprof_session_init(&cfg) != 0)
+		return;
+	gprof_nvtx_set_marker(cfg.step_marker);
 	self_path(self, sizeof(self));
 	if (self[0]) {
 		claim_injection("NVTX_INJECTION64_PATH", self, "NVTX step markers and ranges");
 		claim_injection("CUDA_INJECTION64_PATH", self, "early CUPTI initialisation");
 	}
-	signals_wanted = read_signals_wanted();
 	__atomic_store_n(&live, true, __ATOMIC_RELEASE);
 	pthread_atfork(NULL, NULL, at_fork_child);
 	atexit(at_exit);
@@ -257,8 +218,8 @@ __attribute__((constructor)) static void gprof_init(void)
 GPROF_EXPORT int InitializeInjection(void);
 GPROF_EXPORT int InitializeInjection(void)
 {
-	if (gprof_hot_load() & GPROF_HOT_FIRST_CALL)
-		gprof_session_first_cuda_call();
+	if (gprof_hot_load() & GPROF_HOT_SESSION)
+		gprof_session_cuda_call();
 	take_signals();
 	return 1;
 }

@@ -11,6 +11,7 @@
 #define PR_FMT "nvtx: "
 #include "common/log.h"
 #include "preload/preload.h"
+#include "scheduler/scheduler.h"
 
 /* Declarations and the injection types only: the NVTX implementation belongs to the program. */
 #define NVTX_NO_IMPL
@@ -196,10 +197,18 @@ static char *copy_text(const struct nvtx_msg *m)
 	return t;
 }
 
+/* GPROF_STEP_MARKER: written once by the constructor; NULL while libgprof is inert. */
+static const char *step_marker;
+
+void gprof_nvtx_set_marker(const char *marker)
+{
+	step_marker = marker;
+}
+
 /* Step markers are counted from the default domain only. */
 static void check_step(const struct nvtx_domain *d, const struct nvtx_msg *m, uint64_t ts)
 {
-	if (!d && gprof_nvtx_is_step(m->s, m->len))
+	if (!d && step_marker && gprof_sched_marker_match(step_marker, m->s))
 		gprof_session_step_marker(ts);
 }
 

@@ -1,6 +1,7 @@
 /*
- * preload/'s internal interface: what the NVTX layer and the CUDA hooks hand to the session
- * (preload/session.c), which owns the stepper and the current window.
+ * preload/'s internal interface, one section per file. Calls go one way: the entry points
+ * (init.c, hooks.c, nvtx.c) call the session, the session calls the rest, and the timer
+ * thread (trigger.c) reaches the session only through the callbacks it was given.
  */
 #ifndef GPROF_PRELOAD_H
 #define GPROF_PRELOAD_H
@@ -11,17 +12,23 @@
 
 #include "common/compiler.h"
 
+struct gprof_config;
+struct gprof_export_result;
+struct gprof_export_str;
+struct gprof_sched_event;
+
+/* ---- hot.c: what the hot path reads ---- */
+
 /* Bits of gprof_hot; zero means "forward and do nothing else" (the hooks' only check). */
 enum {
-	GPROF_HOT_RECORDING = 1 << 0, /* a window is in warmup or active: record host events */
-	/*
-	 * The next CUDA call goes to gprof_session_first_cuda_call(): set at the start (no CUDA
-	 * call seen yet) and by the SIGUSR2 handler (a signal waits to be acted on).
-	 */
-	GPROF_HOT_FIRST_CALL = 1 << 1,
+	GPROF_HOT_RECORDING = 1 << 0,  /* a window is in warmup or active: record host events */
+	GPROF_HOT_FIRST_CALL = 1 << 1, /* no CUDA call seen yet */
+	GPROF_HOT_SIGNAL = 1 << 2,     /* a SIGUSR2 waits to be acted on */
 };
+/* The bits that send the next CUDA call to gprof_session_cuda_call(). */
+#define GPROF_HOT_SESSION (GPROF_HOT_FIRST_CALL | GPROF_HOT_SIGNAL)
 
-/* Written by the session on phase changes; read by every hook (one load and a branch). */
+/* Written by the session on phase changes and by the SIGUSR2 handler; read by every hook. */
 extern int gprof_hot;
 
 static inline int gprof_hot_load(void)
@@ -29,88 +36,79 @@ static inline int gprof_hot_load(void)
 	return __atomic_load_n(&gprof_hot, __ATOMIC_RELAXED);
 }
 
-/* Per-thread: the thread id, cached. */
+/* Async-signal-safe (lock-free atomics). */
+static inline void gprof_hot_set(int bits, bool on)
+{
+	if (on)
+		__atomic_fetch_or(&gprof_hot, bits, __ATOMIC_RELEASE);
+	else
+		__atomic_fetch_and(&gprof_hot, ~bits, __ATOMIC_RELAXED);
+}
+
+/* Per-thread: the thread id, cached; forgotten in a child after fork(). */
 int gprof_tid(void);
+void gprof_tid_forget(void);
 
 /* CLOCK_REALTIME in ns, CUPTI's default clock. */
 uint64_t gprof_now_ns(void);
 
-/* The session, called from the NVTX layer and the hooks. */
-void gprof_session_first_cuda_call(void);
-void gprof_session_step_marker(uint64_t ts_ns);
-bool gprof_session_recording(void);
-/* An NVTX event on thread tid (0: the calling thread). */
-void gprof_session_nvtx(int tid, const char *domain, const char *msg, size_t len, uint64_t start_ns,
-			uint64_t end_ns, bool is_mark);
-
-/* NVTX: the marker the session matches against messages. */
-bool gprof_nvtx_is_step(const char *msg, size_t len);
+/* ---- hook-table.c: the hooked entry points ---- */
 
 /*
- * GPROF_TRIGGER=cuda-profiler-api: cudaProfilerStart (start true) or cudaProfilerStop was
- * called; from their hooks, before the call is forwarded, whatever gprof_hot holds.
+ * Every hooked entry point: X(symbol, public name, version of its CUPTI runtime cbid, family);
+ * the cbid is CUPTI_RUNTIME_TRACE_CBID_<symbol>_<version> of <cupti_runtime_cbid.h>. Each has
+ * its definition in hooks.c.
  */
-void gprof_session_profiler_api(bool start);
-
-/* For the timer thread (preload/trigger.c): its next deadline (UINT64_MAX: none), and acting. */
-uint64_t gprof_session_deadline(void);
-void gprof_session_tick(void);
-
-/*
- * Triggers (preload/trigger.c). setup: from the constructor, what this process uses, and the
- * SIGUSR2 handler installed. start: at the first CUDA call, starts the timer thread. The rest
- * are for the session: SIGUSR2s received since the last call; a line if the program replaced
- * our handler (once); a deadline changed; exit; a child after fork().
- */
-void gprof_trigger_setup(bool signal, bool timer);
-void gprof_trigger_start(void);
-unsigned gprof_trigger_take_signals(void);
-void gprof_trigger_check_handler(void);
-void gprof_trigger_wake(void);
-void gprof_trigger_stop(void);
-void gprof_trigger_forked(void);
-
-#endif
-
-/* Every hooked entry point; X(symbol, public name, CUPTI cbid, family). */
-#define GPROF_HOOKS(X)                                                  \
-	X(cudaLaunchKernel, "cudaLaunchKernel", 211, LAUNCH)            \
-	X(cudaLaunchKernel_ptsz, "cudaLaunchKernel", 214, LAUNCH)       \
-	X(__cudaLaunchKernel, "cudaLaunchKernel", 505, LAUNCH)          \
-	X(__cudaLaunchKernel_ptsz, "cudaLaunchKernel", 506, LAUNCH)     \
-	X(cudaLaunchKernelExC, "cudaLaunchKernelExC", 430, LAUNCH)      \
-	X(cudaLaunchKernelExC_ptsz, "cudaLaunchKernelExC", 431, LAUNCH) \
-	X(cudaMalloc, "cudaMalloc", 20, ALLOC)                          \
-	X(cudaFree, "cudaFree", 22, FREE)                               \
-	X(cudaMallocAsync, "cudaMallocAsync", 373, ALLOC)               \
-	X(cudaMallocAsync_ptsz, "cudaMallocAsync", 374, ALLOC)          \
-	X(cudaFreeAsync, "cudaFreeAsync", 375, FREE)                    \
-	X(cudaFreeAsync_ptsz, "cudaFreeAsync", 376, FREE)               \
-	X(cudaMemcpy, "cudaMemcpy", 31, COPY)                           \
-	X(cudaMemcpy_ptds, "cudaMemcpy", 215, COPY)                     \
-	X(cudaMemcpyAsync, "cudaMemcpyAsync", 41, COPY)                 \
-	X(cudaMemcpyAsync_ptsz, "cudaMemcpyAsync", 225, COPY)           \
-	X(cudaMemset, "cudaMemset", 49, SET)                            \
-	X(cudaMemset_ptds, "cudaMemset", 233, SET)                      \
-	X(cudaMemsetAsync, "cudaMemsetAsync", 51, SET)                  \
-	X(cudaMemsetAsync_ptsz, "cudaMemsetAsync", 235, SET)            \
-	X(cudaProfilerStart, "cudaProfilerStart", 171, PROFILER)        \
-	X(cudaProfilerStop, "cudaProfilerStop", 172, PROFILER)
+#define GPROF_HOOKS(X)                                                     \
+	X(cudaLaunchKernel, "cudaLaunchKernel", v7000, LAUNCH)             \
+	X(cudaLaunchKernel_ptsz, "cudaLaunchKernel", v7000, LAUNCH)        \
+	X(__cudaLaunchKernel, "cudaLaunchKernel", v13000, LAUNCH)          \
+	X(__cudaLaunchKernel_ptsz, "cudaLaunchKernel", v13000, LAUNCH)     \
+	X(cudaLaunchKernelExC, "cudaLaunchKernelExC", v11060, LAUNCH)      \
+	X(cudaLaunchKernelExC_ptsz, "cudaLaunchKernelExC", v11060, LAUNCH) \
+	X(cudaMalloc, "cudaMalloc", v3020, ALLOC)                          \
+	X(cudaFree, "cudaFree", v3020, FREE)                               \
+	X(cudaMallocAsync, "cudaMallocAsync", v11020, ALLOC)               \
+	X(cudaMallocAsync_ptsz, "cudaMallocAsync", v11020, ALLOC)          \
+	X(cudaFreeAsync, "cudaFreeAsync", v11020, FREE)                    \
+	X(cudaFreeAsync_ptsz, "cudaFreeAsync", v11020, FREE)               \
+	X(cudaMemcpy, "cudaMemcpy", v3020, COPY)                           \
+	X(cudaMemcpy_ptds, "cudaMemcpy", v7000, COPY)                      \
+	X(cudaMemcpyAsync, "cudaMemcpyAsync", v3020, COPY)                 \
+	X(cudaMemcpyAsync_ptsz, "cudaMemcpyAsync", v7000, COPY)            \
+	X(cudaMemset, "cudaMemset", v3020, SET)                            \
+	X(cudaMemset_ptds, "cudaMemset", v7000, SET)                       \
+	X(cudaMemsetAsync, "cudaMemsetAsync", v3020, SET)                  \
+	X(cudaMemsetAsync_ptsz, "cudaMemsetAsync", v7000, SET)             \
+	X(cudaProfilerStart, "cudaProfilerStart", v4000, PROFILER)         \
+	X(cudaProfilerStop, "cudaProfilerStop", v4000, PROFILER)
 
 enum gprof_hook {
-#define X(sym, name, cbid, family) GPROF_HOOK_##sym,
+#define X(sym, name, version, family) GPROF_HOOK_##sym,
 	GPROF_HOOKS(X)
 #undef X
 	GPROF_HOOK_COUNT
 };
 
+/*
+ * Every family of hooks: X(family, what its calls may write, the arguments an event of it
+ * shows). The activities are GPROF_ACT_* bits, the arguments GPROF_EXPORT_ARG_* bits.
+ */
+#define GPROF_HOOK_FAMILIES(X)                                                                    \
+	X(LAUNCH, GPROF_ACT_API, GPROF_EXPORT_ARG_LAUNCH | GPROF_EXPORT_ARG_STREAM)               \
+	X(ALLOC, GPROF_ACT_API | GPROF_ACT_MEMORY, GPROF_EXPORT_ARG_BYTES | GPROF_EXPORT_ARG_PTR) \
+	X(FREE, GPROF_ACT_API | GPROF_ACT_MEMORY, GPROF_EXPORT_ARG_PTR)                           \
+	X(COPY, GPROF_ACT_API,                                                                    \
+	  GPROF_EXPORT_ARG_BYTES | GPROF_EXPORT_ARG_COPY_KIND | GPROF_EXPORT_ARG_STREAM)          \
+	X(SET, GPROF_ACT_API,                                                                     \
+	  GPROF_EXPORT_ARG_BYTES | GPROF_EXPORT_ARG_PTR | GPROF_EXPORT_ARG_STREAM)                \
+	X(PROFILER, GPROF_ACT_API, 0)
+
 enum gprof_hook_family {
-	GPROF_FAMILY_LAUNCH,
-	GPROF_FAMILY_ALLOC,
-	GPROF_FAMILY_FREE,
-	GPROF_FAMILY_COPY,
-	GPROF_FAMILY_SET,
-	GPROF_FAMILY_PROFILER,
+#define X(family, acts, args) GPROF_FAMILY_##family,
+	GPROF_HOOK_FAMILIES(X)
+#undef X
+	GPROF_FAMILY_COUNT
 };
 
 struct gprof_hook_info {
@@ -120,13 +118,26 @@ struct gprof_hook_info {
 	enum gprof_hook_family family;
 };
 
-extern const struct gprof_hook_info gprof_hook_info[GPROF_HOOK_COUNT];
+struct gprof_hook_family_info {
+	const char *name;
+	unsigned acts;	/* GPROF_ACT_* bits a call of the family may write */
+	uint16_t flags; /* GPROF_EXPORT_ARG_* bits of its events */
+};
 
-/* One hooked call, as the hook saw it; handed to the session while recording. */
+extern const struct gprof_hook_info gprof_hook_info[GPROF_HOOK_COUNT];
+extern const struct gprof_hook_family_info gprof_hook_family[GPROF_FAMILY_COUNT];
+
+/* ---- hooks.c: the hooked calls ---- */
+
+/*
+ * One hooked call, as the hook saw it; handed to the session while recording. A call the
+ * hooks write nothing of (writes 0) is not timed, and only hook and writes are set.
+ */
 struct gprof_api_call {
+	enum gprof_hook hook;
+	unsigned writes; /* GPROF_ACT_* bits the hooks write for it (gprof_events_writes) */
 	uint64_t start_ns;
 	uint64_t end_ns;
-	enum gprof_hook hook;
 	int result;	  /* the cudaError_t the runtime returned */
 	const void *func; /* launches: host stub or cudaKernel_t */
 	unsigned grid[3];
@@ -139,7 +150,116 @@ struct gprof_api_call {
 	const void *stream; /* NULL: the legacy default stream */
 };
 
-void gprof_session_api(const struct gprof_api_call *call);
+/* ---- resolve.c ---- */
 
 /* Finds the runtime's definition of a hooked symbol; NULL when no libcudart is loaded. */
 void *gprof_resolve(const char *symbol);
+
+/* ---- session.c: the configuration's windows, driven by the entry points ---- */
+
+/*
+ * From the constructor with the configuration it loaded (kept: it must outlive the session).
+ * Returns 0, or -1 when libgprof is to stay inert.
+ */
+int gprof_session_init(const struct gprof_config *cfg);
+/* A CUDA call saw a GPROF_HOT_SESSION bit: the first call, or a SIGUSR2 waits. */
+void gprof_session_cuda_call(void);
+void gprof_session_step_marker(uint64_t ts_ns);
+bool gprof_session_recording(void);
+/* A hooked call inside a window, after the real call returned. */
+void gprof_session_api(const struct gprof_api_call *call);
+/* An NVTX event on thread tid (0: the calling thread). */
+void gprof_session_nvtx(int tid, const char *domain, const char *msg, size_t len, uint64_t start_ns,
+			uint64_t end_ns, bool is_mark);
+/*
+ * GPROF_TRIGGER=cuda-profiler-api: cudaProfilerStart (start true) or cudaProfilerStop was
+ * called; from their hooks, before the call is forwarded, whatever gprof_hot holds.
+ */
+void gprof_session_profiler_api(bool start);
+/*
+ * Process exit, run for thread tid (the one that ends the process): finishes the window in
+ * progress, with the step in progress only if tid marked it, and writes what is pending.
+ */
+void gprof_session_fini(int tid);
+/* In a child after fork(): it inherits no window and writes nothing. */
+void gprof_session_forked(void);
+
+/* ---- nvtx.c ---- */
+
+/* The step marker NVTX messages are matched against (from the constructor). */
+void gprof_nvtx_set_marker(const char *marker);
+
+/* ---- trigger.c: SIGUSR2 and the timer ---- */
+
+/* What the timer thread asks and does: its next deadline (UINT64_MAX: none), and acting. */
+struct gprof_trigger_timer {
+	uint64_t (*deadline)(void);
+	void (*tick)(void);
+};
+
+/*
+ * setup: from the session's init, whether SIGUSR2 is used (its handler goes in) and the timer
+ * (NULL: none). start: at the first CUDA call, starts the timer thread. The rest are for the
+ * session: SIGUSR2s received since the last call; a line if the program replaced our handler
+ * (once); a deadline changed; exit; a child after fork().
+ */
+void gprof_trigger_setup(bool signal, const struct gprof_trigger_timer *timer);
+void gprof_trigger_start(void);
+unsigned gprof_trigger_take_signals(void);
+void gprof_trigger_check_handler(void);
+void gprof_trigger_wake(void);
+void gprof_trigger_stop(void);
+void gprof_trigger_forked(void);
+
+/* ---- events.c: host events ---- */
+
+/* From the session's init: the GPROF_ACT_* bits the configuration asks for. */
+void gprof_events_init(unsigned activities);
+/* The GPROF_ACT_* bits the hooks write for a call of h: asked for, and not CUPTI's now. */
+unsigned gprof_events_writes(enum gprof_hook h);
+/* The step span of a stepper event, in window `window`. */
+void gprof_events_step(uint32_t window, const struct gprof_sched_event *ev);
+/* A timed call (call->writes not 0) on thread tid. */
+void gprof_events_api(uint32_t window, uint32_t tid, const struct gprof_api_call *call);
+/* An NVTX mark or range. */
+void gprof_events_nvtx(uint32_t window, uint32_t tid, const char *domain, const char *msg,
+		       size_t len, uint64_t start_ns, uint64_t end_ns, bool is_mark);
+
+/* ---- memory.c: device memory by allocation ---- */
+
+/* A window opens: the counter starts from 0. */
+void gprof_memory_reset(void);
+/* An allocation or free: the counter's new value as an event, if it changed. */
+void gprof_memory_event(uint32_t window, const struct gprof_api_call *call);
+
+/* ---- runtime.c: what libgprof asks the CUDA runtime ---- */
+
+/* A runtime function, looked up once into *cache (a race only looks it up twice). */
+void *gprof_runtime_fn(void **cache, const char *symbol);
+/* Versions and devices for every trace header: once per process, when the caller may. */
+void gprof_runtime_facts(void);
+/* The calling thread's current device (0 if the runtime can't say). */
+int gprof_runtime_device(void);
+
+/* ---- kernels.c ---- */
+
+/* The demangled name of a kernel by host stub or cudaKernel_t, interned; NULL if unknown. */
+const struct gprof_export_str *gprof_kernel_name(const void *func);
+
+/* ---- report.c: what the user reads on stderr ---- */
+
+/* On the writer thread: a window's file is done; the summary as GPROF_SUMMARY says (cfg). */
+void gprof_report_window_done(const struct gprof_export_result *r, void *cfg);
+
+/* What the exit's hints go by. */
+struct gprof_report_exit {
+	bool marked;	       /* a step marker came */
+	bool armed;	       /* a SIGUSR2 armed a window that never began */
+	bool profiler_started; /* cudaProfilerStart seen */
+	bool window_opened;    /* any window, ever */
+};
+
+/* At exit of a process that used CUDA: a line when its trigger never came, naming a way out. */
+void gprof_report_exit(const struct gprof_config *cfg, const struct gprof_report_exit *e);
+
+#endif

@@ -14,8 +14,8 @@
 #include "common/log.h"
 #include "preload/preload.h"
 
-/* Written once by gprof_trigger_setup (the constructor); read afterwards. */
-static bool use_timer;
+/* Written once by gprof_trigger_setup (the constructor); read afterwards. NULL: no timer. */
+static const struct gprof_trigger_timer *timer;
 
 /* SIGUSR2s not acted on yet: added to by the handler, taken by the session. */
 static unsigned pending;
@@ -27,8 +27,8 @@ static void on_usr2(int sig)
 	(void)sig;
 	/* Lock-free atomics only, which are async-signal-safe; errno is untouched. */
 	__atomic_add_fetch(&pending, 1, __ATOMIC_RELEASE);
-	/* The next hooked call (or marker) looks at the session: see GPROF_HOT_FIRST_CALL. */
-	__atomic_fetch_or(&gprof_hot, GPROF_HOT_FIRST_CALL, __ATOMIC_RELEASE);
+	/* The next hooked call (or marker) looks at the session. */
+	gprof_hot_set(GPROF_HOT_SIGNAL, true);
 }
 
 static bool ours(const struct sigaction *sa)
@@ -112,7 +112,7 @@ static void *timer_main(void *arg)
 		pthread_mutex_lock(&timer_lock);
 		gen = timer_gen;
 		pthread_mutex_unlock(&timer_lock);
-		deadline = gprof_session_deadline();
+		deadline = timer->deadline();
 		pthread_mutex_lock(&timer_lock);
 		while (!timer_quit && gen == timer_gen && gprof_now_ns() < deadline)
 			sleep_until(deadline);
@@ -120,7 +120,7 @@ static void *timer_main(void *arg)
 		pthread_mutex_unlock(&timer_lock);
 		if (quit)
 			return NULL;
-		gprof_session_tick();
+		timer->tick();
 	}
 }
 
@@ -149,9 +149,9 @@ static void start_timer(void)
  * The handler goes in at once (a sigaction, no CUDA call): a SIGUSR2 sent before the first CUDA
  * call must not end the process by its default action; the session acts on it at that call.
  */
-void gprof_trigger_setup(bool signal, bool timer)
+void gprof_trigger_setup(bool signal, const struct gprof_trigger_timer *t)
 {
-	use_timer = timer;
+	timer = t;
 	if (signal)
 		install_handler();
 }
@@ -160,13 +160,13 @@ void gprof_trigger_start(void)
 {
 	static int started;
 
-	if (!__atomic_exchange_n(&started, 1, __ATOMIC_ACQ_REL) && use_timer)
+	if (!__atomic_exchange_n(&started, 1, __ATOMIC_ACQ_REL) && timer)
 		start_timer();
 }
 
 void gprof_trigger_wake(void)
 {
-	if (!use_timer)
+	if (!timer)
 		return;
 	pthread_mutex_lock(&timer_lock);
 	timer_gen++;
@@ -176,7 +176,7 @@ void gprof_trigger_wake(void)
 
 void gprof_trigger_stop(void)
 {
-	if (!use_timer)
+	if (!timer)
 		return;
 	pthread_mutex_lock(&timer_lock);
 	timer_quit = true;
@@ -194,5 +194,5 @@ void gprof_trigger_forked(void)
 		sigaction(SIGUSR2, &dfl, NULL);
 	__atomic_store_n(&installed, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&pending, 0, __ATOMIC_RELEASE);
-	use_timer = false;
+	timer = NULL;
 }

@@ -126,6 +126,7 @@ X(preload_no_step_marker)
 X(preload_bad_config)
 X(preload_nvtx_path_taken)
 X(preload_runtime_loaded_local)
+X(preload_hook_table)
 
 /* collector */
 X(collector_clean_names)

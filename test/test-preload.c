@@ -4,12 +4,14 @@
  * documented behaviour, test/apps/steps-app.c, and the simulation's ground-truth log).
  */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/compiler.h"
+#include "preload/preload.h"
 #include "task.h"
 #include "util/e2e.h"
 #include "util/gtlog.h"
@@ -426,4 +428,37 @@ TEST(preload_runtime_loaded_local)
 	ASSERT_EQ(e2e_count(&r.traces[0], "cuda_runtime", "cudaMemcpy"), 1);
 	ASSERT_EQ(e2e_count(&r.traces[0], "cuda_runtime", "cudaFree"), 1);
 	e2e_free(&r);
+}
+
+/*
+ * The hook tables have a row for every value of their enums, each row names a CUPTI cbid, a
+ * family and the public name its symbol carries, and every hooked symbol is a definition of
+ * libgprof's own (preload/hooks.c), not one it would forward from a runtime.
+ */
+TEST(preload_hook_table)
+{
+	const char *lib = e2e_build_path("libgprof.so");
+	void *h;
+
+	for (int f = 0; f < GPROF_FAMILY_COUNT; f++)
+		ASSERT_MSG(gprof_hook_family[f].name && gprof_hook_family[f].acts,
+			   "family %d has no row", f);
+	/* What the library may run in its constructor is off. */
+	setenv("GPROF_DISABLE", "1", 1);
+	h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	ASSERT_MSG(h, "%s", dlerror());
+	for (int i = 0; i < GPROF_HOOK_COUNT; i++) {
+		const struct gprof_hook_info *hi = &gprof_hook_info[i];
+		Dl_info where;
+		void *sym;
+
+		ASSERT_MSG(hi->symbol && hi->public_name, "hook %d has no row", i);
+		ASSERT_MSG(hi->cbid > 0, "%s", hi->symbol);
+		ASSERT_MSG((unsigned)hi->family < GPROF_FAMILY_COUNT, "%s", hi->symbol);
+		ASSERT_STR_CONTAINS(hi->symbol, hi->public_name);
+		sym = dlsym(h, hi->symbol);
+		ASSERT_MSG(sym && dladdr(sym, &where) && !strcmp(where.dli_fname, lib),
+			   "%s is not defined by %s", hi->symbol, lib);
+	}
+	dlclose(h);
 }

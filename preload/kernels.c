@@ -1,0 +1,29 @@
+/* Kernel names, asked of the runtime once per host stub or cudaKernel_t and kept. */
+#include <cuda_runtime_api.h>
+
+#include "common/demangle.h"
+#include "export/export.h"
+#include "preload/preload.h"
+#include "preload/ptrmap.h"
+
+static struct gprof_ptrmap names; /* interned name by host stub or cudaKernel_t */
+
+const struct gprof_export_str *gprof_kernel_name(const void *func)
+{
+	typedef cudaError_t (*get_name_fn)(const char **, const void *);
+	static void *cache;
+	get_name_fn get_name;
+	const struct gprof_export_str *s;
+	const char *raw = NULL;
+	char buf[GPROF_EXPORT_STR_MAX];
+
+	s = (const void *)(uintptr_t)gprof_ptrmap_get(&names, (uintptr_t)func);
+	if (s)
+		return s;
+	get_name = (get_name_fn)gprof_runtime_fn(&cache, "cudaFuncGetName");
+	if (!get_name || get_name(&raw, func) != cudaSuccess || !raw)
+		return NULL;
+	s = gprof_export_intern(gprof_demangle(raw, buf, sizeof(buf)));
+	gprof_ptrmap_set(&names, (uintptr_t)func, (uintptr_t)s);
+	return s;
+}

@@ -1,0 +1,77 @@
+/*
+ * What the user reads on stderr besides warnings: the end-of-window summary (GPROF_SUMMARY)
+ * and, at exit, why nothing was recorded when a trigger never came.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PR_FMT ""
+#include "common/config.h"
+#include "common/log.h"
+#include "export/export.h"
+#include "preload/preload.h"
+
+/* GPROF_SUMMARY names a file: the summary is appended to it. */
+static void append_summary(const char *path, const char *text, const struct gprof_export_result *r)
+{
+	FILE *f;
+	int err;
+
+	errno = 0;
+	f = fopen(path, "ae");
+	err = f ? 0 : errno;
+
+	if (f && fputs(text, f) < 0)
+		err = errno ? errno : EIO;
+	if (f && fclose(f) && !err)
+		err = errno ? errno : EIO;
+	if (err)
+		pr_warn_once("cannot append the end-of-window summary to '%.200s' (GPROF_SUMMARY): "
+			     "%s; traces are still written (this one: %.200s)",
+			     path, strerror(err), r->path);
+}
+
+/* A failed window was reported already. */
+void gprof_report_window_done(const struct gprof_export_result *r, void *arg)
+{
+	const struct gprof_config *cfg = arg;
+	char *text;
+
+	if (r->error || strcmp(cfg->summary, "off") == 0)
+		return;
+	text = gprof_export_summary_text(r);
+	if (!text) {
+		gprof_log(GPROF_LOG_WARN, "trace written: %s (no summary: out of memory)", r->path);
+		return;
+	}
+	if (strcmp(cfg->summary, "stderr") == 0)
+		fputs(text, stderr);
+	else
+		append_summary(cfg->summary, text, r);
+	free(text);
+}
+
+void gprof_report_exit(const struct gprof_config *cfg, const struct gprof_report_exit *e)
+{
+	bool timed = cfg->delay.set || cfg->duration.set;
+
+	if (cfg->trigger == GPROF_TRIGGER_STEPS && !cfg->schedule.all && !timed && !e->marked)
+		pr_warn("the program used CUDA but never marked a step ('%s'), so nothing was "
+			"recorded: mark steps (e.g. torch.cuda.nvtx.mark(\"%s\")) or set "
+			"GPROF_SCHEDULE=all",
+			cfg->step_marker, cfg->step_marker);
+	else if (cfg->trigger == GPROF_TRIGGER_SIGNAL && e->armed)
+		pr_warn("a SIGUSR2 armed a window, but no step marker ('%s') came after it, so "
+			"nothing was recorded: mark steps or set GPROF_SCHEDULE=all, under which "
+			"SIGUSR2 starts recording at once",
+			cfg->step_marker);
+	else if (cfg->trigger == GPROF_TRIGGER_PROFILER_API && !e->profiler_started)
+		pr_warn("GPROF_TRIGGER=cuda-profiler-api, but the program never called "
+			"cudaProfilerStart through a CUDA runtime libgprof sees, so nothing was "
+			"recorded");
+	else if (cfg->trigger == GPROF_TRIGGER_STEPS && cfg->delay.set && !e->window_opened)
+		pr_warn("the program ended before GPROF_DELAY had passed since its first CUDA "
+			"call, so nothing was recorded");
+}
