@@ -128,6 +128,10 @@ X(preload_nvtx_path_taken)
 X(preload_runtime_loaded_local)
 X(preload_hook_table)
 
+/* the include and call graph between files */
+X(deps_no_cycles)
+X(deps_planted_cycle)
+
 /* collector */
 X(collector_clean_names)
 X(collector_api_names)
