@@ -19,6 +19,7 @@
 
 #include "export/internal.h"
 #include "task.h"
+#include "util/text.h"
 #include "util/trace.h"
 
 /* The export enums mirror CUPTI's, so the collector can pass its values through. */
@@ -89,15 +90,6 @@ static char *end_capture(void)
 	dup2(saved_stderr, STDERR_FILENO);
 	buf[n > 0 ? n : 0] = '\0';
 	return buf;
-}
-
-static int count_lines(const char *s, const char *prefix)
-{
-	int n = 0;
-
-	for (const char *p = s; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		n += !strncmp(p, prefix, strlen(prefix));
-	return n;
 }
 
 /* The results the writer reports, for the tests to read after a wait. */
@@ -477,7 +469,7 @@ TEST(export_trace_every_kind)
 	check_every_kind(&t, getpid(), 4242);
 	/* One event per line; the header is exactly its reserved size. */
 	ASSERT(!strncmp(text + GPROF_TRACE_HEAD_BYTES - 17, "\"traceEvents\": [\n", 17));
-	ASSERT_EQ(count_lines(text + GPROF_TRACE_HEAD_BYTES, "{"), json_array_size(t.events));
+	ASSERT_EQ(text_lines(text + GPROF_TRACE_HEAD_BYTES, "{"), json_array_size(t.events));
 	ASSERT_EQ(int_at(json_object_get(json_object_get(t.root, "gprof"), "records"), "kernel"),
 		  1);
 	trace_free(&t);
@@ -919,7 +911,7 @@ TEST(export_partial_file_readable)
 		/* The file may not even hold its header yet. */
 		if (trace_gunzip(data, len, true, &text, &text_len, why, sizeof(why)) == 0 &&
 		    text_len >= GPROF_TRACE_HEAD_BYTES)
-			found = count_lines(text + GPROF_TRACE_HEAD_BYTES, "{\"ph\":\"i\"");
+			found = text_lines(text + GPROF_TRACE_HEAD_BYTES, "{\"ph\":\"i\"");
 		free(data);
 	}
 	ASSERT_EQ(found, 2000);
@@ -1230,7 +1222,7 @@ TEST(export_unwritable_folder)
 	close_window(w);
 	err = end_capture();
 	ASSERT_EQ(last_result.error, -ENOTDIR);
-	ASSERT_MSG(count_lines(err, "gprof: ") == 1 && count_lines(err, "") == 1, "%s", err);
+	ASSERT_MSG(text_lines(err, "gprof: ") == 1 && text_lines(err, "") == 1, "%s", err);
 	ASSERT_STR_CONTAINS(err, "cannot create the output folder");
 	ASSERT_STR_CONTAINS(err, out);
 	ASSERT_STR_CONTAINS(err, "window 4");
@@ -1247,7 +1239,7 @@ TEST(export_unwritable_folder)
 	close_window(w);
 	err = end_capture();
 	ASSERT_EQ(last_result.error, -ENAMETOOLONG);
-	ASSERT_MSG(count_lines(err, "gprof: ") == 1 && count_lines(err, "") == 1, "%s", err);
+	ASSERT_MSG(text_lines(err, "gprof: ") == 1 && text_lines(err, "") == 1, "%s", err);
 	ASSERT_STR_CONTAINS(err, "window 5");
 
 	snprintf(good, sizeof(good), "%s/good", dir);
@@ -1296,7 +1288,7 @@ TEST(export_disk_full)
 	close_window(w);
 	err = end_capture();
 	ASSERT_EQ(last_result.error, -EFBIG);
-	ASSERT_MSG(count_lines(err, "gprof: ") == 1 && count_lines(err, "") == 1, "%s", err);
+	ASSERT_MSG(text_lines(err, "gprof: ") == 1 && text_lines(err, "") == 1, "%s", err);
 	ASSERT_STR_CONTAINS(err, strerror(EFBIG));
 	ASSERT_STR_CONTAINS(err, ".partial");
 	d = opendir(dir);
@@ -1512,7 +1504,7 @@ TEST(export_intern_strings)
 	}
 	err = end_capture();
 	ASSERT(full > 0);
-	ASSERT_EQ(count_lines(err, "gprof: "), 1);
+	ASSERT_EQ(text_lines(err, "gprof: "), 1);
 	ASSERT_STR_CONTAINS(err, "string table is full");
 	free(big);
 }

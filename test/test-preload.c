@@ -1,7 +1,9 @@
 /*
  * End-to-end tests of preload/: programs run on the simulated runtime under LD_PRELOAD, and each
  * trace is checked against TRACE_FORMAT.md and against what the program really did (its
- * documented behaviour, test/apps/steps-app.c, and the simulation's ground-truth log).
+ * documented behaviour, test/apps/steps-app.c, and the simulation's ground-truth log). They are
+ * about the hooks' own events, which libgprof writes when CUPTI is not there (e2e_cupti(false));
+ * test-e2e-collector.c runs the same programs with the simulated CUPTI.
  */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -15,16 +17,6 @@
 #include "task.h"
 #include "util/e2e.h"
 #include "util/gtlog.h"
-
-/*
- * These tests are about the hooks' own events, which libgprof writes when CUPTI is not there;
- * test-e2e-gpu.c runs the same programs with the simulated CUPTI.
- */
-static void run_under(struct e2e_run *r, const char *const argv[], const char *const *env,
-		      bool preload)
-{
-	e2e_run(r, argv, "/nonexistent/libcupti.so.13", env, preload);
-}
 
 /* The step numbers of t's ProfilerStep#N spans, as a bit set. */
 static uint64_t step_set(const struct trace *t)
@@ -132,10 +124,10 @@ static void check_calls(const struct e2e_run *r, const struct trace *t, unsigned
 
 TEST(preload_default_schedule)
 {
-	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "10", NULL};
+	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "10", NULL};
 	struct e2e_run r;
 
-	run_under(&r, argv, NULL, true);
+	e2e_run(&r, argv, e2e_cupti(false), NULL, true);
 	ASSERT_EQ(r.res.status, 0);
 	ASSERT_EQ(r.n_traces, 1);
 	ASSERT_EQ(step_set(&r.traces[0]), steps_between(2, 4));
@@ -153,13 +145,13 @@ TEST(preload_default_schedule)
 
 TEST(preload_domain_and_tids)
 {
-	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "6", NULL};
+	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "6", NULL};
 	struct e2e_run r;
 	size_t i;
 	json_t *ev;
 	long long worker_tid = -1;
 
-	run_under(&r, argv, NULL, true);
+	e2e_run(&r, argv, e2e_cupti(false), NULL, true);
 	ASSERT_EQ(r.n_traces, 1);
 	/* The worker's calls carry the worker's thread id, as the ground-truth log saw it. */
 	json_array_foreach(r.gt, i, ev)
@@ -184,10 +176,10 @@ TEST(preload_domain_and_tids)
 
 TEST(preload_markers_on_launching_thread)
 {
-	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "10", "-S", NULL};
+	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "10", "-S", NULL};
 	struct e2e_run r;
 
-	run_under(&r, argv, NULL, true);
+	e2e_run(&r, argv, e2e_cupti(false), NULL, true);
 	ASSERT_EQ(r.res.status, 0);
 	ASSERT_EQ(r.n_traces, 1);
 	ASSERT_EQ(step_set(&r.traces[0]), steps_between(2, 4));
@@ -197,10 +189,10 @@ TEST(preload_markers_on_launching_thread)
 
 TEST(preload_numbered_step_markers)
 {
-	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "10", "-x", NULL};
+	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "10", "-x", NULL};
 	struct e2e_run r;
 
-	run_under(&r, argv, NULL, true);
+	e2e_run(&r, argv, e2e_cupti(false), NULL, true);
 	ASSERT_EQ(r.n_traces, 1);
 	ASSERT_EQ(step_set(&r.traces[0]), steps_between(2, 4));
 	e2e_free(&r);
@@ -208,10 +200,10 @@ TEST(preload_numbered_step_markers)
 
 TEST(preload_eight_threads)
 {
-	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "8", "-t", "8", NULL};
+	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "8", "-t", "8", NULL};
 	struct e2e_run r;
 
-	run_under(&r, argv, NULL, true);
+	e2e_run(&r, argv, e2e_cupti(false), NULL, true);
 	ASSERT_EQ(r.res.status, 0);
 	ASSERT_EQ(r.n_traces, 1);
 	check_calls(&r, &r.traces[0], 2, 4, 8);
@@ -221,13 +213,13 @@ TEST(preload_eight_threads)
 
 TEST(preload_repeat)
 {
-	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "10", NULL};
+	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "10", NULL};
 	const char *env2[] = {"GPROF_SCHEDULE=wait=1,warmup=1,active=2,repeat=2", NULL};
 	const char *env0[] = {"GPROF_SCHEDULE=wait=1,warmup=1,active=2,repeat=0", NULL};
 	struct e2e_run r;
 
 	/* Cycles of 4 steps (wait, warmup, active, active): steps 2-3 and 6-7 are recorded. */
-	run_under(&r, argv, env2, true);
+	e2e_run(&r, argv, e2e_cupti(false), env2, true);
 	ASSERT_EQ(r.n_traces, 2);
 	ASSERT_EQ(step_set(&r.traces[0]), steps_between(2, 3));
 	ASSERT_EQ(step_set(&r.traces[1]), steps_between(6, 7));
@@ -236,9 +228,9 @@ TEST(preload_repeat)
 	e2e_free(&r);
 
 	/* repeat=0 over 12 steps: 2-3, 6-7 and 10-11, the last saved at exit. */
-	const char *argv12[] = {e2e_build_path("test/apps/steps-app"), "-s", "12", NULL};
+	const char *argv12[] = {proc_build_path("test/apps/steps-app"), "-s", "12", NULL};
 
-	run_under(&r, argv12, env0, true);
+	e2e_run(&r, argv12, e2e_cupti(false), env0, true);
 	ASSERT_EQ(r.n_traces, 3);
 	ASSERT_EQ(step_set(&r.traces[2]), steps_between(10, 11));
 	check_calls(&r, &r.traces[2], 10, 11, 1);
@@ -247,11 +239,11 @@ TEST(preload_repeat)
 
 TEST(preload_schedule_all)
 {
-	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "5", NULL};
+	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "5", NULL};
 	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
 	struct e2e_run r;
 
-	run_under(&r, argv, env, true);
+	e2e_run(&r, argv, e2e_cupti(false), env, true);
 	ASSERT_EQ(r.n_traces, 1);
 	check_calls(&r, &r.traces[0], 0, 4, 1);
 	e2e_free(&r);
@@ -259,8 +251,8 @@ TEST(preload_schedule_all)
 
 TEST(preload_nvcc_app)
 {
-	const char *app = e2e_build_path("test/apps/nvcc-app");
-	const char *pt = e2e_build_path("test/apps/nvcc-app-pt");
+	const char *app = proc_build_path("test/apps/nvcc-app");
+	const char *pt = proc_build_path("test/apps/nvcc-app-pt");
 	const char *const apps[][2] = {{app, "__cudaLaunchKernel"},
 				       {pt, "__cudaLaunchKernel_ptsz"}};
 	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
@@ -274,7 +266,7 @@ TEST(preload_nvcc_app)
 		json_t *ev;
 		int launches = 0;
 
-		run_under(&r, argv, env, true);
+		e2e_run(&r, argv, e2e_cupti(false), env, true);
 		ASSERT_EQ(r.res.status, 0);
 		ASSERT_EQ(r.n_traces, 1);
 		json_array_foreach(r.traces[0].events, i, ev)
@@ -299,16 +291,16 @@ TEST(preload_nvcc_app)
 /* Output, errno and exit status identical with and without libgprof, on both runtimes. */
 TEST(preload_results_unchanged)
 {
-	const char *const apps[] = {e2e_build_path("test/apps/steps-app"),
-				    e2e_build_path("test/apps/steps-app-real")};
+	const char *const apps[] = {proc_build_path("test/apps/steps-app"),
+				    proc_build_path("test/apps/steps-app-real")};
 	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
 
 	for (size_t a = 0; a < ARRAY_SIZE(apps); a++) {
 		const char *argv[] = {apps[a], "-e", NULL};
 		struct e2e_run with, without;
 
-		run_under(&without, argv, env, false);
-		run_under(&with, argv, env, true);
+		e2e_run(&without, argv, e2e_cupti(false), env, false);
+		e2e_run(&with, argv, e2e_cupti(false), env, true);
 		ASSERT_EQ(with.res.status, without.res.status);
 		ASSERT_STR_EQ(with.res.out, without.res.out);
 		ASSERT_STR_CONTAINS(with.res.out, "cudaMalloc(1 TiB) = ");
@@ -321,11 +313,11 @@ TEST(preload_results_unchanged)
 /* With the real libcudart and no GPU every call fails with 35, and passes through as it is. */
 TEST(preload_real_runtime_without_gpu)
 {
-	const char *argv[] = {e2e_build_path("test/apps/steps-app-real"), "-e", NULL};
+	const char *argv[] = {proc_build_path("test/apps/steps-app-real"), "-e", NULL};
 	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
 	struct e2e_run r;
 
-	run_under(&r, argv, env, true);
+	e2e_run(&r, argv, e2e_cupti(false), env, true);
 	ASSERT_EQ(r.res.status, 0);
 	ASSERT_STR_CONTAINS(r.res.out, "cudaMalloc(1 TiB) = 35, errno 4242");
 	ASSERT_STR_CONTAINS(r.res.out, "cudaMemcpy(bad kind) = 35, errno 77");
@@ -341,7 +333,7 @@ TEST(preload_inert_cases)
 	const char *sh_argv[] = {"/bin/sh", "-c", "exit 5", NULL};
 	const char *true_argv[] = {"/bin/true", NULL};
 	const char *disable[] = {"GPROF_DISABLE=1", NULL};
-	const char *app_argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "6", NULL};
+	const char *app_argv[] = {proc_build_path("test/apps/steps-app"), "-s", "6", NULL};
 	struct {
 		const char *const *argv;
 		const char *const *env;
@@ -356,7 +348,7 @@ TEST(preload_inert_cases)
 
 		if (cases[c].argv == py_argv && access("/usr/bin/python3", X_OK) != 0)
 			continue;
-		run_under(&r, cases[c].argv, cases[c].env, true);
+		e2e_run(&r, cases[c].argv, e2e_cupti(false), cases[c].env, true);
 		ASSERT_MSG(r.res.status == cases[c].status, "case %zu: status %d, stderr %s", c,
 			   r.res.status, r.res.err);
 		ASSERT_EQ(r.n_traces, 0);
@@ -368,10 +360,10 @@ TEST(preload_inert_cases)
 /* A CUDA program that never marks a step gets one message naming the two ways out. */
 TEST(preload_no_step_marker)
 {
-	const char *argv[] = {e2e_build_path("test/apps/steps-app-real"), "-e", NULL};
+	const char *argv[] = {proc_build_path("test/apps/steps-app-real"), "-e", NULL};
 	struct e2e_run r;
 
-	run_under(&r, argv, NULL, true);
+	e2e_run(&r, argv, e2e_cupti(false), NULL, true);
 	ASSERT_EQ(r.res.status, 0);
 	ASSERT_EQ(r.n_traces, 0);
 	ASSERT_STR_CONTAINS(r.res.err, "gprof: ");
@@ -383,11 +375,11 @@ TEST(preload_no_step_marker)
 /* A bad configuration value: one line, libgprof off, the program as without it. */
 TEST(preload_bad_config)
 {
-	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "6", NULL};
+	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "6", NULL};
 	const char *env[] = {"GPROF_SCHEDULE=wait=1,bogus=2", NULL};
 	struct e2e_run r;
 
-	run_under(&r, argv, env, true);
+	e2e_run(&r, argv, e2e_cupti(false), env, true);
 	ASSERT_EQ(r.res.status, 0);
 	ASSERT_EQ(r.n_traces, 0);
 	ASSERT_STR_CONTAINS(r.res.err, "gprof: GPROF_SCHEDULE='wait=1,bogus=2': ");
@@ -399,11 +391,11 @@ TEST(preload_bad_config)
 /* NVTX_INJECTION64_PATH set by the user: one warning, the program runs. */
 TEST(preload_nvtx_path_taken)
 {
-	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "3", NULL};
+	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "3", NULL};
 	const char *env[] = {"NVTX_INJECTION64_PATH=/nonexistent/libothertool.so", NULL};
 	struct e2e_run r;
 
-	run_under(&r, argv, env, true);
+	e2e_run(&r, argv, e2e_cupti(false), env, true);
 	ASSERT_EQ(r.res.status, 0);
 	ASSERT_STR_CONTAINS(r.res.err, "gprof: NVTX_INJECTION64_PATH is already set");
 	ASSERT_STR_CONTAINS(r.res.out, "steps-app: 3 steps x 1 threads ok");
@@ -416,11 +408,11 @@ TEST(preload_nvtx_path_taken)
  */
 TEST(preload_runtime_loaded_local)
 {
-	const char *argv[] = {e2e_build_path("test/apps/local-app"), NULL};
+	const char *argv[] = {proc_build_path("test/apps/local-app"), NULL};
 	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
 	struct e2e_run r;
 
-	run_under(&r, argv, env, true);
+	e2e_run(&r, argv, e2e_cupti(false), env, true);
 	ASSERT_EQ(r.res.status, 0);
 	ASSERT_STR_CONTAINS(r.res.out, "cudaMalloc 0, cudaMemcpy 0, cudaFree 0");
 	ASSERT_EQ(r.n_traces, 1);
@@ -437,7 +429,7 @@ TEST(preload_runtime_loaded_local)
  */
 TEST(preload_hook_table)
 {
-	const char *lib = e2e_build_path("libgprof.so");
+	const char *lib = proc_build_path("libgprof.so");
 	void *h;
 
 	for (int f = 0; f < GPROF_FAMILY_COUNT; f++)

@@ -282,14 +282,14 @@ static void check_nvtx_event(const struct trace *t, char *line, char *const doma
  */
 TEST(rel_nvtx_hostile_messages)
 {
-	const char *argv[] = {e2e_build_path("test/apps/rel-nvtx"), NULL};
+	const char *argv[] = {proc_build_path("test/apps/rel-nvtx"), NULL};
 	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
 	char *lines[256], *domains[2] = {NULL, NULL};
 	struct e2e_run r;
 	int n, events = 0, said = -1;
 	bool cut;
 
-	e2e_run(&r, argv, "/nonexistent/libcupti.so.13", env, true);
+	e2e_run(&r, argv, e2e_cupti(false), env, true);
 	ASSERT_MSG(r.res.status == 0, "status %d: %s", r.res.status, r.res.err);
 	ASSERT_EQ(r.n_traces, 1);
 	check_messages(&r.res, "rel-nvtx", true);
@@ -364,10 +364,9 @@ static void check_kernel_names(const struct trace *t, char *const raw[], char *c
  * records and with the hooks' cudaFuncGetName, the trace is valid and names every launch. */
 TEST(rel_kernel_names_64k)
 {
-	const char *argv[] = {e2e_build_path("test/apps/rel-kernels"), NULL};
+	const char *argv[] = {proc_build_path("test/apps/rel-kernels"), NULL};
 	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
-	const char *cupti[] = {e2e_build_path("fakecuda/libcupti.so.13"),
-			       "/nonexistent/libcupti.so.13"};
+	const char *cupti[] = {e2e_cupti(true), e2e_cupti(false)};
 	char *raw[REL_KERNELS] = {NULL},
 	     *alt[REL_KERNELS] = {
 		 NULL, repeat("", 'a', 65530, "()"),	repeat("f(int", '*', 65000, ")"),
@@ -466,12 +465,12 @@ static bool value_accepted(const char *var, const char *value)
 static void run_with_value(const char *entry, const char *var, bool rejected)
 {
 	bool from_file = !strncmp(entry, "GPROF_CONFIG=", 13) && strcmp(var, "GPROF_CONFIG");
-	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "6", NULL};
+	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "6", NULL};
 	const char *env[] = {entry, NULL};
 	struct e2e_run r;
 	char want[96], alt[96];
 
-	e2e_run(&r, argv, "/nonexistent/libcupti.so.13", env, true);
+	e2e_run(&r, argv, e2e_cupti(false), env, true);
 	ASSERT_MSG(r.res.status == 0 && !strcmp(r.res.out, STEPS_APP_OUT),
 		   "%.80s: status %d, stdout %.200s", entry, r.res.status, r.res.out);
 	snprintf(want, sizeof(want), "gprof: %s='", var);
@@ -628,14 +627,13 @@ TEST(rel_exit_paths)
 	const char *sig_env[] = {"GPROF_SIGNALS=1", NULL};
 
 	for (size_t c = 0; c < 2 * ARRAY_SIZE(cases); c++) {
-		const char *argv[] = {e2e_build_path("test/apps/rel-exit"), cases[c / 2].mode,
+		const char *argv[] = {proc_build_path("test/apps/rel-exit"), cases[c / 2].mode,
 				      NULL};
 		struct e2e_run r;
 		int counts[16];
 
 		/* Each twice: GPROF_SIGNALS=1 must change nothing for these. */
-		e2e_run(&r, argv, e2e_build_path("fakecuda/libcupti.so.13"), c % 2 ? sig_env : NULL,
-			true);
+		e2e_run(&r, argv, e2e_cupti(true), c % 2 ? sig_env : NULL, true);
 		ASSERT_MSG(r.res.status == cases[c / 2].status, "%s: status %d: %s",
 			   cases[c / 2].mode, r.res.status, r.res.err);
 		ASSERT_EQ(r.n_traces, 1);
@@ -674,12 +672,12 @@ TEST(rel_signal_finishes_window)
 	const char *env[] = {"GPROF_SIGNALS=1", "GPROF_SCHEDULE=wait=1,warmup=1,active=10", NULL};
 
 	for (size_t c = 0; c < ARRAY_SIZE(cases); c++) {
-		const char *argv[] = {e2e_build_path("test/apps/rel-exit"), "-w", cases[c].mode,
+		const char *argv[] = {proc_build_path("test/apps/rel-exit"), "-w", cases[c].mode,
 				      NULL};
 		struct e2e_run r;
 		int counts[16];
 
-		e2e_run(&r, argv, e2e_build_path("fakecuda/libcupti.so.13"), env, true);
+		e2e_run(&r, argv, e2e_cupti(true), env, true);
 		ASSERT_STR_EQ(r.res.out, cases[c].said);
 		ASSERT_EQ(r.n_traces, 1);
 		kernels_per_step(&r.traces[0], counts);
@@ -707,8 +705,7 @@ static void run_raw(const char *const argv[], const char *const *extra, char *di
 	snprintf(dir, size, "/tmp/gprof-rel-XXXXXX");
 	ASSERT(mkdtemp(dir));
 	ASSERT(asprintf(&out, "GPROF_OUTPUT=%s", dir) > 0);
-	ASSERT(asprintf(&cupti, "GPROF_CUPTI_LIB=%s", proc_build_path("fakecuda/libcupti.so.13")) >
-	       0);
+	ASSERT(asprintf(&cupti, "GPROF_CUPTI_LIB=%s", e2e_cupti(true)) > 0);
 	env[n++] = out;
 	env[n++] = cupti;
 	for (; extra && *extra && n < 15; extra++)
@@ -861,7 +858,7 @@ TEST(rel_killed_window_repaired)
 	const char *env[] = {"GPROF_SCHEDULE=wait=1,warmup=1,active=10", NULL};
 
 	for (size_t c = 0; c < ARRAY_SIZE(cases); c++) {
-		const char *argv[] = {e2e_build_path("test/apps/rel-exit"), "-w", cases[c].mode,
+		const char *argv[] = {proc_build_path("test/apps/rel-exit"), "-w", cases[c].mode,
 				      NULL};
 		char dir[PATH_MAX], why[256], *partial, *gz, *text;
 		struct proc_result res;
@@ -893,12 +890,12 @@ TEST(rel_killed_window_repaired)
  */
 TEST(rel_repair_every_cut)
 {
-	const char *argv[] = {e2e_build_path("test/apps/rel-exit"), "return", NULL};
+	const char *argv[] = {proc_build_path("test/apps/rel-exit"), "return", NULL};
 	char dir[64], path[128], why[256], *gz, *name;
 	struct e2e_run r;
 	size_t len;
 
-	e2e_run(&r, argv, e2e_build_path("fakecuda/libcupti.so.13"), NULL, true);
+	e2e_run(&r, argv, e2e_cupti(true), NULL, true);
 	ASSERT_EQ(r.n_traces, 1);
 	name = only_file(r.dir, ".pt.trace.json.gz");
 	read_all(name, &gz, &len);
@@ -1006,14 +1003,14 @@ TEST(rel_fork_and_exec)
 	env[0] = asan;
 
 	for (size_t c = 0; c < ARRAY_SIZE(cases); c++) {
-		const char *argv[] = {e2e_build_path("test/apps/rel-fork"), cases[c].mode, NULL};
+		const char *argv[] = {proc_build_path("test/apps/rel-fork"), cases[c].mode, NULL};
 		struct e2e_run r;
 		long pids[8];
 		int n_pids;
 		bool parent_seen = false;
 		long parent = -1;
 
-		e2e_run(&r, argv, e2e_build_path("fakecuda/libcupti.so.13"), env, true);
+		e2e_run(&r, argv, e2e_cupti(true), env, true);
 		ASSERT_MSG(r.res.status == 0, "%s: status %d: %s", cases[c].mode, r.res.status,
 			   r.res.err);
 		check_messages(&r.res, cases[c].mode, true);
@@ -1065,12 +1062,12 @@ static bool file_is(const char *path, const char *text)
  */
 static void run_output_fault(const char *steps, const char *const *env, const char *says)
 {
-	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", steps, NULL};
+	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", steps, NULL};
 	struct e2e_run r;
 	char want[64];
 
 	snprintf(want, sizeof(want), "steps-app: %s steps x 1 threads ok\n", steps);
-	e2e_run(&r, argv, e2e_build_path("fakecuda/libcupti.so.13"), env, true);
+	e2e_run(&r, argv, e2e_cupti(true), env, true);
 	ASSERT_MSG(r.res.status == 0 && !strcmp(r.res.out, want), "%s: status %d, %s", env[0],
 		   r.res.status, r.res.out);
 	check_messages(&r.res, env[0], true);
@@ -1118,7 +1115,7 @@ TEST(rel_output_unusable_folder)
  */
 TEST(rel_output_hostile_link)
 {
-	const char *argv[] = {e2e_build_path("test/apps/rel-exit"), "plant", NULL};
+	const char *argv[] = {proc_build_path("test/apps/rel-exit"), "plant", NULL};
 	char dir[PATH_MAX], why[256], victim[64], *victim_env = NULL, *partial, *final, *text, *gz,
 						  got[128];
 	const char *env[] = {"GPROF_SCHEDULE=all", NULL, NULL};
@@ -1700,8 +1697,7 @@ TEST(rel_long_window_bounded)
 
 	ASSERT(mkdtemp(dir));
 	ASSERT(asprintf(&o, "GPROF_OUTPUT=%s", dir) > 0);
-	ASSERT(asprintf(&lib, "GPROF_CUPTI_LIB=%s", proc_build_path("fakecuda/libcupti.so.13")) >
-	       0);
+	ASSERT(asprintf(&lib, "GPROF_CUPTI_LIB=%s", e2e_cupti(true)) > 0);
 	env[8] = o;
 	env[9] = lib;
 	ASSERT_EQ(run_peak(argv, alone_env, out, err, &alone_hwm, &alone_exit), 0);
@@ -1781,13 +1777,13 @@ TEST(rel_valgrind_memcheck)
 				      "--leak-check=full",
 				      "--show-leak-kinds=definite",
 				      "--errors-for-leak-kinds=definite",
-				      e2e_build_path(apps[a][0]),
+				      proc_build_path(apps[a][0]),
 				      apps[a][1],
 				      apps[a][2],
 				      NULL};
 		struct e2e_run r;
 
-		e2e_run(&r, argv, e2e_build_path("fakecuda/libcupti.so.13"), env, true);
+		e2e_run(&r, argv, e2e_cupti(true), env, true);
 		ASSERT_MSG(r.res.status == 0, "%s: status %d: %.3000s", apps[a][0], r.res.status,
 			   r.res.err);
 		ASSERT_EQ(r.n_traces, 1);

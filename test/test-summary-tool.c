@@ -15,6 +15,7 @@
 #include "common/compiler.h"
 #include "task.h"
 #include "util/e2e.h"
+#include "util/text.h"
 
 #define MAX_ARGS  16
 #define MAX_STEPS 64
@@ -23,7 +24,7 @@
 /* gprof-summary with these arguments (NULL-terminated); its output in res. */
 static void run_tool(struct proc_result *res, ...)
 {
-	const char *argv[MAX_ARGS] = {e2e_build_path("gprof-summary")};
+	const char *argv[MAX_ARGS] = {proc_build_path("gprof-summary")};
 	const char *env[] = {"LD_PRELOAD", NULL};
 	va_list ap;
 	int n = 1;
@@ -79,15 +80,15 @@ static const char *trace_file(const struct e2e_run *r, int i)
 }
 
 /* steps-app under libgprof on the simulated GPU; extra: NULL-terminated environment changes. */
-static void run_app(struct e2e_run *r, const char *const *app_args, const char *const *extra)
+static void run_steps_app(struct e2e_run *r, const char *const *app_args, const char *const *extra)
 {
-	const char *argv[MAX_ARGS] = {e2e_build_path("test/apps/steps-app")};
+	const char *argv[MAX_ARGS] = {proc_build_path("test/apps/steps-app")};
 
 	for (int i = 0; app_args[i]; i++) {
 		ASSERT(i + 2 < MAX_ARGS);
 		argv[i + 1] = app_args[i];
 	}
-	e2e_run(r, argv, e2e_build_path("fakecuda/libcupti.so.13"), extra, true);
+	e2e_run(r, argv, e2e_cupti(true), extra, true);
 	ASSERT_MSG(r->res.status == 0, "steps-app: %s", r->res.err);
 	ASSERT_GE(r->n_traces, 1);
 }
@@ -122,15 +123,6 @@ static char *summary_block(const char *err)
 	while (!strncmp(e, "gprof:   ", 9))
 		e += strcspn(e, "\n") + 1;
 	return strndup(b, (size_t)(e - b));
-}
-
-static int count_of(const char *hay, const char *needle)
-{
-	int n = 0;
-
-	for (const char *p = hay; (p = strstr(p, needle)); p++)
-		n++;
-	return n;
 }
 
 /* The trace of r whose file is path. */
@@ -198,7 +190,7 @@ TEST(summary_tool_damaged_traces)
 		N = 40
 	};
 	static const char punct[] = "\"{}[],:\\ x0";
-	const char *argv[N + 2] = {e2e_build_path("gprof-summary")};
+	const char *argv[N + 2] = {proc_build_path("gprof-summary")};
 	const char *args[] = {"-s", "5", NULL}, *env[] = {"LD_PRELOAD", NULL};
 	char name[32], *text;
 	struct proc_result res;
@@ -206,7 +198,7 @@ TEST(summary_tool_damaged_traces)
 	size_t len;
 	int lines = 0;
 
-	run_app(&r, args, NULL);
+	run_steps_app(&r, args, NULL);
 	len = r.traces[0].len;
 	text = malloc(len);
 	ASSERT(text);
@@ -225,7 +217,7 @@ TEST(summary_tool_damaged_traces)
 	ASSERT_MSG(res.status == 0 || res.status == 1, "status %d: %s", res.status, res.err);
 	for (const char *l = res.err; *l; l = strchr(l, '\n') + 1, lines++)
 		ASSERT_MSG(!strncmp(l, "gprof-summary: ", 15) && strchr(l, '\n'), "'%s'", l);
-	ASSERT_EQ(lines + count_of(res.out, "gprof: trace written: "), N);
+	ASSERT_EQ(lines + text_count(res.out, "gprof: trace written: "), N);
 	ASSERT_GE(lines, N / 2); /* every cut one at least */
 	proc_result_free(&res);
 	for (int i = 0; i < N; i++)
@@ -601,7 +593,7 @@ TEST(summary_tool_matches_library)
 	size_t len;
 
 	snprintf(env, sizeof(env), "GPROF_SUMMARY=%s", file);
-	run_app(&r, args, extra);
+	run_steps_app(&r, args, extra);
 	ASSERT_EQ(r.n_traces, 2);
 	lib = read_file(file, &len);
 	ASSERT_EQ(summaries_in(lib, paths, 4), 2);
@@ -638,7 +630,7 @@ TEST(summary_tool_one_line)
 	struct e2e_run r;
 	char *want;
 
-	run_app(&r, args, extra);
+	run_steps_app(&r, args, extra);
 	want = summary_block(r.res.err);
 	ASSERT_STR_CONTAINS(want, "no GPU activity recorded");
 	run_tool(&res, trace_file(&r, 0), NULL);
@@ -686,7 +678,7 @@ TEST(summary_tool_bad_files)
 	struct e2e_run r;
 	size_t len;
 
-	run_app(&r, args, NULL);
+	run_steps_app(&r, args, NULL);
 	want = summary_block(r.res.err);
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		p[i] = strcpy(paths[i], in_dir(&r, bad[i].name));
@@ -764,8 +756,8 @@ TEST(summary_tool_compare)
 	struct e2e_run a, b;
 
 	ASSERT(t);
-	run_app(&a, args_a, env_a);
-	run_app(&b, args_b, env_b);
+	run_steps_app(&a, args_a, env_a);
+	run_steps_app(&b, args_b, env_b);
 	truth_of(&a.traces[0], &t[0]);
 	truth_of(&b.traces[0], &t[1]);
 	run_tool(&res, "--compare", trace_file(&a, 0), trace_file(&b, 0), NULL);
@@ -829,7 +821,7 @@ static char *make_page(struct e2e_run *r, struct truth *t, char **summary)
 	char *html;
 	size_t len;
 
-	run_app(r, args, extra);
+	run_steps_app(r, args, extra);
 	truth_of(&r->traces[0], t);
 	ASSERT_EQ(t->n_steps, 6);
 	page = in_dir(r, "page.html");
@@ -851,8 +843,8 @@ static void check_self_contained(const char *html)
 	ASSERT(!strncmp(html, "<!DOCTYPE html>", 15));
 	for (size_t i = 0; i < ARRAY_SIZE(refs); i++)
 		ASSERT_MSG(!strstr(html, refs[i]), "the page has %s", refs[i]);
-	ASSERT_EQ(count_of(html, "<svg"), count_of(html, "</svg>"));
-	ASSERT_EQ(count_of(html, "<g "), count_of(html, "</g>"));
+	ASSERT_EQ(text_count(html, "<svg"), text_count(html, "</svg>"));
+	ASSERT_EQ(text_count(html, "<g "), text_count(html, "</g>"));
 	ASSERT_STR_CONTAINS(html, "</html>\n");
 }
 
@@ -862,7 +854,7 @@ static void check_bars(const char *html, const struct truth *t)
 	int top = t->n_k < 10 ? t->n_k : 10;
 	char want[1024];
 
-	ASSERT_EQ(count_of(html, "<g class=\"step\""), t->n_steps);
+	ASSERT_EQ(text_count(html, "<g class=\"step\""), t->n_steps);
 	for (int i = 0; i < t->n_steps; i++) {
 		long long b = t->step_ts[i], e = b + t->step_dur[i];
 
@@ -872,7 +864,7 @@ static void check_bars(const char *html, const struct truth *t)
 			 t->step_no[i], t->step_dur[i], busy_in(t, b, e));
 		ASSERT_STR_CONTAINS(html, want);
 	}
-	ASSERT_EQ(count_of(html, "<g class=\"kernel\""), top);
+	ASSERT_EQ(text_count(html, "<g class=\"kernel\""), top);
 	for (int i = 0; i < top; i++) {
 		snprintf(want, sizeof(want),
 			 "<g class=\"kernel\" data-rank=\"%d\" data-calls=\"%lld\" "
@@ -1242,7 +1234,7 @@ TEST(summary_tool_html_render)
 /* gprof-summary with GPROF_SUMMARY_CHUNK=chunk (0: unset) and these arguments (NULL-ended). */
 static void run_chunked(struct proc_result *res, unsigned chunk, ...)
 {
-	const char *argv[MAX_ARGS] = {e2e_build_path("gprof-summary")};
+	const char *argv[MAX_ARGS] = {proc_build_path("gprof-summary")};
 	char env_chunk[64] = "GPROF_SUMMARY_CHUNK";
 	const char *env[] = {"LD_PRELOAD", env_chunk, NULL};
 	va_list ap;
@@ -1745,7 +1737,7 @@ TEST(summary_tool_chunk_boundaries)
 	struct proc_result res;
 	struct e2e_run r;
 
-	run_app(&r, args, NULL);
+	run_steps_app(&r, args, NULL);
 	plain = in_dir(&r, "plain.json");
 	write_file(plain, r.traces[0].raw, r.traces[0].len);
 	cut = in_dir(&r, "cut.json");

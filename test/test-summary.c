@@ -562,7 +562,7 @@ static const char *trace_path(const struct e2e_run *r)
 static void run_steps_app(struct e2e_run *r, const char *env1, const char *env2)
 {
 	const char *argv[] = {
-	    e2e_build_path("test/apps/steps-app"), "-s", "7", "-t", "3", "-l", "4", NULL};
+	    proc_build_path("test/apps/steps-app"), "-s", "7", "-t", "3", "-l", "4", NULL};
 	/*
 	 * 2 ms kernels on 3 streams overlap; the one left running outlives the window; copies
 	 * slow enough to weigh in the kernels' share of GPU time.
@@ -570,7 +570,7 @@ static void run_steps_app(struct e2e_run *r, const char *env1, const char *env2)
 	const char *env[] = {"FAKEGPU_KERNEL_TABLE=slow=300000000,scale=20000000",
 			     "FAKEGPU_COPY_GBPS=0.001", env1, env2, NULL};
 
-	e2e_run(r, argv, e2e_build_path("fakecuda/libcupti.so.13"), env, true);
+	e2e_run(r, argv, e2e_cupti(true), env, true);
 	ASSERT_EQ(r->res.status, 0);
 	ASSERT_EQ(r->n_traces, 1);
 }

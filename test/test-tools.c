@@ -17,6 +17,7 @@
 #include "common/compiler.h"
 #include "task.h"
 #include "util/e2e.h"
+#include "util/text.h"
 
 #define MAX_ARGS 48
 #define MAX_ENV	 24
@@ -131,7 +132,7 @@ static void run_tool(struct run *r, const char *tool, const char *const *args,
 	argv[n++] = tool ? tool : src_path("scripts/gprof-run");
 	if (!tool) {
 		argv[n++] = "--lib";
-		argv[n++] = e2e_build_path("libgprof.so");
+		argv[n++] = proc_build_path("libgprof.so");
 	}
 	for (; args && *args; args++) {
 		ASSERT(n < MAX_ARGS - 1);
@@ -159,15 +160,6 @@ static const char *last_line(const char *text)
 		;
 	snprintf(line, sizeof(line), "%.*s", (int)(text + len - start), start);
 	return line;
-}
-
-static int count_lines(const char *text)
-{
-	int n = 0;
-
-	for (; *text; text++)
-		n += *text == '\n';
-	return n;
 }
 
 /* The names in dir that end with suffix, sorted, at most max; returns how many. */
@@ -246,7 +238,7 @@ TEST(tools_run_sets_variables)
 
 	/* An LD_PRELOAD already set stays, after libgprof (and after a sanitizer runtime). */
 	extra[0] = rt ? fmt("LD_PRELOAD=%s libz.so.1", rt) : "LD_PRELOAD=libz.so.1";
-	ASSERT(realpath(e2e_build_path("libgprof.so"), lib));
+	ASSERT(realpath(proc_build_path("libgprof.so"), lib));
 	ASSERT(asprintf(&preload, "\nLD_PRELOAD=%s%s%s:libz.so.1\n", rt ? rt : "", rt ? ":" : "",
 			lib) > 0);
 	for (size_t i = 0; i < ARRAY_SIZE(runs); i++) {
@@ -298,7 +290,7 @@ TEST(tools_run_bad_options)
 		run_init(&r);
 		run_tool(&r, NULL, args, NULL);
 		ASSERT_MSG(r.res.status == 2, "case %zu: status %d", c, r.res.status);
-		ASSERT_MSG(count_lines(r.res.err) == 1 && !strncmp(r.res.err, "gprof: ", 7),
+		ASSERT_MSG(text_lines(r.res.err, "") == 1 && !strncmp(r.res.err, "gprof: ", 7),
 			   "case %zu: %s", c, r.res.err);
 		ASSERT_STR_CONTAINS(r.res.err, cases[c].says);
 		ASSERT_EQ(stat(marker, &st), 0);
@@ -335,7 +327,7 @@ TEST(tools_run_cannot_start)
 	ASSERT(f && fputs("not a library\n", f) >= 0 && fclose(f) == 0);
 	run_tool(&r, NULL, bad_lib, NULL);
 	ASSERT_EQ(r.res.status, 2);
-	ASSERT_EQ(count_lines(r.res.err), 1);
+	ASSERT_EQ(text_lines(r.res.err, ""), 1);
 	ASSERT_STR_CONTAINS(r.res.err, "gprof: cannot preload '");
 	run_free(&r);
 }
@@ -347,7 +339,7 @@ static pid_t spawn(const char *script, const char *arg)
 {
 	const char *argv[] = {src_path("scripts/gprof-run"),
 			      "--lib",
-			      e2e_build_path("libgprof.so"),
+			      proc_build_path("libgprof.so"),
 			      "--",
 			      "/bin/sh",
 			      "-c",
@@ -472,7 +464,7 @@ static int traces_in(const char *dir, char names[8][NAME_MAX + 1], struct trace 
 TEST(tools_run_reports_traces)
 {
 	static const char prefix[] = "gprof: this run wrote 2 traces in ";
-	const char *app = e2e_build_path("test/apps/steps-app");
+	const char *app = proc_build_path("test/apps/steps-app");
 	const char *args[] = {"-o", NULL, "--summary=off", "--schedule", NULL, "--", app, "-s",
 			      "6",  NULL};
 	struct timespec past[2] = {{.tv_sec = 1000000000}, {.tv_sec = 1000000000}};
@@ -516,7 +508,7 @@ TEST(tools_run_reports_partial)
 			      "--summary=off",
 			      "--schedule=wait=1,warmup=1,active=10",
 			      "--",
-			      e2e_build_path("test/apps/rel-exit"),
+			      proc_build_path("test/apps/rel-exit"),
 			      "sigkill",
 			      NULL};
 	char names[8][NAME_MAX + 1];
@@ -563,7 +555,7 @@ TEST(tools_rank_folders)
 			      "/bin/sh",
 			      "-c",
 			      NULL,
-			      e2e_build_path("test/apps/steps-app"),
+			      proc_build_path("test/apps/steps-app"),
 			      NULL};
 
 	for (size_t c = 0; c < ARRAY_SIZE(cases); c++) {
@@ -598,7 +590,7 @@ TEST(tools_rank_folders)
 
 static const char *tool_lib_env(void)
 {
-	return fmt("TOOLS_TEST_LIB=%s", e2e_build_path("test/apps/tool-steps.so"));
+	return fmt("TOOLS_TEST_LIB=%s", proc_build_path("test/apps/tool-steps.so"));
 }
 
 /* Runs test/stand-ins/train.py under gprof-run with opts, with the stand-in torch. */
@@ -851,7 +843,7 @@ static const char *const installed[] = {
 /* Every file is where it should be; each program answers --help with its usage. */
 static void check_installed(const char *root)
 {
-	bool summary_built = access(e2e_build_path("gprof-summary"), X_OK) == 0;
+	bool summary_built = access(proc_build_path("gprof-summary"), X_OK) == 0;
 
 	for (size_t i = 0; i < ARRAY_SIZE(installed); i++) {
 		const char *path = path_join(root, installed[i]);
@@ -882,7 +874,7 @@ static void run_installed(const char *prefix)
 			      "--schedule=all",
 			      "--summary=off",
 			      "--",
-			      e2e_build_path("test/apps/steps-app"),
+			      proc_build_path("test/apps/steps-app"),
 			      "-s",
 			      "3",
 			      NULL};

@@ -14,6 +14,7 @@
 #include "task.h"
 #include "util/e2e.h"
 #include "util/gtlog.h"
+#include "util/text.h"
 
 /* What a script does, in order; `arg` is what the step expects back, when it says. */
 enum op_kind {
@@ -668,21 +669,6 @@ static void check_window(const struct e2e_run *r, int i, bool cupti, int first, 
 			   s.spans[k] ? "present" : "missing", first, span_last);
 }
 
-static const char *cupti_path(bool cupti)
-{
-	return cupti ? e2e_build_path("fakecuda/libcupti.so.13") : "/nonexistent/libcupti.so.13";
-}
-
-/* Lines of stderr that contain `what`. */
-static int lines_with(const char *text, const char *what)
-{
-	int n = 0;
-
-	for (const char *p = strstr(text, what); p; p = strstr(p + 1, what))
-		n++;
-	return n;
-}
-
 /*
  * cudaProfilerStart after step 2's marker to cudaProfilerStop after step 4's calls, 7 to 8,
  * and 10 never stopped: three files with exactly those steps' calls and spans, the last
@@ -690,7 +676,7 @@ static int lines_with(const char *text, const char *what)
  */
 TEST(trigger_profiler_api_windows)
 {
-	const char *argv[] = {e2e_build_path("test/apps/trig-app"),
+	const char *argv[] = {proc_build_path("test/apps/trig-app"),
 			      "-s",
 			      "12",
 			      "-p",
@@ -705,7 +691,7 @@ TEST(trigger_profiler_api_windows)
 	for (int cupti = 0; cupti < 2; cupti++) {
 		struct e2e_run r;
 
-		e2e_run(&r, argv, cupti_path(cupti), env, true);
+		e2e_run(&r, argv, e2e_cupti(cupti), env, true);
 		ASSERT_EQ(r.res.status, 0);
 		check_ground_truth(&r, app_steps(&r));
 		ASSERT_EQ(gtlog_count(r.gt, "{\"type\":\"api\",\"name\":\"cudaProfilerStart\"}"),
@@ -725,16 +711,16 @@ TEST(trigger_profiler_api_windows)
 /* The trigger set, no cudaProfilerStart: no file, one line saying so. */
 TEST(trigger_profiler_api_never_called)
 {
-	const char *argv[] = {e2e_build_path("test/apps/trig-app"), "-s", "4", NULL};
+	const char *argv[] = {proc_build_path("test/apps/trig-app"), "-s", "4", NULL};
 	const char *env[] = {"GPROF_TRIGGER=cuda-profiler-api", NULL};
 	struct e2e_run r;
 
-	e2e_run(&r, argv, cupti_path(true), env, true);
+	e2e_run(&r, argv, e2e_cupti(true), env, true);
 	ASSERT_EQ(r.res.status, 0);
 	ASSERT_EQ(r.n_traces, 0);
 	ASSERT_STR_CONTAINS(r.res.err, "gprof: GPROF_TRIGGER=cuda-profiler-api, but the program "
 				       "never called cudaProfilerStart");
-	ASSERT_EQ(lines_with(r.res.err, "gprof:"), 1);
+	ASSERT_EQ(text_count(r.res.err, "gprof:"), 1);
 	e2e_free(&r);
 }
 
@@ -745,7 +731,7 @@ TEST(trigger_profiler_api_never_called)
  */
 TEST(trigger_signal_steps)
 {
-	const char *argv[] = {e2e_build_path("test/apps/trig-app"),
+	const char *argv[] = {proc_build_path("test/apps/trig-app"),
 			      "-s",
 			      "14",
 			      "-u",
@@ -760,13 +746,13 @@ TEST(trigger_signal_steps)
 	for (int cupti = 0; cupti < 2; cupti++) {
 		struct e2e_run r;
 
-		e2e_run(&r, argv, cupti_path(cupti), env, true);
+		e2e_run(&r, argv, e2e_cupti(cupti), env, true);
 		ASSERT_EQ(r.res.status, 0);
 		check_ground_truth(&r, app_steps(&r));
 		ASSERT_EQ(r.n_traces, 2);
 		check_window(&r, 0, cupti, 5, 6, 6);
 		check_window(&r, 1, cupti, 11, 12, 12);
-		ASSERT_EQ(lines_with(r.res.err, "gprof: SIGUSR2 ignored"), 1);
+		ASSERT_EQ(text_count(r.res.err, "gprof: SIGUSR2 ignored"), 1);
 		e2e_free(&r);
 	}
 }
@@ -789,7 +775,7 @@ static const char *const signal_all_env[] = {"GPROF_TRIGGER=signal", "GPROF_SCHE
 
 TEST(trigger_signal_all)
 {
-	const char *argv[] = {e2e_build_path("test/apps/trig-app"),
+	const char *argv[] = {proc_build_path("test/apps/trig-app"),
 			      "-s",
 			      "12",
 			      "-u",
@@ -803,7 +789,7 @@ TEST(trigger_signal_all)
 	for (int cupti = 0; cupti < 2; cupti++) {
 		struct e2e_run r;
 
-		e2e_run(&r, argv, cupti_path(cupti), signal_all_env, true);
+		e2e_run(&r, argv, e2e_cupti(cupti), signal_all_env, true);
 		check_signal_all(&r, cupti);
 		ASSERT_STR_CONTAINS(
 		    trace_str(json_object_get(r.traces[1].root, "gprof"), "schedule"),
@@ -826,11 +812,11 @@ static void check_signal_ignored(const char *app, const char *const *args, size_
 	struct e2e_run r;
 
 	memcpy(argv + 4, args, n * sizeof(*args));
-	e2e_run(&r, argv, cupti_path(true), signal_all_env, true);
+	e2e_run(&r, argv, e2e_cupti(true), signal_all_env, true);
 	ASSERT_EQ(r.res.status, 0);
 	ASSERT_STR_CONTAINS(r.res.out, "trig-app: 12 steps");
 	ASSERT_EQ(r.n_traces, 0);
-	ASSERT_EQ(lines_with(r.res.err, "gprof:"), 1);
+	ASSERT_EQ(text_count(r.res.err, "gprof:"), 1);
 	ASSERT_STR_CONTAINS(r.res.err, "gprof: GPROF_TRIGGER=signal: SIGUSR2 is already ignored");
 	e2e_free(&r);
 }
@@ -841,7 +827,7 @@ static void check_signal_before_cuda(void)
 	const char *argv[] = {"/bin/sh", "-c", "kill -USR2 $$; echo alive", NULL};
 	struct e2e_run r;
 
-	e2e_run(&r, argv, cupti_path(true), signal_all_env, true);
+	e2e_run(&r, argv, e2e_cupti(true), signal_all_env, true);
 	ASSERT_MSG(r.res.status == 0, "status %d: %.2000s", r.res.status, r.res.err);
 	ASSERT_STR_EQ(r.res.out, "alive\n");
 	ASSERT_EQ(r.n_traces, 0);
@@ -850,7 +836,7 @@ static void check_signal_before_cuda(void)
 
 TEST(trigger_signal_program_handlers)
 {
-	const char *app = e2e_build_path("test/apps/trig-app");
+	const char *app = proc_build_path("test/apps/trig-app");
 	const char *common[] = {"-s", "12", "-u", "2", "-u", "5", "-u", "8"};
 	const char *mode[] = {"-H", "-L", "-R"};
 
@@ -859,16 +845,16 @@ TEST(trigger_signal_program_handlers)
 		struct e2e_run r;
 
 		memcpy(argv + 2, common, sizeof(common));
-		e2e_run(&r, argv, cupti_path(true), signal_all_env, true);
+		e2e_run(&r, argv, e2e_cupti(true), signal_all_env, true);
 		ASSERT_EQ(r.res.status, 0);
 		ASSERT_STR_CONTAINS(r.res.out, "usr2 3\n");
-		ASSERT_EQ(lines_with(r.res.err, "gprof: GPROF_TRIGGER=signal: "), 1);
+		ASSERT_EQ(text_count(r.res.err, "gprof: GPROF_TRIGGER=signal: "), 1);
 		ASSERT_STR_CONTAINS(r.res.err, "a SIGUSR2 handler of its own in place");
 		if (m == 1) {
 			check_signal_all(&r, true);
 		} else {
 			ASSERT_EQ(r.n_traces, 0);
-			ASSERT_EQ(lines_with(r.res.err, "gprof:"), 1);
+			ASSERT_EQ(text_count(r.res.err, "gprof:"), 1);
 		}
 		e2e_free(&r);
 	}
@@ -880,16 +866,16 @@ TEST(trigger_signal_program_handlers)
 TEST(trigger_signal_no_marker)
 {
 	const char *argv[] = {
-	    e2e_build_path("test/apps/trig-app"), "-s", "4", "-n", "-u", "1", NULL};
+	    proc_build_path("test/apps/trig-app"), "-s", "4", "-n", "-u", "1", NULL};
 	const char *env[] = {"GPROF_TRIGGER=signal", NULL};
 	struct e2e_run r;
 
-	e2e_run(&r, argv, cupti_path(true), env, true);
+	e2e_run(&r, argv, e2e_cupti(true), env, true);
 	ASSERT_EQ(r.res.status, 0);
 	ASSERT_EQ(r.n_traces, 0);
 	ASSERT_STR_CONTAINS(r.res.err, "gprof: a SIGUSR2 armed a window, but no step marker");
 	ASSERT_STR_CONTAINS(r.res.err, "GPROF_SCHEDULE=all");
-	ASSERT_EQ(lines_with(r.res.err, "gprof:"), 1);
+	ASSERT_EQ(text_count(r.res.err, "gprof:"), 1);
 	e2e_free(&r);
 }
 
@@ -1001,7 +987,7 @@ static void check_time_window(const struct e2e_run *r, const struct expect_time 
 
 TEST(trigger_time_window)
 {
-	const char *app = e2e_build_path("test/apps/trig-app");
+	const char *app = proc_build_path("test/apps/trig-app");
 	const char *waits[] = {app, "-s", "5", "-d", "10", "-W", NULL};
 	const char *runs[] = {app, "-s", "40", "-d", "10", NULL};
 	static const char *const both[] = {"GPROF_DELAY=0.3", "GPROF_DURATION=0.3", NULL};
@@ -1019,7 +1005,7 @@ TEST(trigger_time_window)
 	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
 		struct e2e_run r;
 
-		e2e_run(&r, t[i].argv, cupti_path(false), t[i].env, true);
+		e2e_run(&r, t[i].argv, e2e_cupti(false), t[i].env, true);
 		check_time_window(&r, &t[i].want);
 		if (i == 0)
 			ASSERT_STR_EQ(
@@ -1032,15 +1018,15 @@ TEST(trigger_time_window)
 /* A delay the program never reaches: no file, one line saying so. */
 TEST(trigger_delay_not_reached)
 {
-	const char *argv[] = {e2e_build_path("test/apps/trig-app"), "-s", "3", NULL};
+	const char *argv[] = {proc_build_path("test/apps/trig-app"), "-s", "3", NULL};
 	const char *env[] = {"GPROF_DELAY=600", NULL};
 	struct e2e_run r;
 
-	e2e_run(&r, argv, cupti_path(true), env, true);
+	e2e_run(&r, argv, e2e_cupti(true), env, true);
 	ASSERT_EQ(r.res.status, 0);
 	ASSERT_EQ(r.n_traces, 0);
 	ASSERT_STR_CONTAINS(r.res.err, "gprof: the program ended before GPROF_DELAY had passed");
-	ASSERT_EQ(lines_with(r.res.err, "gprof:"), 1);
+	ASSERT_EQ(text_count(r.res.err, "gprof:"), 1);
 	e2e_free(&r);
 }
 
@@ -1048,11 +1034,11 @@ TEST(trigger_delay_not_reached)
 static void check_duration_bounds(const char *opt, const char *value, const char *const env[])
 {
 	const char *argv[] = {
-	    e2e_build_path("test/apps/trig-app"), "-s", "5", "-d", "10", opt, value, "-W", NULL};
+	    proc_build_path("test/apps/trig-app"), "-s", "5", "-d", "10", opt, value, "-W", NULL};
 	const struct expect_time want = {.delay_s = -1, .first_step = 2, .ends_before = true};
 	struct e2e_run r;
 
-	e2e_run(&r, argv, cupti_path(false), env, true);
+	e2e_run(&r, argv, e2e_cupti(false), env, true);
 	check_time_window(&r, &want);
 	e2e_free(&r);
 }

@@ -11,14 +11,6 @@
 
 #define MAX_ENV 40
 
-const char *e2e_build_path(const char *rel)
-{
-	char *p = NULL;
-
-	ASSERT(asprintf(&p, "%s/%s", getenv("TEST_BUILD"), rel) > 0);
-	return p;
-}
-
 void e2e_env_put(const char **env, size_t cap, const char *spec)
 {
 	size_t name = strcspn(spec, "="), i = 0;
@@ -79,7 +71,7 @@ void e2e_run(struct e2e_run *r, const char *const argv[], const char *cupti_lib,
 	snprintf(r->gt_path, sizeof(r->gt_path), "%s/gt.log", r->dir);
 	ASSERT(asprintf(&out_env, "GPROF_OUTPUT=%s", r->dir) > 0);
 	ASSERT(asprintf(&gt_env, "FAKEGPU_LOG=%s", r->gt_path) > 0);
-	env_put(env, preload ? proc_preload(e2e_build_path("libgprof.so")) : "LD_PRELOAD");
+	env_put(env, preload ? proc_preload(proc_build_path("libgprof.so")) : "LD_PRELOAD");
 	env_put(env, out_env);
 	env_put(env, gt_env);
 	env_put(env, "NVTX_INJECTION64_PATH");
@@ -98,6 +90,12 @@ void e2e_run(struct e2e_run *r, const char *const argv[], const char *cupti_lib,
 	free(out_env);
 	free(gt_env);
 	free(cupti_env);
+}
+
+const char *e2e_cupti(bool simulated)
+{
+	return simulated ? proc_build_path("fakecuda/libcupti.so.13")
+			 : "/nonexistent/libcupti.so.13";
 }
 
 void e2e_free(struct e2e_run *r)

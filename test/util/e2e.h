@@ -24,9 +24,6 @@ struct e2e_run {
 	json_t *gt;			     /* the ground-truth log; NULL for the real runtime */
 };
 
-/* A path under the build folder (TEST_BUILD); never freed. */
-const char *e2e_build_path(const char *rel);
-
 /*
  * Runs argv with LD_PRELOAD=libgprof (when preload), GPROF_OUTPUT, FAKEGPU_LOG, no injection
  * variables of the caller's, FAKEGPU_TIME_SCALE=0.1 and GPROF_CUPTI_LIB=cupti_lib (when not
@@ -35,6 +32,8 @@ const char *e2e_build_path(const char *rel);
  */
 void e2e_run(struct e2e_run *r, const char *const argv[], const char *cupti_lib,
 	     const char *const *extra, bool preload);
+/* e2e_run's cupti_lib: the simulated CUPTI, or a path where there is none (hooks only). */
+const char *e2e_cupti(bool simulated);
 void e2e_free(struct e2e_run *r);
 
 /* Sets or replaces (by name) one "NAME=value" or "NAME" entry of a NULL-terminated list of cap. */

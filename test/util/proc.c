@@ -202,15 +202,13 @@ const char *proc_preload(const char *lib)
 
 const char *proc_build_path(const char *rel)
 {
-	static char bufs[8][PATH_MAX];
-	static unsigned int next;
-	char *buf = bufs[next++ % 8];
 	const char *build = getenv("TEST_BUILD");
+	char *p = NULL;
 
 	if (!build)
 		SKIP("TEST_BUILD is not set");
-	snprintf(buf, PATH_MAX, "%s/%s", build, rel);
-	return buf;
+	ASSERT(asprintf(&p, "%s/%s", build, rel) > 0);
+	return p;
 }
 
 /*

@@ -34,7 +34,7 @@ const char *proc_sanitizer_runtime(void);
 /* "LD_PRELOAD=[sanitizer runtime ]lib" in a static buffer, for proc_run's env. */
 const char *proc_preload(const char *lib);
 
-/* $TEST_BUILD/rel, in one of 8 static buffers used in turn; the test skips without TEST_BUILD. */
+/* $TEST_BUILD/rel (never freed); the test skips without TEST_BUILD. */
 const char *proc_build_path(const char *rel);
 
 /*

@@ -12,13 +12,7 @@
 #include "task.h"
 #include "util/e2e.h"
 #include "util/gtlog.h"
-
-/* Runs argv on the simulated GPU with the simulated CUPTI; `extra` adds environment entries. */
-static void run_app(struct e2e_run *r, const char *const argv[], const char *const *extra,
-		    bool preload)
-{
-	e2e_run(r, argv, e2e_build_path("fakecuda/libcupti.so.13"), extra, preload);
-}
+#include "util/text.h"
 
 static json_t *arg(const json_t *ev, const char *key)
 {
@@ -416,14 +410,14 @@ static const char *warning_with(const struct trace *t, const char *text)
 	return NULL;
 }
 
-TEST(e2e_gpu_default_schedule)
+TEST(e2e_collector_default_schedule)
 {
-	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "10", NULL};
+	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "10", NULL};
 	struct steps steps = {2, 4, -1};
 	struct e2e_run r;
 	char lib[PATH_MAX];
 
-	run_app(&r, argv, NULL, true);
+	e2e_run(&r, argv, e2e_cupti(true), NULL, true);
 	ASSERT_EQ(r.res.status, 0);
 	ASSERT_EQ(r.n_traces, 1);
 	/* Per step one kernel, two copies and a memset (steps-app.c), all of steps 2-4. */
@@ -431,7 +425,7 @@ TEST(e2e_gpu_default_schedule)
 	check_api_once(&r.traces[0]);
 	check_steps_calls(&r.traces[0], r.gt, &steps);
 	ASSERT_STR_EQ(cupti_status(&r.traces[0]), "in use");
-	ASSERT(realpath(e2e_build_path("fakecuda/libcupti.so.13"), lib));
+	ASSERT(realpath(e2e_cupti(true), lib));
 	ASSERT_STR_EQ(trace_str(gprof_meta(&r.traces[0], "cupti"), "library"), lib);
 	/* MEMORY2: 3 cudaMalloc and 3 cudaFree in the window. */
 	ASSERT_EQ(e2e_count(&r.traces[0], "gpu_memory", NULL), 6);
@@ -474,20 +468,20 @@ static json_t *gt_slow_kernel(json_t *gt)
  * A kernel launched in the last active step that ends after the next step marker is in the
  * trace; one launched in the warmup step that ends inside the window is not.
  */
-TEST(e2e_gpu_late_kernel)
+TEST(e2e_collector_late_kernel)
 {
 	const char *env[] = {"FAKEGPU_KERNEL_TABLE=slow=300000000", NULL}; /* 30 ms at 0.1 */
 	const char *const late[] = {"4", "1"};
 
 	for (size_t c = 0; c < ARRAY_SIZE(late); c++) {
 		const char *argv[] = {
-		    e2e_build_path("test/apps/steps-app"), "-s", "8", "-l", late[c], NULL};
+		    proc_build_path("test/apps/steps-app"), "-s", "8", "-l", late[c], NULL};
 		struct steps steps = {2, 4, atoi(late[c])};
 		long long marker;
 		json_t *slow;
 		struct e2e_run r;
 
-		run_app(&r, argv, env, true);
+		e2e_run(&r, argv, e2e_cupti(true), env, true);
 		ASSERT_EQ(r.res.status, 0);
 		ASSERT_EQ(r.n_traces, 1);
 		slow = gt_slow_kernel(r.gt);
@@ -502,13 +496,13 @@ TEST(e2e_gpu_late_kernel)
 }
 
 /* Driver-API launches (the Triton pattern: no hook sees them) with their cuda_driver events. */
-TEST(e2e_gpu_driver_api)
+TEST(e2e_collector_driver_api)
 {
-	const char *argv[] = {e2e_build_path("test/apps/drv-app"), "3", NULL};
+	const char *argv[] = {proc_build_path("test/apps/drv-app"), "3", NULL};
 	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
 	struct e2e_run r;
 
-	run_app(&r, argv, env, true);
+	e2e_run(&r, argv, e2e_cupti(true), env, true);
 	ASSERT_EQ(r.res.status, 0);
 	ASSERT_STR_CONTAINS(r.res.out, "drv-app: 3 steps ok");
 	ASSERT_EQ(r.n_traces, 1);
@@ -521,10 +515,10 @@ TEST(e2e_gpu_driver_api)
 }
 
 /* nvcc 13's <<<>>> (__cudaLaunchKernel, and its _ptsz form): every launch, copy and memset. */
-TEST(e2e_gpu_nvcc_app)
+TEST(e2e_collector_nvcc_app)
 {
-	const char *const apps[] = {e2e_build_path("test/apps/nvcc-app"),
-				    e2e_build_path("test/apps/nvcc-app-pt")};
+	const char *const apps[] = {proc_build_path("test/apps/nvcc-app"),
+				    proc_build_path("test/apps/nvcc-app-pt")};
 	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
 
 	if (access(apps[0], X_OK) != 0)
@@ -533,7 +527,7 @@ TEST(e2e_gpu_nvcc_app)
 		const char *argv[] = {apps[a], NULL};
 		struct e2e_run r;
 
-		run_app(&r, argv, env, true);
+		e2e_run(&r, argv, e2e_cupti(true), env, true);
 		ASSERT_EQ(r.res.status, 0);
 		ASSERT_EQ(r.n_traces, 1);
 		/* Per step 3 kernels, 3 copies, 1 memset (nvcc-app.cu), 3 steps. */
@@ -545,16 +539,16 @@ TEST(e2e_gpu_nvcc_app)
 }
 
 /* 8 threads launching on their own streams while the main thread marks steps; rt-app. */
-TEST(e2e_gpu_threads_and_streams)
+TEST(e2e_collector_threads_and_streams)
 {
 	const char *steps_argv[] = {
-	    e2e_build_path("test/apps/steps-app"), "-s", "8", "-t", "8", NULL};
-	const char *rt_argv[] = {e2e_build_path("test/apps/rt-app"), "-s", "3", "-t", "4", NULL};
+	    proc_build_path("test/apps/steps-app"), "-s", "8", "-t", "8", NULL};
+	const char *rt_argv[] = {proc_build_path("test/apps/rt-app"), "-s", "3", "-t", "4", NULL};
 	const char *all[] = {"GPROF_SCHEDULE=all", NULL};
 	struct steps steps = {2, 4, -1};
 	struct e2e_run r;
 
-	run_app(&r, steps_argv, NULL, true);
+	e2e_run(&r, steps_argv, e2e_cupti(true), NULL, true);
 	ASSERT_EQ(r.res.status, 0);
 	ASSERT_EQ(r.n_traces, 1);
 	ASSERT_EQ(check_gpu_work(&r.traces[0], r.gt, in_steps, &steps, false), 8 * 3 * 4);
@@ -562,7 +556,7 @@ TEST(e2e_gpu_threads_and_streams)
 	check_steps_calls(&r.traces[0], r.gt, &steps);
 	e2e_free(&r);
 
-	run_app(&r, rt_argv, all, true);
+	e2e_run(&r, rt_argv, e2e_cupti(true), all, true);
 	ASSERT_EQ(r.res.status, 0);
 	ASSERT_EQ(r.n_traces, 1);
 	/* Per step and thread 2 copies, 2 kernels, 1 memset (rt-app.c). */
@@ -613,16 +607,16 @@ static int gt_ops_in(json_t *gt, const struct steps *steps)
 }
 
 /* Injected drops: counted in the metadata, reported once, the rest of the trace right. */
-TEST(e2e_gpu_dropped_records)
+TEST(e2e_collector_dropped_records)
 {
-	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "8", NULL};
+	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "8", NULL};
 	const char *env[] = {"FAKEGPU_CUPTI_DROP_EVERY=5", NULL};
 	struct steps steps = {2, 4, -1};
 	long long dropped;
 	struct e2e_run r;
 	int present;
 
-	run_app(&r, argv, env, true);
+	e2e_run(&r, argv, e2e_cupti(true), env, true);
 	ASSERT_EQ(r.res.status, 0);
 	ASSERT_EQ(r.n_traces, 1);
 	dropped = int_of(json_object_get(gprof_meta(&r.traces[0], "dropped"), "cupti"));
@@ -650,9 +644,9 @@ static void skipped_counts(const struct trace *t, unsigned long long *untimed,
 }
 
 /* Zero timestamps and unknown kinds: skipped and counted; every event left has a real time. */
-TEST(e2e_gpu_skipped_records)
+TEST(e2e_collector_skipped_records)
 {
-	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "8", NULL};
+	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "8", NULL};
 	const char *zero[] = {"FAKEGPU_CUPTI_ZERO_TS_EVERY=4", NULL};
 	const char *unknown[] = {"FAKEGPU_CUPTI_UNKNOWN_KIND_EVERY=7", NULL};
 	struct steps steps = {2, 4, -1};
@@ -662,7 +656,7 @@ TEST(e2e_gpu_skipped_records)
 	json_t *ev;
 	int present;
 
-	run_app(&r, argv, zero, true);
+	e2e_run(&r, argv, e2e_cupti(true), zero, true);
 	ASSERT_EQ(r.res.status, 0);
 	ASSERT_EQ(r.n_traces, 1);
 	skipped_counts(&r.traces[0], &n_untimed, &n_unknown);
@@ -676,7 +670,7 @@ TEST(e2e_gpu_skipped_records)
 	}
 	e2e_free(&r);
 
-	run_app(&r, argv, unknown, true);
+	e2e_run(&r, argv, e2e_cupti(true), unknown, true);
 	ASSERT_EQ(r.res.status, 0);
 	ASSERT_EQ(r.n_traces, 1);
 	skipped_counts(&r.traces[0], &n_untimed, &n_unknown);
@@ -704,22 +698,13 @@ static void check_hooks_only(const struct trace *t)
 	ASSERT_GT(launches, 0);
 }
 
-static int lines_with(const char *text, const char *needle)
-{
-	int n = 0;
-
-	for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
-		n++;
-	return n;
-}
-
 /*
  * CUPTI absent, held by another tool (error 39), or failing to enable: the program's output and
  * status as without libgprof, a hooks-only trace, one message saying why, the same in the trace.
  */
-TEST(e2e_gpu_cupti_unavailable)
+TEST(e2e_collector_cupti_unavailable)
 {
-	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "6", NULL};
+	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "6", NULL};
 	const struct {
 		const char *env, *why;
 	} cases[] = {
@@ -733,14 +718,14 @@ TEST(e2e_gpu_cupti_unavailable)
 		const char *env[] = {cases[c].env, NULL};
 		struct e2e_run with, without;
 
-		run_app(&without, argv, env, false);
-		run_app(&with, argv, env, true);
+		e2e_run(&without, argv, e2e_cupti(true), env, false);
+		e2e_run(&with, argv, e2e_cupti(true), env, true);
 		ASSERT_EQ(with.res.status, without.res.status);
 		ASSERT_STR_EQ(with.res.out, without.res.out);
 		ASSERT_EQ(with.n_traces, 1);
 		check_hooks_only(&with.traces[0]);
-		ASSERT_EQ(lines_with(with.res.err, "gprof: "), 2); /* the reason, the trace */
-		ASSERT_EQ(lines_with(with.res.err, "GPU activity is not recorded: "), 1);
+		ASSERT_EQ(text_count(with.res.err, "gprof: "), 2); /* the reason, the trace */
+		ASSERT_EQ(text_count(with.res.err, "GPU activity is not recorded: "), 1);
 		ASSERT_STR_CONTAINS(with.res.err, cases[c].why);
 		ASSERT_STR_CONTAINS(cupti_status(&with.traces[0]), "not used: ");
 		ASSERT_STR_CONTAINS(cupti_status(&with.traces[0]), cases[c].why);
@@ -754,43 +739,43 @@ TEST(e2e_gpu_cupti_unavailable)
  * the simulated runtime; the toolkit's next to the real runtime, which with no GPU cannot
  * subscribe: then the program runs as always with a hooks-only trace.
  */
-TEST(e2e_gpu_cupti_found_next_to_runtime)
+TEST(e2e_collector_cupti_found_next_to_runtime)
 {
-	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "6", NULL};
-	const char *real_argv[] = {e2e_build_path("test/apps/steps-app-real"), "-e", NULL};
+	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "6", NULL};
+	const char *real_argv[] = {proc_build_path("test/apps/steps-app-real"), "-e", NULL};
 	const char *env[] = {"GPROF_CUPTI_LIB", NULL};
 	const char *real_env[] = {"GPROF_CUPTI_LIB", "GPROF_SCHEDULE=all", NULL};
 	struct e2e_run r, without;
 	char lib[PATH_MAX];
 
-	run_app(&r, argv, env, true);
+	e2e_run(&r, argv, e2e_cupti(true), env, true);
 	ASSERT_EQ(r.n_traces, 1);
-	ASSERT(realpath(e2e_build_path("fakecuda/libcupti.so.13"), lib));
+	ASSERT(realpath(e2e_cupti(true), lib));
 	ASSERT_STR_EQ(trace_str(gprof_meta(&r.traces[0], "cupti"), "library"), lib);
 	ASSERT_STR_EQ(cupti_status(&r.traces[0]), "in use");
 	ASSERT_GT(e2e_count(&r.traces[0], "kernel", NULL), 0);
 	e2e_free(&r);
 
-	run_app(&without, real_argv, real_env, false);
-	run_app(&r, real_argv, real_env, true);
+	e2e_run(&without, real_argv, e2e_cupti(true), real_env, false);
+	e2e_run(&r, real_argv, e2e_cupti(true), real_env, true);
 	ASSERT_EQ(r.res.status, without.res.status);
 	ASSERT_STR_EQ(r.res.out, without.res.out);
 	ASSERT_EQ(r.n_traces, 1);
 	ASSERT_STR_CONTAINS(cupti_status(&r.traces[0]), "not used: ");
-	ASSERT_EQ(lines_with(r.res.err, "GPU activity is not recorded: "), 1);
+	ASSERT_EQ(text_count(r.res.err, "GPU activity is not recorded: "), 1);
 	e2e_free(&r);
 	e2e_free(&without);
 }
 
 /* GPROF_ACTIVITIES chooses: kernels alone (no API events, no links), or API events alone. */
-TEST(e2e_gpu_activities)
+TEST(e2e_collector_activities)
 {
-	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "6", NULL};
+	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "6", NULL};
 	const char *kernels[] = {"GPROF_ACTIVITIES=kernel,nvtx", NULL};
 	const char *api[] = {"GPROF_ACTIVITIES=api", NULL};
 	struct e2e_run r;
 
-	run_app(&r, argv, kernels, true);
+	e2e_run(&r, argv, e2e_cupti(true), kernels, true);
 	ASSERT_EQ(r.n_traces, 1);
 	ASSERT_EQ(e2e_count(&r.traces[0], "kernel", NULL), 3);
 	ASSERT_EQ(e2e_count(&r.traces[0], "gpu_memcpy", NULL) +
@@ -801,7 +786,7 @@ TEST(e2e_gpu_activities)
 		  0);
 	e2e_free(&r);
 
-	run_app(&r, argv, api, true);
+	e2e_run(&r, argv, e2e_cupti(true), api, true);
 	ASSERT_EQ(r.n_traces, 1);
 	ASSERT_GT(e2e_count(&r.traces[0], "cuda_runtime", NULL), 0);
 	check_api_once(&r.traces[0]);
@@ -816,14 +801,14 @@ TEST(e2e_gpu_activities)
  * steps, also the kernel launched at the end of the first window that runs into the second.
  * Windows start at step 1, so that each holds two whole steps.
  */
-TEST(e2e_gpu_back_to_back_windows)
+TEST(e2e_collector_back_to_back_windows)
 {
-	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "7", "-l", "2", NULL};
+	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "7", "-l", "2", NULL};
 	const char *env[] = {"GPROF_SCHEDULE=skip_first=1,wait=0,warmup=0,active=2,repeat=0",
 			     "FAKEGPU_KERNEL_TABLE=slow=300000000", NULL};
 	struct e2e_run r;
 
-	run_app(&r, argv, env, true);
+	e2e_run(&r, argv, e2e_cupti(true), env, true);
 	ASSERT_EQ(r.res.status, 0);
 	ASSERT_EQ(r.n_traces, 3);
 	for (int w = 0; w < 3; w++) {
@@ -844,16 +829,16 @@ TEST(e2e_gpu_back_to_back_windows)
  * calls of both threads, so they go on lanes of their own: the whole run, step 0 included, keeps
  * every track nested (e2e_run checks each trace).
  */
-TEST(e2e_gpu_cross_thread_ranges)
+TEST(e2e_collector_cross_thread_ranges)
 {
-	const char *argv[] = {e2e_build_path("test/apps/steps-app"), "-s", "4", "-t", "2", NULL};
+	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "4", "-t", "2", NULL};
 	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
 	struct e2e_run r;
 	size_t i;
 	json_t *ev;
 	int across = 0;
 
-	run_app(&r, argv, env, true);
+	e2e_run(&r, argv, e2e_cupti(true), env, true);
 	ASSERT_EQ(r.res.status, 0);
 	ASSERT_EQ(r.n_traces, 1);
 	json_array_foreach(r.traces[0].events, i, ev)
