@@ -7,6 +7,15 @@
 X(log_prefix_and_kept_warnings)
 X(log_line_made_safe)
 
+/* common: map, spans, dso, thread */
+X(map_against_array)
+X(map_shared_threads)
+X(map_shared_grows_under_readers)
+X(spans_union)
+X(spans_retire_and_floor)
+X(dso_finds_loaded)
+X(thread_takes_no_signal)
+
 /* common/config */
 X(config_defaults)
 X(config_schedule_forms)

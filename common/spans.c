@@ -1,0 +1,96 @@
+/* The interval union of spans.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/spans.h"
+
+#define FIRST_CAP 64
+
+/* Index of the first span that ends at or after t (that may touch or overlap [t, ...)). */
+static size_t first_reaching(const struct gprof_spans *s, uint64_t t)
+{
+	size_t lo = 0, hi = s->n;
+
+	/* Intervals come nearly in time order: most land at the end. */
+	if (!hi || s->v[hi - 1].end < t)
+		return hi;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->v[mid].end < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Room for one more span, doubling up to max. */
+static int room(struct gprof_spans *s)
+{
+	size_t cap = s->cap ? 2 * s->cap : FIRST_CAP;
+	void *p;
+
+	if (s->n < s->cap)
+		return 0;
+	if (s->n >= s->max)
+		return -ENOSPC;
+	cap = cap < s->max ? cap : s->max;
+	p = realloc(s->v, cap * sizeof(*s->v));
+	if (!p)
+		return -ENOMEM;
+	s->v = p;
+	s->cap = cap;
+	return 0;
+}
+
+int gprof_spans_add(struct gprof_spans *s, uint64_t b, uint64_t e)
+{
+	int rc = room(s);
+	size_t i, j;
+
+	if (rc)
+		return rc;
+	b = b < s->floor ? s->floor : b;
+	if (e <= b)
+		return 0;
+	i = first_reaching(s, b);
+	for (j = i; j < s->n && s->v[j].begin <= e; j++) {
+		b = s->v[j].begin < b ? s->v[j].begin : b;
+		e = s->v[j].end > e ? s->v[j].end : e;
+	}
+	/* v[i, j) merge into one at i (a new one when i == j). */
+	memmove(s->v + i + 1, s->v + j, (s->n - j) * sizeof(*s->v));
+	s->n = s->n - (j - i) + 1;
+	s->v[i] = (struct gprof_span){b, e};
+	return 0;
+}
+
+void gprof_spans_retire(struct gprof_spans *s, size_t n)
+{
+	s->floor = s->v[n - 1].end;
+	s->n -= n;
+	memmove(s->v, s->v + n, s->n * sizeof(*s->v));
+}
+
+uint64_t gprof_spans_within(const struct gprof_spans *s, size_t from, size_t to, uint64_t lo,
+			    uint64_t hi)
+{
+	uint64_t ns = 0;
+
+	for (size_t i = from; i < to; i++) {
+		uint64_t b = s->v[i].begin < lo ? lo : s->v[i].begin;
+		uint64_t e = s->v[i].end > hi ? hi : s->v[i].end;
+
+		ns += e > b ? e - b : 0;
+	}
+	return ns;
+}
+
+void gprof_spans_free(struct gprof_spans *s)
+{
+	free(s->v);
+	s->v = NULL;
+	s->n = s->cap = 0;
+}

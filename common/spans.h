@@ -1,0 +1,33 @@
+/*
+ * A union of time intervals in bounded memory: the GPU busy time of the library's summary and
+ * of gprof-summary. Spans are held sorted and disjoint; when the caller has counted the oldest
+ * of them it retires them, and a later interval is cut where they end (it adds only time not
+ * counted yet).
+ */
+#ifndef GPROF_SPANS_H
+#define GPROF_SPANS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct gprof_span {
+	uint64_t begin, end; /* ns, end exclusive */
+};
+
+struct gprof_spans {
+	struct gprof_span *v; /* sorted, disjoint, not touching */
+	size_t n, cap;
+	size_t max;	/* spans held at most */
+	uint64_t floor; /* time before it was retired: a new interval is cut here */
+};
+
+/* Adds [begin, end): 0, -ENOSPC (max spans are held: retire some first) or -ENOMEM. */
+int gprof_spans_add(struct gprof_spans *s, uint64_t begin, uint64_t end);
+/* Forgets the oldest n (> 0) spans: time before their end is counted. */
+void gprof_spans_retire(struct gprof_spans *s, size_t n);
+/* The time of spans [from, to) within [lo, hi). */
+uint64_t gprof_spans_within(const struct gprof_spans *s, size_t from, size_t to, uint64_t lo,
+			    uint64_t hi);
+void gprof_spans_free(struct gprof_spans *s);
+
+#endif

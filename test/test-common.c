@@ -1,0 +1,293 @@
+/*
+ * Tests of common/'s infrastructure: the hash map (owned and shared), the interval union, the
+ * loaded-object finder and the thread starter, each against a plain reference.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+
+#include "common/compiler.h"
+#include "common/dso.h"
+#include "common/map.h"
+#include "common/spans.h"
+#include "common/thread.h"
+#include "task.h"
+
+static bool keep_even(uint64_t key, uint64_t val, void *arg)
+{
+	(void)key;
+	(*(int *)arg)++;
+	return val % 2 == 0;
+}
+
+/* The map against a plain array, through inserts, deletes (with clusters) and a filter. */
+TEST(map_against_array)
+{
+	enum {
+		N = 3072 /* 3/4 of 4096: full */
+	};
+	static uint64_t ref[N + 1];
+	struct gprof_map m;
+	uint64_t v;
+	int seen = 0;
+
+	ASSERT_EQ(gprof_map_init(&m, 4096), 0);
+	ASSERT_EQ(gprof_map_put(&m, 0, 1), -EINVAL);
+	for (uint64_t k = 1; k <= N; k++) {
+		ASSERT_EQ(gprof_map_put(&m, k * 4096, k), 0); /* keys that collide a lot */
+		ref[k] = k;
+	}
+	ASSERT_EQ(gprof_map_put(&m, 999999999, 1), -ENOSPC);
+	for (uint64_t k = 1; k <= N; k += 3) {
+		ASSERT(gprof_map_del(&m, k * 4096));
+		ref[k] = 0;
+	}
+	ASSERT(!gprof_map_del(&m, 4096));
+	gprof_map_filter(&m, keep_even, &seen);
+	ASSERT_GE(seen, N - (N + 2) / 3);
+	for (uint64_t k = 1; k <= N; k++) {
+		bool want = ref[k] && k % 2 == 0;
+
+		ASSERT_EQ(gprof_map_get(&m, k * 4096, &v), want);
+		if (want)
+			ASSERT_EQ(v, k);
+	}
+	ASSERT_EQ(gprof_map_grow(&m), 0);
+	ASSERT_EQ(gprof_map_slots(&m), 8192);
+	ASSERT(gprof_map_get(&m, 2 * 4096, &v) && v == 2);
+	gprof_map_clear(&m);
+	ASSERT_EQ(m.n, 0);
+	ASSERT(!gprof_map_get(&m, 2 * 4096, &v));
+	/* set() grows what put() finds full; a map never initialised starts small. */
+	gprof_map_free(&m);
+	for (uint64_t k = 1; k <= N; k++)
+		ASSERT_EQ(gprof_map_set(&m, k, k + 1), 0);
+	ASSERT_EQ(m.n, N);
+	ASSERT(gprof_map_get(&m, N, &v) && v == N + 1);
+	gprof_map_free(&m);
+}
+
+/* Threads inserting into one shared map at once: each key once, with the last value stored. */
+#define SHARED_THREADS 4
+#define SHARED_KEYS    2000
+
+struct shared_arg {
+	struct gprof_map *m;
+	unsigned id;
+	int failed;
+};
+
+static void *insert_shared(void *p)
+{
+	struct shared_arg *a = p;
+
+	/* Every thread writes every key: the keys collide between threads, the values agree. */
+	for (uint64_t k = 1; k <= SHARED_KEYS; k++)
+		a->failed |= gprof_map_put_shared(a->m, k * 64, k) != 0;
+	for (uint64_t k = 1; k <= SHARED_KEYS; k++)
+		a->failed |= gprof_map_get_shared(a->m, k * 64) != k;
+	return NULL;
+}
+
+TEST(map_shared_threads)
+{
+	struct shared_arg args[SHARED_THREADS];
+	pthread_t t[SHARED_THREADS];
+	struct gprof_map m;
+
+	ASSERT_EQ(gprof_map_init(&m, 4 * SHARED_KEYS), 0);
+	for (unsigned i = 0; i < SHARED_THREADS; i++) {
+		args[i] = (struct shared_arg){.m = &m, .id = i};
+		ASSERT_EQ(pthread_create(&t[i], NULL, insert_shared, &args[i]), 0);
+	}
+	for (unsigned i = 0; i < SHARED_THREADS; i++) {
+		pthread_join(t[i], NULL);
+		ASSERT_EQ(args[i].failed, 0);
+	}
+	ASSERT_EQ(m.n, SHARED_KEYS);
+	ASSERT_EQ(gprof_map_get_shared(&m, 12345), 0);
+	ASSERT_EQ(gprof_map_put_shared(&m, 0, 1), -EINVAL);
+	/* A shared map grows only when asked: at 3/4 it refuses. */
+	for (uint64_t k = SHARED_KEYS + 1; m.n < gprof_map_slots(&m) * 3 / 4; k++)
+		ASSERT_EQ(gprof_map_put_shared(&m, k * 64, k), 0);
+	ASSERT_EQ(gprof_map_put_shared(&m, 1, 1), -ENOSPC);
+	gprof_map_free(&m);
+}
+
+/* A reader without a lock, while the writer grows the table under it many times. */
+struct grow_reader {
+	struct gprof_map *m;
+	uint64_t published; /* keys 1..published are in: atomic */
+	bool done;
+	uint64_t passes; /* atomic */
+	uint64_t misses, reads;
+};
+
+static void *read_while_growing(void *p)
+{
+	struct grow_reader *r = p;
+
+	while (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) {
+		uint64_t n = __atomic_load_n(&r->published, __ATOMIC_ACQUIRE);
+
+		for (uint64_t k = 1; k <= n; k++, r->reads++)
+			r->misses += gprof_map_get_shared(r->m, k) != k * 3;
+		__atomic_fetch_add(&r->passes, 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+TEST(map_shared_grows_under_readers)
+{
+	struct gprof_map m = {0};
+	struct grow_reader r = {.m = &m};
+	pthread_t t;
+
+	ASSERT_EQ(pthread_create(&t, NULL, read_while_growing, &r), 0);
+	for (uint64_t k = 1; k <= 20000; k++) {
+		ASSERT_EQ(gprof_map_reserve_shared(&m), 0);
+		ASSERT_EQ(gprof_map_put_shared(&m, k, k * 3), 0);
+		__atomic_store_n(&r.published, k, __ATOMIC_RELEASE);
+		/* Now and then the reader goes through what is there, so it reads during growth. */
+		for (uint64_t p = __atomic_load_n(&r.passes, __ATOMIC_ACQUIRE);
+		     k % 1000 == 0 && __atomic_load_n(&r.passes, __ATOMIC_ACQUIRE) < p + 2;)
+			sched_yield();
+	}
+	__atomic_store_n(&r.done, true, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	ASSERT_EQ(r.misses, 0);
+	ASSERT_GT(r.reads, 0);
+	ASSERT_GE(gprof_map_slots(&m), 20000 * 4 / 3);
+	ASSERT(m.t->older); /* the tables it outgrew are kept for readers */
+	gprof_map_free(&m);
+}
+
+/* The length of the union of intervals within [lo, hi), by a bitmap of 1-ns cells. */
+static uint64_t union_ref(const uint64_t (*iv)[2], size_t n, uint64_t lo, uint64_t hi)
+{
+	static bool cell[4096];
+	uint64_t len = 0;
+
+	memset(cell, 0, sizeof(cell));
+	for (size_t i = 0; i < n; i++)
+		for (uint64_t t = iv[i][0]; t < iv[i][1]; t++)
+			cell[t] = true;
+	for (uint64_t t = lo; t < hi && t < ARRAY_SIZE(cell); t++)
+		len += cell[t];
+	return len;
+}
+
+/* Random intervals, mostly in order as GPU records come: the union as a bitmap has it. */
+TEST(spans_union)
+{
+	static uint64_t iv[500][2];
+	struct gprof_spans s = {.max = 1000};
+
+	srand(7);
+	for (size_t i = 0; i < ARRAY_SIZE(iv); i++) {
+		uint64_t b = i * 7 + (uint64_t)(rand() % 40), len = (uint64_t)(rand() % 12);
+
+		iv[i][0] = rand() % 10 ? b : b / 3; /* now and then one far back */
+		iv[i][1] = iv[i][0] + len;
+		ASSERT_EQ(gprof_spans_add(&s, iv[i][0], iv[i][1]), 0);
+		for (size_t k = 1; k < s.n; k++)
+			ASSERT_MSG(s.v[k - 1].end < s.v[k].begin, "spans %zu and %zu touch", k - 1, k);
+	}
+	ASSERT_EQ(gprof_spans_within(&s, 0, s.n, 0, UINT64_MAX),
+		  union_ref(iv, ARRAY_SIZE(iv), 0, 4096));
+	ASSERT_EQ(gprof_spans_within(&s, 0, s.n, 1000, 2000),
+		  union_ref(iv, ARRAY_SIZE(iv), 1000, 2000));
+	gprof_spans_free(&s);
+}
+
+/* At max spans it refuses; retired spans' time is not added again by a later interval. */
+TEST(spans_retire_and_floor)
+{
+	struct gprof_spans s = {.max = 4};
+
+	for (uint64_t i = 0; i < 4; i++)
+		ASSERT_EQ(gprof_spans_add(&s, i * 10, i * 10 + 5), 0);
+	ASSERT_EQ(gprof_spans_add(&s, 100, 105), -ENOSPC);
+	ASSERT_EQ(gprof_spans_add(&s, 0, 35), -ENOSPC); /* even one that would merge */
+	ASSERT_EQ(gprof_spans_within(&s, 0, 2, 0, UINT64_MAX), 10);
+	gprof_spans_retire(&s, 2);
+	ASSERT_EQ(s.n, 2);
+	ASSERT_EQ(s.floor, 15);
+	/* [0, 25) adds [15, 20) only, merging with [20, 25). */
+	ASSERT_EQ(gprof_spans_add(&s, 0, 22), 0);
+	ASSERT_EQ(s.n, 2);
+	ASSERT_EQ(s.v[0].begin, 15);
+	ASSERT_EQ(s.v[0].end, 25);
+	ASSERT_EQ(gprof_spans_add(&s, 3, 9), 0); /* all before the floor: nothing */
+	ASSERT_EQ(gprof_spans_within(&s, 0, s.n, 0, UINT64_MAX), 15);
+	gprof_spans_free(&s);
+}
+
+static int count_libs(const char *path, void *arg)
+{
+	(void)path;
+	(*(int *)arg)++;
+	return 0;
+}
+
+TEST(dso_finds_loaded)
+{
+	char path[4096];
+	int n = 0;
+
+	ASSERT(gprof_dso_find("libc.so", path, sizeof(path)));
+	ASSERT_STR_CONTAINS(path, "/libc.so");
+	ASSERT(!gprof_dso_find("libno-such-thing.so", path, sizeof(path)));
+	ASSERT(gprof_dso_find("libc.so", path, 5));
+	ASSERT_EQ(strlen(path), 4);
+	ASSERT_EQ(gprof_dso_each("lib", count_libs, &n), 0);
+	ASSERT_GE(n, 3); /* libc, libjansson and libz at least */
+}
+
+struct mask_arg {
+	sigset_t seen;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool got;
+};
+
+static void *report_mask(void *p)
+{
+	struct mask_arg *a = p;
+
+	pthread_mutex_lock(&a->lock);
+	pthread_sigmask(SIG_SETMASK, NULL, &a->seen);
+	a->got = true;
+	pthread_cond_signal(&a->cond);
+	pthread_mutex_unlock(&a->lock);
+	return NULL;
+}
+
+/* Joinable and detached threads start with every signal blocked; the caller's mask stays. */
+TEST(thread_takes_no_signal)
+{
+	static const int sigs[] = {SIGINT, SIGTERM, SIGUSR1, SIGUSR2, SIGCHLD, SIGALRM};
+	struct mask_arg a = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+	sigset_t before, after;
+	pthread_t t;
+
+	pthread_sigmask(SIG_SETMASK, NULL, &before);
+	ASSERT_EQ(gprof_thread_start(&t, report_mask, &a), 0);
+	pthread_join(t, NULL);
+	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
+		ASSERT_MSG(sigismember(&a.seen, sigs[i]) == 1, "signal %d", sigs[i]);
+	a.got = false;
+	sigemptyset(&a.seen);
+	ASSERT_EQ(gprof_thread_start(NULL, report_mask, &a), 0);
+	pthread_mutex_lock(&a.lock);
+	while (!a.got)
+		pthread_cond_wait(&a.cond, &a.lock);
+	pthread_mutex_unlock(&a.lock);
+	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
+		ASSERT_MSG(sigismember(&a.seen, sigs[i]) == 1, "signal %d", sigs[i]);
+	pthread_sigmask(SIG_SETMASK, NULL, &after);
+	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
+		ASSERT_EQ(sigismember(&after, sigs[i]), sigismember(&before, sigs[i]));
+}
