@@ -13,6 +13,7 @@
 
 #define PR_FMT "collector: "
 #include "collector/internal.h"
+#include "common/clock.h"
 #include "common/config.h"
 #include "common/log.h"
 
@@ -66,7 +67,7 @@ static unsigned n_samples;
 static uint32_t corr_seen;
 static bool expiring; /* the last sweep let records go */
 
-static struct gprof_coll_map allocs; /* device address -> bytes, for the memory counter */
+static struct gprof_map allocs;	     /* device address -> bytes, for the memory counter */
 static uint64_t in_use[DEVICES_MAX]; /* device bytes CUPTI saw allocated and not yet freed */
 
 /* libgprof's own calls: CUPTI's thread id and a time range (written by one thread, once). */
@@ -80,7 +81,7 @@ static uint32_t thread_keys[THREADS_MAX], thread_tids[THREADS_MAX];
 
 int gprof_coll_attrib_init(void)
 {
-	if (gprof_coll_held_init() || gprof_coll_map_init(&allocs, ALLOCS_MAX))
+	if (gprof_coll_held_init() || gprof_map_init(&allocs, ALLOCS_MAX))
 		return -ENOMEM;
 	gprof_coll_attrib_reset();
 	return 0;
@@ -129,23 +130,15 @@ static uint32_t thread_tid(uint32_t key)
 	return key;
 }
 
-static uint64_t realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 void gprof_collector_own_calls(bool begin)
 {
 	if (begin) {
 		__atomic_store_n(&own.to_ns, UINT64_MAX, __ATOMIC_RELAXED);
-		__atomic_store_n(&own.from_ns, realtime_ns(), __ATOMIC_RELAXED);
+		__atomic_store_n(&own.from_ns, gprof_realtime_ns(), __ATOMIC_RELAXED);
 		__atomic_store_n(&own.thread, (uint32_t)(uintptr_t)pthread_self(),
 				 __ATOMIC_RELEASE);
 	} else {
-		__atomic_store_n(&own.to_ns, realtime_ns(), __ATOMIC_RELEASE);
+		__atomic_store_n(&own.to_ns, gprof_realtime_ns(), __ATOMIC_RELEASE);
 	}
 }
 
@@ -306,14 +299,13 @@ static void on_api(struct gprof_coll_rec *r)
 	struct gprof_coll_win *w = window_at(r->ev.ts_ns);
 	uint32_t corr = r->ev.correlation;
 	uint64_t link = 0;
-	bool waiting =
-	    gprof_coll_map_get(&gprof_coll_links, corr, &link) && LINK_KIND(link) == LINK_GPU;
+	bool waiting = gprof_map_get(&gprof_coll_links, corr, &link) && LINK_KIND(link) == LINK_GPU;
 
 	r->ev.tid = thread_tid(r->thread);
 	if (corr > corr_seen)
 		corr_seen = corr;
 	if (waiting)
-		gprof_coll_map_del(&gprof_coll_links, corr);
+		gprof_map_del(&gprof_coll_links, corr);
 	if (!w) {
 		if (waiting)
 			chain_release(LINK_HELD(link), NULL, NULL);
@@ -381,7 +373,7 @@ static void on_gpu(struct gprof_coll_rec *r)
 	struct gprof_coll_win *w;
 	uint64_t link;
 
-	if (!gprof_coll_map_get(&gprof_coll_links, corr, &link)) {
+	if (!gprof_map_get(&gprof_coll_links, corr, &link)) {
 		hold_gpu(r, 0);
 		return;
 	}
@@ -389,7 +381,7 @@ static void on_gpu(struct gprof_coll_rec *r)
 		hold_gpu(r, link);
 		return;
 	}
-	gprof_coll_map_del(&gprof_coll_links, corr);
+	gprof_map_del(&gprof_coll_links, corr);
 	if (LINK_KIND(link) == LINK_OUTSIDE)
 		return;
 	w = &gprof_coll_wins[LINK_SLOT(link)];
@@ -414,11 +406,11 @@ static void on_memory(struct gprof_coll_rec *r)
 
 	if (dev >= DEVICES_MAX)
 		return;
-	if (r->delta > 0 && gprof_coll_map_put(&allocs, r->address, (uint64_t)r->delta) == 0)
+	if (r->delta > 0 && gprof_map_put(&allocs, r->address, (uint64_t)r->delta) == 0)
 		in_use[dev] += (uint64_t)r->delta;
-	else if (r->delta > 0 || !gprof_coll_map_get(&allocs, r->address, &bytes))
+	else if (r->delta > 0 || !gprof_map_get(&allocs, r->address, &bytes))
 		return; /* not followed: the table is full, or it was allocated before */
-	else if (gprof_coll_map_del(&allocs, r->address))
+	else if (gprof_map_del(&allocs, r->address))
 		in_use[dev] -= bytes;
 	w = window_at(r->ev.ts_ns);
 	if (!w || !(gprof_coll_activities & GPROF_ACT_MEMORY))
@@ -511,7 +503,7 @@ void gprof_coll_attrib_finish(struct gprof_coll_win *w)
 {
 	const struct timespec pause = {.tv_nsec = OWED_PAUSE_NS};
 
-	gprof_coll_map_filter(&gprof_coll_links, sweep, w);
+	gprof_map_filter(&gprof_coll_links, sweep, w);
 	/* The window's owed events must be in before it is released. */
 	for (unsigned i = 0; i < OWED_TRIES && !pay_owed(); i++)
 		nanosleep(&pause, NULL);
@@ -583,7 +575,7 @@ void gprof_coll_attrib_expire(uint64_t now_ms, unsigned patience_ms)
 	/* Until something is old enough to go, each flush looks again. */
 	if (!e.gpu_before && !e.api_before)
 		return;
-	gprof_coll_map_filter(&gprof_coll_links, expire, &e);
+	gprof_map_filter(&gprof_coll_links, expire, &e);
 	/* While it lets records go, it looks again: what made room may not have been the last. */
 	expiring = e.gone > 0;
 	if (e.gone)
@@ -595,6 +587,6 @@ void gprof_coll_attrib_reset(void)
 	gprof_coll_held_reset();
 	corr_seen = n_samples = n_owed = 0;
 	expiring = false;
-	gprof_coll_map_clear(&allocs);
+	gprof_map_clear(&allocs);
 	memset(in_use, 0, sizeof(in_use));
 }

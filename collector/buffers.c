@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "collector/internal.h"
+#include "common/clock.h"
 
 #define DISCARDS      4
 #define DISCARD_BYTES (16u << 10)
@@ -166,15 +167,8 @@ void gprof_coll_buffers_give_back(const struct gprof_coll_buf *b)
 
 void gprof_coll_wait(unsigned timeout_ms)
 {
-	struct timespec until;
+	struct timespec until = gprof_clock_deadline(CLOCK_MONOTONIC, timeout_ms * 1000000ull);
 
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += timeout_ms / 1000;
-	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
 	pthread_mutex_lock(&pool.lock);
 	while (!pool.kicked && !pool.n_done)
 		if (pthread_cond_timedwait(&pool.wake, &pool.lock, &until))

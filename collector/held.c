@@ -21,7 +21,7 @@ struct table {
 
 struct gprof_coll_held_gpu *gprof_coll_held_gpus;
 struct gprof_coll_held_api *gprof_coll_held_apis;
-struct gprof_coll_map gprof_coll_links;
+struct gprof_map gprof_coll_links;
 
 static struct table tables[] = {
     [GPROF_COLL_HELD_GPU] = {.size = sizeof(struct gprof_coll_held_gpu)},
@@ -55,7 +55,7 @@ static bool charge(uint32_t gpu, uint32_t api, size_t slots)
 static bool charge_now(void)
 {
 	return charge(tables[GPROF_COLL_HELD_GPU].cap, tables[GPROF_COLL_HELD_API].cap,
-		      gprof_coll_links.cap);
+		      gprof_map_slots(&gprof_coll_links));
 }
 
 /*
@@ -87,7 +87,7 @@ int gprof_coll_held_init(void)
 	/* The first sizes are taken even when the budget is smaller (GPROF_BUFFER_MB=1). */
 	if (!charge(FIRST, FIRST, 4 * FIRST))
 		charged = 0;
-	if (gprof_coll_map_init(&gprof_coll_links, 4 * FIRST) || resize(&tables[0], FIRST) ||
+	if (gprof_map_init(&gprof_coll_links, 4 * FIRST) || resize(&tables[0], FIRST) ||
 	    resize(&tables[1], FIRST))
 		return -ENOMEM;
 	return 0;
@@ -105,7 +105,8 @@ static void grow(enum gprof_coll_held_kind k)
 	if (t->cap > UINT32_MAX / 4)
 		return;
 	cap[k] *= 2;
-	if (charge(cap[GPROF_COLL_HELD_GPU], cap[GPROF_COLL_HELD_API], gprof_coll_links.cap) &&
+	if (charge(cap[GPROF_COLL_HELD_GPU], cap[GPROF_COLL_HELD_API],
+		   gprof_map_slots(&gprof_coll_links)) &&
 	    resize(t, cap[k]))
 		charge_now();
 }
@@ -155,27 +156,27 @@ uint32_t gprof_coll_held_peak(enum gprof_coll_held_kind k, bool reset)
 
 int gprof_coll_links_put(uint64_t corr, uint64_t link)
 {
-	int rc = gprof_coll_map_put(&gprof_coll_links, corr, link);
+	int rc = gprof_map_put(&gprof_coll_links, corr, link);
 
 	if (rc != -ENOSPC)
 		return rc;
 	if (!charge(tables[GPROF_COLL_HELD_GPU].cap, tables[GPROF_COLL_HELD_API].cap,
-		    2 * gprof_coll_links.cap) ||
-	    gprof_coll_map_grow(&gprof_coll_links)) {
+		    2 * gprof_map_slots(&gprof_coll_links)) ||
+	    gprof_map_grow(&gprof_coll_links)) {
 		charge_now();
 		refused = true;
 		return -ENOSPC;
 	}
-	return gprof_coll_map_put(&gprof_coll_links, corr, link);
+	return gprof_map_put(&gprof_coll_links, corr, link);
 }
 
 void gprof_coll_held_reset(void)
 {
-	if (gprof_coll_links.cap > 4 * FIRST) {
-		gprof_coll_map_free(&gprof_coll_links);
-		gprof_coll_map_init(&gprof_coll_links, 4 * FIRST);
+	if (gprof_map_slots(&gprof_coll_links) > 4 * FIRST) {
+		gprof_map_free(&gprof_coll_links);
+		gprof_map_init(&gprof_coll_links, 4 * FIRST);
 	}
-	gprof_coll_map_clear(&gprof_coll_links);
+	gprof_map_clear(&gprof_coll_links);
 	for (size_t k = 0; k < ARRAY_SIZE(tables); k++) {
 		struct table *t = &tables[k];
 

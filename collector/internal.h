@@ -14,26 +14,8 @@
 
 #include "collector/collector.h"
 #include "common/compiler.h"
+#include "common/map.h"
 #include "export/export.h"
-
-/* map.c: uint64 -> uint64 by open addressing; key 0 is never stored. */
-struct gprof_coll_map {
-	uint64_t *keys, *vals;
-	size_t cap, n; /* cap: a power of two */
-};
-
-int gprof_coll_map_init(struct gprof_coll_map *m, size_t cap);
-void gprof_coll_map_free(struct gprof_coll_map *m);
-bool gprof_coll_map_get(const struct gprof_coll_map *m, uint64_t key, uint64_t *val);
-/* Inserts or replaces; -ENOSPC when the map is 3/4 full (it never grows by itself). */
-int gprof_coll_map_put(struct gprof_coll_map *m, uint64_t key, uint64_t val);
-bool gprof_coll_map_del(struct gprof_coll_map *m, uint64_t key);
-/* Doubles the capacity: 0 or -ENOMEM. */
-int gprof_coll_map_grow(struct gprof_coll_map *m);
-/* Keeps only the entries for which keep() says true. */
-void gprof_coll_map_filter(struct gprof_coll_map *m,
-			   bool (*keep)(uint64_t key, uint64_t val, void *arg), void *arg);
-void gprof_coll_map_clear(struct gprof_coll_map *m);
 
 /* names.c: API function names by CUPTI callback id, and demangled kernel names. */
 struct gprof_coll_api {
@@ -168,7 +150,7 @@ struct gprof_coll_held_gpu {
 extern struct gprof_coll_held_gpu *gprof_coll_held_gpus;
 extern struct gprof_coll_held_api *gprof_coll_held_apis;
 /* Correlation id -> what attrib.c knows of it. */
-extern struct gprof_coll_map gprof_coll_links;
+extern struct gprof_map gprof_coll_links;
 
 int gprof_coll_held_init(void);
 /* A free entry's index + 1, growing the table if the limit allows; 0 at the limit. */
@@ -179,7 +161,7 @@ uint32_t gprof_coll_held_count(enum gprof_coll_held_kind k);
 uint32_t gprof_coll_held_peak(enum gprof_coll_held_kind k, bool reset);
 /* Whether an entry was refused for want of room since the last clear. */
 bool gprof_coll_held_refused(bool clear);
-/* gprof_coll_map_put() on the links, growing the map if the limit allows: 0 or -ENOSPC. */
+/* gprof_map_put() on the links, growing the map if the limit allows: 0 or -ENOSPC. */
 int gprof_coll_links_put(uint64_t corr, uint64_t link);
 /* Everything forgotten; back to the first sizes. */
 void gprof_coll_held_reset(void);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "collector/internal.h"
+#include "common/dso.h"
 
 #define MAJOR	 13
 #define SONAME	 "libcupti.so.13"
@@ -50,35 +51,6 @@ static void copy_str(char *dst, size_t size, const char *src)
 	dst[n] = '\0';
 }
 
-/* Where loaded libraries live: the folder of the first whose file name starts with prefix. */
-struct find {
-	const char *prefix;
-	char path[PATH_MAX];
-};
-
-static int find_loaded(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	struct find *f = arg;
-	const char *base = strrchr(info->dlpi_name, '/');
-
-	(void)size;
-	base = base ? base + 1 : info->dlpi_name;
-	if (strncmp(base, f->prefix, strlen(f->prefix)) != 0)
-		return 0;
-	copy_str(f->path, sizeof(f->path), info->dlpi_name);
-	return 1;
-}
-
-static bool loaded_path(const char *prefix, char *out, size_t size)
-{
-	struct find f = {.prefix = prefix};
-
-	if (!dl_iterate_phdr(find_loaded, &f))
-		return false;
-	copy_str(out, size, f.path);
-	return true;
-}
-
 /* dlopen, keeping the first failure's reason in why. */
 static void *open_lib(const char *path, char *why, size_t why_len)
 {
@@ -103,7 +75,7 @@ static void *next_to_cudart(char *why, size_t why_len)
 	char *slash;
 	void *h = NULL;
 
-	if (!loaded_path("libcudart.so", dir, sizeof(dir)) || !(slash = strrchr(dir, '/')))
+	if (!gprof_dso_find("libcudart.so", dir, sizeof(dir)) || !(slash = strrchr(dir, '/')))
 		return NULL;
 	slash[1] = '\0';
 	for (size_t i = 0; i < ARRAY_SIZE(rel) && !h; i++) {
@@ -134,7 +106,7 @@ static void *search(char *why, size_t why_len)
 	char path[PATH_MAX];
 	void *h = NULL;
 
-	if (loaded_path("libcupti.so", path, sizeof(path)))
+	if (gprof_dso_find("libcupti.so", path, sizeof(path)))
 		h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
 	if (!h)
 		h = next_to_cudart(why, why_len);

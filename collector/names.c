@@ -262,7 +262,7 @@ struct kname {
 	char raw[];
 };
 
-static struct gprof_coll_map knames;
+static struct gprof_map knames;
 
 static uint64_t fnv1a(const char *s)
 {
@@ -278,14 +278,12 @@ static void remember(uint64_t h, const char *raw, const struct gprof_export_str 
 	size_t len = strlen(raw);
 	struct kname *k;
 
-	if (knames.n * 4 + 4 > knames.cap * 3 && gprof_coll_map_grow(&knames))
-		return;
 	k = malloc(sizeof(*k) + len + 1);
 	if (!k)
 		return;
 	k->name = name;
 	memcpy(k->raw, raw, len + 1);
-	if (gprof_coll_map_put(&knames, h, (uintptr_t)k))
+	if (gprof_map_set(&knames, h, (uintptr_t)k))
 		free(k);
 }
 
@@ -297,7 +295,7 @@ const struct gprof_export_str *gprof_coll_kernel_name(const char *raw)
 
 	raw = raw ? raw : "";
 	h = fnv1a(raw);
-	if (gprof_coll_map_get(&knames, h, &v)) {
+	if (gprof_map_get(&knames, h, &v)) {
 		const struct kname *k = (const struct kname *)(uintptr_t)v;
 
 		if (!strcmp(k->raw, raw))

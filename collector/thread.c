@@ -4,14 +4,11 @@
  * GPU record, or drain_ms passes), finishes and releases it; disables CUPTI's kinds when no
  * window needs them. The application never waits for any of this.
  */
-#include <errno.h>
-#include <signal.h>
-#include <string.h>
-#include <time.h>
-
 #define PR_FMT "collector: "
 #include "collector/internal.h"
+#include "common/clock.h"
 #include "common/log.h"
+#include "common/thread.h"
 
 #define SETTLE_MS 5    /* after a window ends: time for API calls in flight elsewhere to return */
 #define POLL_MS	  10   /* flush period while a window waits for GPU records */
@@ -31,10 +28,7 @@ static uint64_t flushed_ms; /* when flush_if_due() last flushed; the thread's ow
 
 static uint64_t mono_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return gprof_clock_ns(CLOCK_MONOTONIC) / 1000000;
 }
 
 static void drain_queue(void)
@@ -211,15 +205,7 @@ static void *run(void *arg)
 
 int gprof_coll_thread_start(void)
 {
-	sigset_t all, old;
-	int rc;
-
-	/* Signals are the application's business: this thread takes none. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&gprof_coll.thread, NULL, run, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return -rc;
+	return gprof_thread_start(&gprof_coll.thread, run, NULL);
 }
 
 void gprof_coll_thread_stop(unsigned timeout_ms)
@@ -233,13 +219,7 @@ void gprof_coll_thread_stop(unsigned timeout_ms)
 	if (!running)
 		return;
 	gprof_coll_kick();
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += timeout_ms / 1000;
-	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
+	until = gprof_clock_deadline(CLOCK_REALTIME, timeout_ms * 1000000ull);
 	if (pthread_timedjoin_np(gprof_coll.thread, NULL, &until) != 0) {
 		pr_warn("CUPTI records were still being drained after %u ms; the last window may "
 			"miss some GPU activity",

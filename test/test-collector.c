@@ -1,6 +1,6 @@
 /*
  * Unit tests of collector/ without a GPU: API names, the record translation from records built
- * here in CUDA 13 layouts, the small map, the buffer pool, and the attribution of records to a
+ * here in CUDA 13 layouts, the buffer pool, and the attribution of records to a
  * window (with a record walker of our own in place of CUPTI's) down to the trace file.
  */
 #include <dirent.h>
@@ -299,54 +299,6 @@ TEST(collector_translate_copies_and_memory)
 	ASSERT_EQ(r.cls, GPROF_COLL_UNTIMED);
 	gprof_coll_translate((CUpti_Activity *)&x, &r);
 	ASSERT_EQ(r.cls, GPROF_COLL_OTHER);
-}
-
-static bool keep_even(uint64_t key, uint64_t val, void *arg)
-{
-	(void)key;
-	(*(int *)arg)++;
-	return val % 2 == 0;
-}
-
-/* The map against a plain array, through inserts, deletes (with clusters) and a filter. */
-TEST(collector_map)
-{
-	enum {
-		N = 3072 /* 3/4 of 4096: full */
-	};
-	static uint64_t ref[N + 1];
-	struct gprof_coll_map m;
-	uint64_t v;
-	int seen = 0;
-
-	ASSERT_EQ(gprof_coll_map_init(&m, 4096), 0);
-	ASSERT_EQ(gprof_coll_map_put(&m, 0, 1), -EINVAL);
-	for (uint64_t k = 1; k <= N; k++) {
-		ASSERT_EQ(gprof_coll_map_put(&m, k * 4096, k), 0); /* keys that collide a lot */
-		ref[k] = k;
-	}
-	ASSERT_EQ(gprof_coll_map_put(&m, 999999999, 1), -ENOSPC);
-	for (uint64_t k = 1; k <= N; k += 3) {
-		ASSERT(gprof_coll_map_del(&m, k * 4096));
-		ref[k] = 0;
-	}
-	ASSERT(!gprof_coll_map_del(&m, 4096));
-	gprof_coll_map_filter(&m, keep_even, &seen);
-	ASSERT_GE(seen, N - (N + 2) / 3);
-	for (uint64_t k = 1; k <= N; k++) {
-		bool want = ref[k] && k % 2 == 0;
-
-		ASSERT_EQ(gprof_coll_map_get(&m, k * 4096, &v), want);
-		if (want)
-			ASSERT_EQ(v, k);
-	}
-	ASSERT_EQ(gprof_coll_map_grow(&m), 0);
-	ASSERT_EQ(m.cap, 8192);
-	ASSERT(gprof_coll_map_get(&m, 2 * 4096, &v) && v == 2);
-	gprof_coll_map_clear(&m);
-	ASSERT_EQ(m.n, 0);
-	ASSERT(!gprof_coll_map_get(&m, 2 * 4096, &v));
-	gprof_coll_map_free(&m);
 }
 
 /* The pool: at most its cap, then discard buffers, then none; completed ones in order. */
