@@ -14,6 +14,7 @@
 
 #include "common/compiler.h"
 #include "common/log.h"
+#include "common/map.h"
 #include "export/export.h"
 
 /* json.c: JSON syntax into a growable buffer. Appends after a failed growth are dropped. */
@@ -70,11 +71,11 @@ size_t gprof_json_escape(char *dst, const char *src, size_t n);
 
 /* strtab.c: the interned string; text is escaped, without quotes. */
 struct gprof_export_str {
-	uint64_t hash;
 	uint32_t raw_len; /* bytes kept of the original (before the cut marker) */
 	uint32_t len;	  /* bytes of text */
 	bool cut;	  /* truncated: text ends with GPROF_EXPORT_STR_CUT */
 	const char *raw;
+	struct gprof_export_str *same_hash; /* the string interned before it with its hash */
 	char text[];
 };
 
@@ -150,8 +151,8 @@ void gprof_sink_free(struct gprof_sink *s);
 struct gprof_seen {
 	uint64_t *keys; /* in first-seen order */
 	size_t n, cap;
-	uint32_t *slot; /* hash index: index + 1 into keys, 0 when empty */
-	size_t mask;
+	struct gprof_map index; /* the keys but 0, to their index */
+	bool has_zero;
 	uint64_t last; /* the last key added or found: most events repeat it */
 };
 

@@ -10,20 +10,13 @@
 #include "export/internal.h"
 
 /*
- * Open addressing over entry pointers. Readers probe the table they loaded; a writer (under
- * the lock) only fills empty slots, or publishes a doubled copy and keeps the old one alive:
- * a reader still in it finds nothing new, takes the lock and looks again.
+ * Entries by hash in a shared map (common/map.h): readers take no lock; the writer holds
+ * `lock`. Strings of the same hash are chained, newest first; a reader that loaded the chain
+ * before a new string joined finds nothing, takes the lock and looks again.
  */
-struct table {
-	size_t mask;
-	struct table *older; /* retired tables, kept because readers may still probe them */
-	struct gprof_export_str *slot[];
-};
-
-/* Written under `lock` (slots and `table` with release stores), read anywhere with acquire. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct table *table;
-static size_t used_entries, used_bytes; /* under lock */
+static struct gprof_map table;
+static size_t used_bytes; /* under lock */
 
 static const struct gprof_export_str empty = {.raw = ""};
 static const struct gprof_export_str full = {
@@ -45,52 +38,21 @@ static uint64_t hash_bytes(const char *s, size_t n, bool cut)
 	w = 0;
 	memcpy(&w, s, n);
 	h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
-	return h ^ (h >> 29);
+	h ^= h >> 29;
+	return h ? h : 1; /* the map's keys are not 0 */
 }
 
-static struct gprof_export_str *probe(const struct table *t, uint64_t h, const char *s, size_t n,
-				      bool cut)
+static struct gprof_export_str *probe(uint64_t h, const char *s, size_t n, bool cut)
 {
-	for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
-		struct gprof_export_str *e = __atomic_load_n(&t->slot[i], __ATOMIC_ACQUIRE);
+	struct gprof_export_str *e = (struct gprof_export_str *)gprof_map_get_shared(&table, h);
 
-		if (!e)
-			return NULL;
-		if (e->hash == h && e->raw_len == n && e->cut == cut && !memcmp(e->raw, s, n))
+	for (; e; e = e->same_hash)
+		if (e->raw_len == n && e->cut == cut && !memcmp(e->raw, s, n))
 			return e;
-	}
+	return NULL;
 }
 
-static void place(struct table *t, struct gprof_export_str *e)
-{
-	size_t i = e->hash & t->mask;
-
-	while (t->slot[i])
-		i = (i + 1) & t->mask;
-	__atomic_store_n(&t->slot[i], e, __ATOMIC_RELEASE);
-}
-
-/* Keeps the load under one half; called with the lock held. */
-static int reserve_slot(void)
-{
-	size_t size = table ? (table->mask + 1) * 2 : 1024;
-	struct table *t;
-
-	if (table && (used_entries + 1) * 2 <= table->mask + 1)
-		return 0;
-	t = calloc(1, sizeof(*t) + size * sizeof(t->slot[0]));
-	if (!t)
-		return -ENOMEM;
-	t->mask = size - 1;
-	t->older = table;
-	for (size_t i = 0; table && i <= table->mask; i++)
-		if (table->slot[i])
-			place(t, table->slot[i]);
-	__atomic_store_n(&table, t, __ATOMIC_RELEASE);
-	return 0;
-}
-
-static struct gprof_export_str *make(uint64_t h, const char *s, size_t n, bool cut)
+static struct gprof_export_str *make(const char *s, size_t n, bool cut)
 {
 	size_t cut_len = cut ? sizeof(GPROF_EXPORT_STR_CUT) - 1 : 0;
 	size_t len = gprof_json_escape(NULL, s, n) + cut_len;
@@ -101,8 +63,7 @@ static struct gprof_export_str *make(uint64_t h, const char *s, size_t n, bool c
 	e = malloc(sizeof(*e) + len + n + 1);
 	if (!e)
 		return NULL;
-	*e = (struct gprof_export_str){
-	    .hash = h, .raw_len = (uint32_t)n, .len = (uint32_t)len, .cut = cut};
+	*e = (struct gprof_export_str){.raw_len = (uint32_t)n, .len = (uint32_t)len, .cut = cut};
 	gprof_json_escape(e->text, s, n);
 	memcpy(e->text + len - cut_len, GPROF_EXPORT_STR_CUT, cut_len);
 	memcpy(e->text + len, s, n); /* the raw bytes follow the text, for comparisons */
@@ -117,13 +78,12 @@ static const struct gprof_export_str *intern_slow(uint64_t h, const char *s, siz
 	struct gprof_export_str *e = NULL;
 
 	pthread_mutex_lock(&lock);
-	if (table)
-		e = probe(table, h, s, n, cut);
-	if (!e && reserve_slot() == 0) {
-		e = make(h, s, n, cut);
+	e = probe(h, s, n, cut);
+	if (!e && gprof_map_reserve_shared(&table) == 0) {
+		e = make(s, n, cut);
 		if (e) {
-			place(table, e);
-			used_entries++;
+			e->same_hash = (struct gprof_export_str *)gprof_map_get_shared(&table, h);
+			gprof_map_put_shared(&table, h, (uintptr_t)e);
 		}
 	}
 	pthread_mutex_unlock(&lock);
@@ -136,7 +96,7 @@ static const struct gprof_export_str *intern_slow(uint64_t h, const char *s, siz
 const struct gprof_export_str *gprof_export_intern_n(const char *s, size_t n)
 {
 	bool cut = n > GPROF_EXPORT_STR_MAX;
-	struct table *t;
+	struct gprof_export_str *e;
 	uint64_t h;
 
 	if (!s || !n)
@@ -148,14 +108,8 @@ const struct gprof_export_str *gprof_export_intern_n(const char *s, size_t n)
 			n--;
 	}
 	h = hash_bytes(s, n, cut);
-	t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
-	if (t) {
-		struct gprof_export_str *e = probe(t, h, s, n, cut);
-
-		if (e)
-			return e;
-	}
-	return intern_slow(h, s, n, cut);
+	e = probe(h, s, n, cut);
+	return e ? e : intern_slow(h, s, n, cut);
 }
 
 const struct gprof_export_str *gprof_export_intern(const char *s)

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 
 #include "common/log.h"
+#include "common/map.h"
+#include "common/spans.h"
 #include "common/utf8.h"
 #include "export/internal.h"
 
@@ -30,18 +32,12 @@ enum gpu_kind {
 struct kernel_total {
 	const struct gprof_export_str *name; /* interned: the pointer is the name's identity */
 	uint64_t calls, ns;
-	bool used;
-};
-
-struct span {
-	uint64_t begin, end; /* ns, end exclusive */
 };
 
 struct device {
 	uint32_t id;
-	struct span *spans; /* sorted, disjoint, not touching */
-	size_t n, cap;
-	uint64_t folded_ns, folded_end; /* union of spans folded away, and where they end */
+	struct gprof_spans busy; /* the union of the GPU intervals */
+	uint64_t folded_ns;	 /* the time of spans retired to bound memory */
 	uint64_t peak_bytes;
 	bool has_memory;
 	uint64_t kind_ns[GPU_KINDS]; /* sum of durations */
@@ -52,8 +48,9 @@ struct copy_total {
 };
 
 struct gprof_export_summary {
-	struct kernel_total *kernels; /* open addressing on the name's hash */
-	size_t n_kernels, mask;
+	struct kernel_total *kernels; /* in first-seen order */
+	size_t n_kernels, cap_kernels;
+	struct gprof_map kernel_index; /* name -> index + 1 in kernels */
 	struct copy_total copies[COPY_KINDS], memsets;
 	struct device dev[GPROF_EXPORT_MAX_DEVICES];
 	unsigned n_dev;
@@ -68,9 +65,7 @@ struct gprof_export_summary *gprof_summary_new(void)
 
 	if (!s)
 		return NULL;
-	s->mask = 63;
-	s->kernels = calloc(s->mask + 1, sizeof(*s->kernels));
-	if (!s->kernels) {
+	if (gprof_map_init(&s->kernel_index, 64)) {
 		free(s);
 		return NULL;
 	}
@@ -82,51 +77,43 @@ void gprof_summary_free(struct gprof_export_summary *s)
 	if (!s)
 		return;
 	for (unsigned i = 0; i < s->n_dev; i++)
-		free(s->dev[i].spans);
+		gprof_spans_free(&s->dev[i].busy);
+	gprof_map_free(&s->kernel_index);
 	free(s->kernels);
 	free(s);
 }
 
-static struct kernel_total *kernel_slot(struct kernel_total *tab, size_t mask,
-					const struct gprof_export_str *name)
+/* The kernel's row, added when new; NULL when out of memory. */
+static struct kernel_total *kernel_of(struct gprof_export_summary *s,
+				      const struct gprof_export_str *name)
 {
-	size_t i = (name ? name->hash : 0) & mask;
+	uint64_t key = (uintptr_t)name, i;
+	size_t cap = s->cap_kernels ? 2 * s->cap_kernels : 64;
+	void *p;
 
-	while (tab[i].used && tab[i].name != name)
-		i = (i + 1) & mask;
-	return &tab[i];
-}
-
-/* Doubles the table; false when out of memory. */
-static bool kernels_grow(struct gprof_export_summary *s)
-{
-	size_t mask = s->mask * 2 + 1;
-	struct kernel_total *tab = calloc(mask + 1, sizeof(*tab));
-
-	if (!tab)
-		return false;
-	for (size_t i = 0; i <= s->mask; i++)
-		if (s->kernels[i].used)
-			*kernel_slot(tab, mask, s->kernels[i].name) = s->kernels[i];
-	free(s->kernels);
-	s->kernels = tab;
-	s->mask = mask;
-	return true;
+	if (gprof_map_get(&s->kernel_index, key, &i))
+		return &s->kernels[i - 1];
+	if (s->n_kernels == s->cap_kernels) {
+		p = realloc(s->kernels, cap * sizeof(*s->kernels));
+		if (!p)
+			return NULL;
+		s->kernels = p;
+		s->cap_kernels = cap;
+	}
+	if (gprof_map_set(&s->kernel_index, key, s->n_kernels + 1))
+		return NULL;
+	s->kernels[s->n_kernels] = (struct kernel_total){.name = name};
+	return &s->kernels[s->n_kernels++];
 }
 
 static void add_kernel(struct gprof_export_summary *s, const struct gprof_export_event *ev,
 		       uint64_t dur)
 {
-	struct kernel_total *k = kernel_slot(s->kernels, s->mask, ev->name);
+	struct kernel_total *k = kernel_of(s, ev->name);
 
-	if (!k->used) {
-		if (2 * (s->n_kernels + 1) > s->mask + 1 && !kernels_grow(s)) {
-			s->failed = true;
-			return;
-		}
-		k = kernel_slot(s->kernels, s->mask, ev->name);
-		*k = (struct kernel_total){.name = ev->name, .used = true};
-		s->n_kernels++;
+	if (!k) {
+		s->failed = true;
+		return;
 	}
 	k->calls++;
 	k->ns += dur;
@@ -141,84 +128,28 @@ static struct device *device_of(struct gprof_export_summary *s, uint32_t id)
 		s->failed = true;
 		return NULL;
 	}
-	s->dev[s->n_dev].id = id;
+	s->dev[s->n_dev] = (struct device){.id = id, .busy.max = SPANS_MAX};
 	return &s->dev[s->n_dev++];
 }
 
 /*
- * Folds the oldest half of the spans into folded_ns, to bound memory. A record that comes
- * later for that time is counted only after folded_end (an undercount at worst), and folded
- * time is not cut to the steps' span: both need 32K gaps between a record and its arrival.
+ * Adds [b, e) to the device's union. When it holds SPANS_MAX spans, its oldest half is
+ * folded into folded_ns, to bound memory: a record that comes later for that time is counted
+ * only after where they end (an undercount at worst), and folded time is not cut to the
+ * steps' span: both need 32K gaps between a record and its arrival.
  */
-static void fold(struct device *d)
-{
-	size_t half = d->n / 2;
-
-	for (size_t i = 0; i < half; i++)
-		d->folded_ns += d->spans[i].end - d->spans[i].begin;
-	d->folded_end = d->spans[half - 1].end;
-	d->n -= half;
-	memmove(d->spans, d->spans + half, d->n * sizeof(*d->spans));
-}
-
-/* Index of the first span that ends at or after t (may touch or overlap [t, ...)). */
-static size_t first_reaching(const struct device *d, uint64_t t)
-{
-	size_t lo = 0, hi = d->n;
-
-	/* Records come nearly in order: most land at the end. */
-	if (!d->n || d->spans[d->n - 1].end < t)
-		return d->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (d->spans[mid].end < t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* Room for one more span: the array grows up to SPANS_MAX, then its oldest half is folded. */
-static bool span_room(struct gprof_export_summary *s, struct device *d)
-{
-	size_t cap = d->cap ? 2 * d->cap : 64;
-	void *p;
-
-	if (d->n < d->cap)
-		return true;
-	p = cap > SPANS_MAX ? NULL : realloc(d->spans, cap * sizeof(*d->spans));
-	if (p) {
-		d->spans = p;
-		d->cap = cap;
-	} else if (d->n) {
-		fold(d); /* n == cap >= 64 here */
-	} else {
-		s->failed = true;
-	}
-	return d->n < d->cap;
-}
-
-/* Adds [b, e) to the device's union of spans. */
 static void add_span(struct gprof_export_summary *s, struct device *d, uint64_t b, uint64_t e)
 {
-	size_t i, j;
+	int rc = gprof_spans_add(&d->busy, b, e);
 
-	if (!span_room(s, d))
-		return;
-	b = b < d->folded_end ? d->folded_end : b; /* folded time is counted already */
-	if (e <= b)
-		return;
-	i = first_reaching(d, b);
-	for (j = i; j < d->n && d->spans[j].begin <= e; j++) {
-		b = d->spans[j].begin < b ? d->spans[j].begin : b;
-		e = d->spans[j].end > e ? d->spans[j].end : e;
+	if (rc && d->busy.n) {
+		size_t half = d->busy.n / 2;
+
+		d->folded_ns += gprof_spans_within(&d->busy, 0, half, 0, UINT64_MAX);
+		gprof_spans_retire(&d->busy, half);
+		rc = gprof_spans_add(&d->busy, b, e);
 	}
-	/* spans[i, j) merge into one at i (a new one when i == j). */
-	memmove(d->spans + i + 1, d->spans + j, (d->n - j) * sizeof(*d->spans));
-	d->n = d->n - (j - i) + 1;
-	d->spans[i] = (struct span){b, e};
+	s->failed |= rc != 0;
 }
 
 static void add_gpu(struct gprof_export_summary *s, const struct gprof_export_event *ev,
@@ -358,15 +289,7 @@ static double pct(uint64_t part, uint64_t whole)
 /* |union of d's spans ∩ [begin, end)| plus what was folded. */
 static uint64_t busy_ns(const struct device *d, uint64_t begin, uint64_t end)
 {
-	uint64_t ns = d->folded_ns;
-
-	for (size_t i = 0; i < d->n; i++) {
-		uint64_t b = d->spans[i].begin < begin ? begin : d->spans[i].begin;
-		uint64_t e = d->spans[i].end > end ? end : d->spans[i].end;
-
-		ns += e > b ? e - b : 0;
-	}
-	return ns;
+	return d->folded_ns + gprof_spans_within(&d->busy, 0, d->busy.n, begin, end);
 }
 
 /* "steps 2-4: 3 in 30.000 ms, mean step 10.000 ms" */
@@ -449,10 +372,10 @@ static long next_kernel(const struct gprof_export_summary *s, const bool *shown)
 {
 	long best = -1;
 
-	for (size_t i = 0; i <= s->mask; i++) {
+	for (size_t i = 0; i < s->n_kernels; i++) {
 		const struct kernel_total *k = &s->kernels[i];
 
-		if (k->used && !shown[i] && (best < 0 || k->ns > s->kernels[best].ns))
+		if (!shown[i] && (best < 0 || k->ns > s->kernels[best].ns))
 			best = (long)i;
 	}
 	return best;
@@ -461,7 +384,7 @@ static long next_kernel(const struct gprof_export_summary *s, const bool *shown)
 static void put_kernels(struct gprof_jbuf *b, const struct gprof_export_summary *s, uint64_t gpu_ns)
 {
 	size_t top = s->n_kernels < TOP_KERNELS ? s->n_kernels : TOP_KERNELS;
-	bool *shown = calloc(s->mask + 1, sizeof(*shown));
+	bool *shown = calloc(s->n_kernels + 1, sizeof(*shown));
 	char t1[32], t2[32];
 
 	if (!top || !shown)

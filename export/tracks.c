@@ -10,55 +10,31 @@
 
 #include "export/internal.h"
 
-static size_t slot_of(const struct gprof_seen *s, uint64_t key)
-{
-	return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 20) & s->mask;
-}
-
-/* Doubles the key array and rebuilds the index (kept at most half full). */
-static int seen_grow(struct gprof_seen *s)
-{
-	size_t cap = s->cap ? s->cap * 2 : 16;
-	uint64_t *keys = realloc(s->keys, cap * sizeof(*keys));
-	uint32_t *slot = calloc(cap * 2, sizeof(*slot));
-
-	if (keys)
-		s->keys = keys;
-	if (!keys || !slot) {
-		free(slot);
-		return -ENOMEM;
-	}
-	free(s->slot);
-	s->slot = slot;
-	s->cap = cap;
-	s->mask = cap * 2 - 1;
-	for (size_t i = 0; i < s->n; i++) {
-		size_t h = slot_of(s, s->keys[i]);
-
-		while (s->slot[h])
-			h = (h + 1) & s->mask;
-		s->slot[h] = (uint32_t)i + 1;
-	}
-	return 0;
-}
-
 /* 1 if key is new (appended), 0 if known, or -ENOMEM. */
 static int seen_add(struct gprof_seen *s, uint64_t key)
 {
-	size_t h;
+	uint64_t index;
 
 	if (s->n && key == s->last)
 		return 0;
-	if (s->n == s->cap && seen_grow(s))
-		return -ENOMEM;
-	for (h = slot_of(s, key); s->slot[h]; h = (h + 1) & s->mask) {
-		if (s->keys[s->slot[h] - 1] == key) {
-			s->last = key;
-			return 0;
-		}
+	/* The map takes no key 0: 0 is known when it was added once. */
+	if (key ? gprof_map_get(&s->index, key, &index) : s->has_zero) {
+		s->last = key;
+		return 0;
 	}
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 16;
+		uint64_t *keys = realloc(s->keys, cap * sizeof(*keys));
+
+		if (!keys)
+			return -ENOMEM;
+		s->keys = keys;
+		s->cap = cap;
+	}
+	if (key && gprof_map_set(&s->index, key, s->n))
+		return -ENOMEM;
+	s->has_zero |= !key;
 	s->keys[s->n++] = key;
-	s->slot[h] = (uint32_t)s->n;
 	s->last = key;
 	return 1;
 }
@@ -66,7 +42,7 @@ static int seen_add(struct gprof_seen *s, uint64_t key)
 static void seen_free(struct gprof_seen *s)
 {
 	free(s->keys);
-	free(s->slot);
+	gprof_map_free(&s->index);
 }
 
 void gprof_tracks_comm(uint32_t tid, char out[16])

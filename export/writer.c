@@ -5,13 +5,14 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
 #define PR_FMT "export: "
+#include "common/clock.h"
+#include "common/thread.h"
 #include "export/internal.h"
 
 #define PASS_NS (5 * 1000000ull)   /* between passes while a window is in use */
@@ -64,20 +65,10 @@ static struct {
 	size_t n_held, cap_held;
 } wr;
 
-static uint64_t now_ns(clockid_t clock)
-{
-	struct timespec ts;
-
-	clock_gettime(clock, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
+/* The writer sleeps, and waiters wait, on conditions of this clock (gprof_export_init). */
 static struct timespec deadline(uint64_t ns)
 {
-	uint64_t t = now_ns(CLOCK_MONOTONIC) + ns;
-
-	return (struct timespec){.tv_sec = (time_t)(t / 1000000000ull),
-				 .tv_nsec = (long)(t % 1000000000ull)};
+	return gprof_clock_deadline(CLOCK_MONOTONIC, ns);
 }
 
 static struct window *window_of(uint32_t id)
@@ -299,7 +290,7 @@ static void plan(struct pass *p)
 
 static void pass(struct pass *p)
 {
-	uint64_t now = now_ns(CLOCK_REALTIME);
+	uint64_t now = gprof_realtime_ns();
 	struct window *w;
 
 	for (unsigned i = 0; i < GPROF_EXPORT_WINDOWS; i++)
@@ -381,16 +372,11 @@ static void *writer_main(void *arg)
 /* Under ctl.lock. The thread takes no signal: they belong to the application's threads. */
 static int start_writer(void)
 {
-	sigset_t all, old;
-	int rc;
+	int rc = gprof_thread_start(&ctl.thread, writer_main, NULL);
 
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&ctl.thread, NULL, writer_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc) {
 		pr_err("cannot start the trace writer thread: %s; no trace is written.",
-		       strerror(rc));
+		       strerror(-rc));
 		return -EAGAIN;
 	}
 	ctl.started = ctl.running = true;
@@ -415,7 +401,7 @@ static int claim(const struct gprof_export_window_info *info, uint32_t *id)
 	w->cupti_dropped = 0;
 	snprintf(w->schedule, sizeof(w->schedule), "%s", info->schedule ? info->schedule : "");
 	w->log_seq = gprof_log_seq();
-	w->open_ns = now_ns(CLOCK_REALTIME);
+	w->open_ns = gprof_realtime_ns();
 	gprof_buf_reset_dropped(nid);
 	*id = nid;
 	return 0;
@@ -592,7 +578,7 @@ int gprof_export_init(const struct gprof_export_config *cfg)
 	ctl.cfg.gzip_level = cfg->gzip_level < 0 ? 0 : cfg->gzip_level > 9 ? 9 : cfg->gzip_level;
 	snprintf(ctl.output, sizeof(ctl.output), "%s", cfg->output ? cfg->output : ".");
 	ctl.cfg.output = ctl.output;
-	ctl.base_ns = cfg->base_ns ? cfg->base_ns : now_ns(CLOCK_REALTIME);
+	ctl.base_ns = cfg->base_ns ? cfg->base_ns : gprof_realtime_ns();
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&ctl.wake, &attr);

@@ -4,6 +4,7 @@
  * the union of a device's intervals; it is counted (per step, so the steps must be known first)
  * once an interval is old, so that only the recent part of the union is held.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,101 +38,28 @@ static struct tool_device *device(struct tool_trace *t, uint32_t id)
 	if (t->n_dev == GPROF_EXPORT_MAX_DEVICES)
 		return NULL; /* the summary says it is incomplete */
 	d = &t->dev[t->n_dev];
-	*d = (struct tool_device){.id = id};
+	*d = (struct tool_device){.id = id, .spans.max = TOOL_SPANS_MAX};
 	if (t->step_reach && !(d->step_busy_ns = calloc(t->n_steps + 1, sizeof(uint64_t))))
 		return NULL;
 	t->n_dev++;
 	return d;
 }
 
-/* The row of a kernel name: open addressing on its (interned) address. */
-static struct tool_kernel *kernel_row(struct tool_kernel *tab, size_t mask, const char *name)
-{
-	size_t i = (size_t)(((uintptr_t)name >> 4) * 0x9e3779b97f4a7c15ull >> 20) & mask;
-
-	while (tab[i].name && tab[i].name != name)
-		i = (i + 1) & mask;
-	return &tab[i];
-}
-
-/* The table at most half full, twice as large when it would be more. */
-static bool kernels_room(struct tool_trace *t)
-{
-	size_t mask = t->kernels_mask ? 2 * t->kernels_mask + 1 : 63;
-	struct tool_kernel *tab;
-
-	if (t->kernels_mask && 2 * (t->n_kernels + 1) <= t->kernels_mask + 1)
-		return true;
-	tab = calloc(mask + 1, sizeof(*tab));
-	if (!tab)
-		return false;
-	for (size_t i = 0; t->kernels_mask && i <= t->kernels_mask; i++)
-		if (t->kernels[i].name)
-			*kernel_row(tab, mask, t->kernels[i].name) = t->kernels[i];
-	free(t->kernels);
-	t->kernels = tab;
-	t->kernels_mask = mask;
-	return true;
-}
-
 static bool add_kernel(struct tool_trace *t, const char *name, uint64_t ns)
 {
-	struct tool_kernel *k = t->kernels ? kernel_row(t->kernels, t->kernels_mask, name) : NULL;
+	uint64_t i;
 
-	if (!k || !k->name) {
-		if (!kernels_room(t))
+	if (!gprof_map_get(&t->kernel_index, (uintptr_t)name, &i)) {
+		if (!grow((void **)&t->kernels, &t->kernels_cap, t->n_kernels,
+			  sizeof(*t->kernels)) ||
+		    gprof_map_set(&t->kernel_index, (uintptr_t)name, t->n_kernels + 1))
 			return false;
-		k = kernel_row(t->kernels, t->kernels_mask, name);
-		k->name = name;
-		t->n_kernels++;
+		t->kernels[t->n_kernels] = (struct tool_kernel){.name = name};
+		i = ++t->n_kernels;
 	}
-	k->calls++;
-	k->ns += ns;
+	t->kernels[i - 1].calls++;
+	t->kernels[i - 1].ns += ns;
 	return true;
-}
-
-/* Index of the first span that ends at or after b (that may touch or overlap [b, ...)). */
-static size_t first_reaching(const struct tool_device *d, uint64_t b)
-{
-	size_t lo = 0, hi = d->n_spans;
-
-	if (!hi || d->spans[hi - 1].end < b) /* intervals come nearly in order */
-		return hi;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (d->spans[mid].end < b)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* [b, e) joins the union held (room for one more span is there). */
-static void add_span(struct tool_device *d, uint64_t b, uint64_t e)
-{
-	size_t i, j;
-
-	b = b < d->counted_end ? d->counted_end : b;
-	if (e <= b)
-		return;
-	i = first_reaching(d, b);
-	for (j = i; j < d->n_spans && d->spans[j].begin <= e; j++) {
-		b = d->spans[j].begin < b ? d->spans[j].begin : b;
-		e = d->spans[j].end > e ? d->spans[j].end : e;
-	}
-	/* spans[i, j) become one at i (a new one when i == j) */
-	memmove(d->spans + i + 1, d->spans + j, (d->n_spans - j) * sizeof(*d->spans));
-	d->n_spans = d->n_spans - (j - i) + 1;
-	d->spans[i] = (struct tool_span){b, e};
-}
-
-static uint64_t overlap(uint64_t b, uint64_t e, uint64_t lo, uint64_t hi)
-{
-	b = b > lo ? b : lo;
-	e = e < hi ? e : hi;
-	return e > b ? e - b : 0;
 }
 
 /* The first step that ends after b: step_reach is the running maximum of the steps' ends. */
@@ -155,42 +83,32 @@ static void count_spans(struct tool_trace *t, struct tool_device *d, size_t n)
 {
 	uint64_t lo = t->n_steps ? t->step_begin : 0, hi = t->n_steps ? t->step_end : UINT64_MAX;
 
-	for (size_t k = 0; k < n; k++) {
-		uint64_t b = d->spans[k].begin, e = d->spans[k].end;
-
-		d->busy_ns += overlap(b, e, lo, hi);
-		for (size_t i = first_step(t, b); i < t->n_steps && t->steps[i].ts_ns < e; i++)
-			d->step_busy_ns[i] += overlap(b, e, t->steps[i].ts_ns,
-						      t->steps[i].ts_ns + t->steps[i].dur_ns);
-	}
 	if (!n)
 		return;
-	d->counted_end = d->spans[n - 1].end;
-	d->n_spans -= n;
-	memmove(d->spans, d->spans + n, d->n_spans * sizeof(*d->spans));
-}
+	d->busy_ns += gprof_spans_within(&d->spans, 0, n, lo, hi);
+	for (size_t k = 0; k < n; k++) {
+		uint64_t b = d->spans.v[k].begin, e = d->spans.v[k].end;
 
-/* Room for one more span: up to TOOL_SPANS_MAX; false when out of memory. */
-static bool span_room(struct tool_device *d)
-{
-	return d->n_spans < TOOL_SPANS_MAX &&
-	       grow((void **)&d->spans, &d->cap, d->n_spans, sizeof(*d->spans));
+		for (size_t i = first_step(t, b); i < t->n_steps && t->steps[i].ts_ns < e; i++)
+			d->step_busy_ns[i] +=
+			    gprof_spans_within(&d->spans, k, k + 1, t->steps[i].ts_ns,
+					       t->steps[i].ts_ns + t->steps[i].dur_ns);
+	}
+	gprof_spans_retire(&d->spans, n);
 }
 
 /* Holding more spans needs the steps: the busy times wait for a second reading. */
 static void spans_over(struct tool_trace *t)
 {
 	t->spans_over = true;
-	for (unsigned i = 0; i < t->n_dev; i++) {
-		free(t->dev[i].spans);
-		t->dev[i].spans = NULL;
-		t->dev[i].n_spans = t->dev[i].cap = 0;
-	}
+	for (unsigned i = 0; i < t->n_dev; i++)
+		gprof_spans_free(&t->dev[i].spans);
 }
 
 int tool_figures_add(struct tool_trace *t, const struct gprof_export_event *e)
 {
 	struct tool_device *d;
+	int rc;
 
 	if (e->kind == GPROF_EXPORT_STEP) {
 		if (!grow((void **)&t->steps, &t->steps_cap, t->n_steps, sizeof(*t->steps)))
@@ -205,13 +123,10 @@ int tool_figures_add(struct tool_trace *t, const struct gprof_export_event *e)
 		return -1;
 	if (t->spans_over)
 		return 0;
-	if (d->n_spans == TOOL_SPANS_MAX)
+	rc = gprof_spans_add(&d->spans, e->ts_ns, e->ts_ns + e->dur_ns);
+	if (rc == -ENOSPC)
 		spans_over(t);
-	else if (span_room(d))
-		add_span(d, e->ts_ns, e->ts_ns + e->dur_ns);
-	else
-		return -1;
-	return 0;
+	return rc == -ENOMEM ? -1 : 0;
 }
 
 static int cmp_step(const void *a, const void *b)
@@ -256,18 +171,19 @@ int tool_figures_steps(struct tool_trace *t)
 int tool_figures_busy(struct tool_trace *t, const struct gprof_export_event *e)
 {
 	struct tool_device *d;
+	int rc;
 
 	if (e->kind == GPROF_EXPORT_STEP || e->kind == GPROF_EXPORT_MEMORY)
 		return 0;
 	d = device(t, e->device);
 	if (!d) /* past the 16th device (or a device new to this reading) */
 		return 0;
-	if (d->n_spans == TOOL_SPANS_MAX)
+	rc = gprof_spans_add(&d->spans, e->ts_ns, e->ts_ns + e->dur_ns);
+	if (rc == -ENOSPC) {
 		count_spans(t, d, TOOL_SPANS_MAX / 2);
-	if (!span_room(d))
-		return -1;
-	add_span(d, e->ts_ns, e->ts_ns + e->dur_ns);
-	return 0;
+		rc = gprof_spans_add(&d->spans, e->ts_ns, e->ts_ns + e->dur_ns);
+	}
+	return rc ? -1 : 0;
 }
 
 /* Largest total first; equal totals by name, so the order does not depend on the input's. */
@@ -280,14 +196,9 @@ static int cmp_total(const void *a, const void *b)
 
 int tool_figures_finish(struct tool_trace *t)
 {
-	size_t n = 0;
-
 	for (unsigned i = 0; i < t->n_dev; i++)
-		count_spans(t, &t->dev[i], t->dev[i].n_spans);
-	for (size_t i = 0; t->kernels && i <= t->kernels_mask; i++)
-		if (t->kernels[i].name)
-			t->kernels[n++] = t->kernels[i];
-	sort(t->kernels, n, sizeof(*t->kernels), cmp_total);
+		count_spans(t, &t->dev[i], t->dev[i].spans.n);
+	sort(t->kernels, t->n_kernels, sizeof(*t->kernels), cmp_total);
 	return 0;
 }
 
@@ -296,8 +207,9 @@ void tool_figures_free(struct tool_trace *t)
 	free(t->steps);
 	free(t->step_reach);
 	free(t->kernels);
+	gprof_map_free(&t->kernel_index);
 	for (unsigned i = 0; i < t->n_dev; i++) {
-		free(t->dev[i].spans);
+		gprof_spans_free(&t->dev[i].spans);
 		free(t->dev[i].step_busy_ns);
 	}
 }

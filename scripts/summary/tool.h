@@ -13,6 +13,8 @@
 #include <jansson.h>
 #include <zlib.h>
 
+#include "common/map.h"
+#include "common/spans.h"
 #include "export/export.h"
 
 #define TOOL_TOP_KERNELS 10	      /* as many as the library's summary lists */
@@ -25,18 +27,11 @@ struct tool_step {
 	uint64_t ts_ns, dur_ns; /* CLOCK_REALTIME ns, as the library had them */
 };
 
-struct tool_span {
-	uint64_t begin, end; /* ns, end exclusive */
-};
-
 struct tool_device {
 	uint32_t id;
-	/* The union of the GPU intervals not yet counted: sorted, disjoint. */
-	struct tool_span *spans;
-	size_t n_spans, cap;
-	uint64_t counted_end;	/* intervals up to here are counted: a later one is cut here */
-	uint64_t busy_ns;	/* union within the steps' span (all of it without steps) */
-	uint64_t *step_busy_ns; /* per step, parallel to tool_trace.steps */
+	struct gprof_spans spans; /* the union of the GPU intervals not yet counted */
+	uint64_t busy_ns;	  /* union within the steps' span (all of it without steps) */
+	uint64_t *step_busy_ns;	  /* per step, parallel to tool_trace.steps */
 };
 
 struct tool_kernel {
@@ -57,10 +52,11 @@ struct tool_trace {
 	struct tool_device dev[GPROF_EXPORT_MAX_DEVICES];
 	unsigned n_dev;
 	bool spans_over; /* a device's busy time needs more than TOOL_SPANS_MAX intervals held */
-	/* While reading, a table on the name's address (kernels_mask + 1 rows); then by total
+	/* While reading, in first-seen order (kernel_index: name -> index + 1); then by total
 	 * GPU time, largest first. */
 	struct tool_kernel *kernels;
-	size_t n_kernels, kernels_mask;
+	size_t n_kernels, kernels_cap;
+	struct gprof_map kernel_index;
 	uint64_t gpu_ns; /* kernels, copies and memsets of every device: the base of GPU% */
 };
 
