@@ -1,8 +1,8 @@
-/* The state every hook reads first, the calling thread's id and the clock (preload.h). */
+/* The state every hook reads first, and the calling thread's id (preload.h). */
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "preload/preload.h"
 
 int gprof_hot;
@@ -19,12 +19,4 @@ int gprof_tid(void)
 void gprof_tid_forget(void)
 {
 	cached_tid = 0;
-}
-
-uint64_t gprof_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }

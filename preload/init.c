@@ -19,6 +19,7 @@
 #define PR_FMT ""
 #include "common/config.h"
 #include "common/log.h"
+#include "common/thread.h"
 #include "preload/preload.h"
 
 /* Loaded once by the constructor; the session reads it for the rest of the process. */
@@ -135,24 +136,12 @@ static void *signal_thread(void *arg)
 	return NULL;
 }
 
-/* The thread that ends the session on a signal; it never takes a signal itself. */
+/* The thread that ends the session on a signal; it never takes a signal itself. 0 or -errno. */
 static int start_signal_thread(void)
 {
-	pthread_attr_t attr;
-	sigset_t all, old;
-	pthread_t t;
-	int err;
-
 	if (pipe2(signal_pipe, O_CLOEXEC) != 0)
-		return errno;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&t, &attr, signal_thread, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
-	return err;
+		return -errno;
+	return gprof_thread_start(NULL, signal_thread, NULL);
 }
 
 static void take_signals(void)
@@ -168,7 +157,7 @@ static void take_signals(void)
 	if (err) {
 		pr_warn("GPROF_SIGNALS=1: cannot start its thread (%s); SIGTERM and SIGINT end "
 			"the process without writing the window in progress",
-			strerror(err));
+			strerror(-err));
 		return;
 	}
 	signal_owner = getpid();

@@ -2,11 +2,17 @@
 #include <cuda_runtime_api.h>
 
 #include "common/demangle.h"
+#include "common/map.h"
 #include "export/export.h"
 #include "preload/preload.h"
-#include "preload/ptrmap.h"
 
-static struct gprof_ptrmap names; /* interned name by host stub or cudaKernel_t */
+/* Interned name by host stub or cudaKernel_t, shared by the program's threads; never grows. */
+static struct gprof_map names;
+
+int gprof_kernels_init(void)
+{
+	return gprof_map_init(&names, GPROF_PRELOAD_MAP_SLOTS);
+}
 
 const struct gprof_export_str *gprof_kernel_name(const void *func)
 {
@@ -17,13 +23,13 @@ const struct gprof_export_str *gprof_kernel_name(const void *func)
 	const char *raw = NULL;
 	char buf[GPROF_EXPORT_STR_MAX];
 
-	s = (const void *)(uintptr_t)gprof_ptrmap_get(&names, (uintptr_t)func);
+	s = (const void *)(uintptr_t)gprof_map_get_shared(&names, (uintptr_t)func);
 	if (s)
 		return s;
 	get_name = (get_name_fn)gprof_runtime_fn(&cache, "cudaFuncGetName");
 	if (!get_name || get_name(&raw, func) != cudaSuccess || !raw)
 		return NULL;
 	s = gprof_export_intern(gprof_demangle(raw, buf, sizeof(buf)));
-	gprof_ptrmap_set(&names, (uintptr_t)func, (uintptr_t)s);
+	gprof_map_put_shared(&names, (uintptr_t)func, (uintptr_t)s);
 	return s;
 }

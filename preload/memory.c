@@ -4,12 +4,18 @@
  */
 #include <cuda_runtime_api.h>
 
+#include "common/map.h"
 #include "export/export.h"
 #include "preload/preload.h"
-#include "preload/ptrmap.h"
 
-static struct gprof_ptrmap allocations; /* bytes by device pointer */
-static uint64_t allocated_bytes;	/* change since the window opened */
+/* Bytes by device pointer (0: freed), shared by the program's threads; never grows. */
+static struct gprof_map allocations;
+static uint64_t allocated_bytes; /* change since the window opened */
+
+int gprof_memory_init(void)
+{
+	return gprof_map_init(&allocations, GPROF_PRELOAD_MAP_SLOTS);
+}
 
 void gprof_memory_reset(void)
 {
@@ -23,11 +29,11 @@ void gprof_memory_event(uint32_t window, const struct gprof_api_call *c)
 	if (c->result != cudaSuccess || !c->ptr)
 		return;
 	if (gprof_hook_info[c->hook].family == GPROF_FAMILY_ALLOC) {
-		if (gprof_ptrmap_set(&allocations, (uintptr_t)c->ptr, c->bytes))
+		if (gprof_map_put_shared(&allocations, (uintptr_t)c->ptr, c->bytes) == 0)
 			delta = (int64_t)c->bytes;
 	} else {
-		delta = -(int64_t)gprof_ptrmap_get(&allocations, (uintptr_t)c->ptr);
-		gprof_ptrmap_set(&allocations, (uintptr_t)c->ptr, 0);
+		delta = -(int64_t)gprof_map_get_shared(&allocations, (uintptr_t)c->ptr);
+		gprof_map_put_shared(&allocations, (uintptr_t)c->ptr, 0);
 	}
 	if (!delta)
 		return;

@@ -9,6 +9,7 @@
 #include <wchar.h>
 
 #define PR_FMT "nvtx: "
+#include "common/clock.h"
 #include "common/log.h"
 #include "preload/preload.h"
 #include "scheduler/scheduler.h"
@@ -214,7 +215,7 @@ static void check_step(const struct nvtx_domain *d, const struct nvtx_msg *m, ui
 
 static void do_mark(const struct nvtx_domain *d, const struct nvtx_msg *m)
 {
-	uint64_t ts = gprof_now_ns();
+	uint64_t ts = gprof_realtime_ns();
 
 	check_step(d, m, ts);
 	if (gprof_session_recording())
@@ -224,7 +225,7 @@ static void do_mark(const struct nvtx_domain *d, const struct nvtx_msg *m)
 static int do_push(const struct nvtx_domain *d, const struct nvtx_msg *m)
 {
 	struct nvtx_thread *t = thread_self();
-	uint64_t ts = gprof_now_ns();
+	uint64_t ts = gprof_realtime_ns();
 
 	check_step(d, m, ts);
 	if (!t)
@@ -252,7 +253,7 @@ static int do_pop(void)
 
 		if (f->text && gprof_session_recording())
 			gprof_session_nvtx(0, domain_name(f->domain), f->text, f->len, f->start_ns,
-					   gprof_now_ns(), false);
+					   gprof_realtime_ns(), false);
 		free(f->text);
 		f->text = NULL;
 	}
@@ -261,7 +262,7 @@ static int do_pop(void)
 
 static nvtxRangeId_t do_start(const struct nvtx_domain *d, const struct nvtx_msg *m)
 {
-	uint64_t ts = gprof_now_ns();
+	uint64_t ts = gprof_realtime_ns();
 	nvtxRangeId_t id;
 
 	check_step(d, m, ts);
@@ -281,7 +282,7 @@ static nvtxRangeId_t do_start(const struct nvtx_domain *d, const struct nvtx_msg
 
 static void do_end(nvtxRangeId_t id)
 {
-	uint64_t ts = gprof_now_ns();
+	uint64_t ts = gprof_realtime_ns();
 	struct nvtx_open_range r = {0};
 	int lane = 0;
 

@@ -49,9 +49,6 @@ static inline void gprof_hot_set(int bits, bool on)
 int gprof_tid(void);
 void gprof_tid_forget(void);
 
-/* CLOCK_REALTIME in ns, CUPTI's default clock. */
-uint64_t gprof_now_ns(void);
-
 /* ---- hook-table.c: the hooked entry points ---- */
 
 /*
@@ -225,7 +222,16 @@ void gprof_events_api(uint32_t window, uint32_t tid, const struct gprof_api_call
 void gprof_events_nvtx(uint32_t window, uint32_t tid, const char *domain, const char *msg,
 		       size_t len, uint64_t start_ns, uint64_t end_ns, bool is_mark);
 
+/*
+ * Slots of memory.c's and kernels.c's maps, which the program's threads fill without a lock
+ * and so never grow: a full map leaves new allocations uncounted, new kernel names unkept.
+ */
+#define GPROF_PRELOAD_MAP_SLOTS 32768
+
 /* ---- memory.c: device memory by allocation ---- */
+
+/* From the session's init: 0 or -ENOMEM. */
+int gprof_memory_init(void);
 
 /* A window opens: the counter starts from 0. */
 void gprof_memory_reset(void);
@@ -242,6 +248,9 @@ void gprof_runtime_facts(void);
 int gprof_runtime_device(void);
 
 /* ---- kernels.c ---- */
+
+/* From the session's init: 0 or -ENOMEM. */
+int gprof_kernels_init(void);
 
 /* The demangled name of a kernel by host stub or cudaKernel_t, interned; NULL if unknown. */
 const struct gprof_export_str *gprof_kernel_name(const void *func);

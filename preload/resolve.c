@@ -4,10 +4,9 @@
  * loaded in the process.
  */
 #include <dlfcn.h>
-#include <link.h>
-#include <string.h>
 
 #define PR_FMT "preload: "
+#include "common/dso.h"
 #include "common/log.h"
 #include "preload/preload.h"
 
@@ -16,18 +15,12 @@ struct find_ctx {
 	void *found;
 };
 
-static int find_in_object(struct dl_phdr_info *info, size_t size, void *data)
+static int find_in_object(const char *path, void *arg)
 {
-	struct find_ctx *ctx = data;
-	const char *base = strrchr(info->dlpi_name, '/');
-	void *h;
-
-	(void)size;
-	base = base ? base + 1 : info->dlpi_name;
-	if (strncmp(base, "libcudart.so", 12) != 0)
-		return 0;
+	struct find_ctx *ctx = arg;
 	/* RTLD_NOLOAD: only a library that is already there; the handle stays open on purpose. */
-	h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
+	void *h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+
 	if (!h)
 		return 0;
 	ctx->found = dlsym(h, ctx->symbol);
@@ -41,7 +34,7 @@ void *gprof_resolve(const char *symbol)
 
 	if (p)
 		return p;
-	dl_iterate_phdr(find_in_object, &ctx);
+	gprof_dso_each("libcudart.so", find_in_object, &ctx);
 	if (!ctx.found)
 		pr_dbg("%s: no libcudart defines it", symbol);
 	return ctx.found;

@@ -9,6 +9,7 @@
 
 #define PR_FMT ""
 #include "collector/collector.h"
+#include "common/clock.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "export/export.h"
@@ -138,7 +139,7 @@ static void take_signals(void)
 
 	if (!n || (cfg->schedule.all && n % 2 == 0))
 		return;
-	r = gprof_stepper_request(&stepper, GPROF_STEPPER_TOGGLE, gprof_now_ns(), gprof_tid());
+	r = gprof_stepper_request(&stepper, GPROF_STEPPER_TOGGLE, gprof_realtime_ns(), gprof_tid());
 	if (r == GPROF_STEPPER_BUSY || (!cfg->schedule.all && n > 1))
 		pr_warn("SIGUSR2 ignored: a window armed by an earlier one is still to come or "
 			"under way");
@@ -161,7 +162,7 @@ static void timer_tick(void)
 		return;
 	no_own_calls = true;
 	take_signals();
-	gprof_stepper_tick(&stepper, gprof_now_ns(), gprof_tid());
+	gprof_stepper_tick(&stepper, gprof_realtime_ns(), gprof_tid());
 }
 
 int gprof_session_init(const struct gprof_config *config)
@@ -190,7 +191,8 @@ int gprof_session_init(const struct gprof_config *config)
 	    .drain_ms = DRAIN_MS,
 	};
 	if (gprof_export_init(&ecfg) != 0 || gprof_collector_init(&ccfg) != 0 ||
-	    gprof_stepper_init(&stepper, &cfg->schedule, on_sched_event, NULL) != 0) {
+	    gprof_stepper_init(&stepper, &cfg->schedule, on_sched_event, NULL) != 0 ||
+	    gprof_memory_init() != 0 || gprof_kernels_init() != 0) {
 		pr_err("cannot start (out of memory?); libgprof is off for this process");
 		return -1;
 	}
@@ -210,7 +212,7 @@ static void first_call(void)
 	/* CUPTI first, so that `all`'s window, opened just below, finds it ready. */
 	no_own_calls = true;
 	gprof_collector_start();
-	gprof_stepper_start(&stepper, gprof_now_ns());
+	gprof_stepper_start(&stepper, gprof_realtime_ns());
 	/* The timer, which starts with the stepper's first deadline. */
 	gprof_trigger_start();
 	no_own_calls = false;
@@ -242,7 +244,7 @@ void gprof_session_profiler_api(bool start)
 	if (start)
 		__atomic_store_n(&profiler_started, 1, __ATOMIC_RELAXED);
 	gprof_stepper_request(&stepper, start ? GPROF_STEPPER_ON : GPROF_STEPPER_OFF,
-			      gprof_now_ns(), gprof_tid());
+			      gprof_realtime_ns(), gprof_tid());
 	gprof_trigger_wake();
 	errno = saved_errno;
 }
@@ -309,7 +311,7 @@ void gprof_session_fini(int tid)
 		return;
 	__atomic_store_n(&exiting, 1, __ATOMIC_SEQ_CST);
 	gprof_trigger_stop();
-	gprof_stepper_finish_on(&stepper, gprof_now_ns(), tid);
+	gprof_stepper_finish_on(&stepper, gprof_realtime_ns(), tid);
 	gprof_collector_fini(COLLECTOR_FINI_MS);
 	if (gprof_export_shutdown(10000) != 0)
 		pr_warn("the trace writer did not finish in 10 s; a trace may be left as .partial");

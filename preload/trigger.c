@@ -11,7 +11,9 @@
 #include <time.h>
 
 #define PR_FMT ""
+#include "common/clock.h"
 #include "common/log.h"
+#include "common/thread.h"
 #include "preload/preload.h"
 
 /* Written once by gprof_trigger_setup (the constructor); read afterwards. NULL: no timer. */
@@ -114,7 +116,7 @@ static void *timer_main(void *arg)
 		pthread_mutex_unlock(&timer_lock);
 		deadline = timer->deadline();
 		pthread_mutex_lock(&timer_lock);
-		while (!timer_quit && gen == timer_gen && gprof_now_ns() < deadline)
+		while (!timer_quit && gen == timer_gen && gprof_realtime_ns() < deadline)
 			sleep_until(deadline);
 		quit = timer_quit;
 		pthread_mutex_unlock(&timer_lock);
@@ -127,22 +129,12 @@ static void *timer_main(void *arg)
 /* A detached thread that takes no signal: the program's handlers run on its own threads. */
 static void start_timer(void)
 {
-	pthread_attr_t attr;
-	sigset_t all, old;
-	pthread_t t;
-	int err;
+	int err = gprof_thread_start(NULL, timer_main, NULL);
 
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&t, &attr, timer_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
 	if (err)
 		pr_warn("cannot start the timer of GPROF_DELAY and GPROF_DURATION (%s): their "
 			"windows begin and end at step markers only",
-			strerror(err));
+			strerror(-err));
 }
 
 /*
