@@ -5,6 +5,8 @@
  */
 #include <string.h>
 
+#include <cuda_runtime_api.h>
+
 #include "collector/collector.h"
 #include "common/config.h"
 #include "export/export.h"
@@ -71,6 +73,26 @@ static const struct gprof_export_str *hook_name(enum gprof_hook h, int exact)
 	return s;
 }
 
+/*
+ * The trace's copy kind (CUPTI's vocabulary) for the runtime's cudaMemcpyKind. The direction of a
+ * cudaMemcpyDefault copy is known to the runtime, from the pointers, not to the hooks: "Unknown".
+ */
+static uint8_t copy_kind(int runtime_kind)
+{
+	switch (runtime_kind) {
+	case cudaMemcpyHostToHost:
+		return GPROF_COPY_HTOH;
+	case cudaMemcpyHostToDevice:
+		return GPROF_COPY_HTOD;
+	case cudaMemcpyDeviceToHost:
+		return GPROF_COPY_DTOH;
+	case cudaMemcpyDeviceToDevice:
+		return GPROF_COPY_DTOD;
+	default:
+		return GPROF_COPY_UNKNOWN;
+	}
+}
+
 void gprof_events_api(uint32_t window, uint32_t tid, const struct gprof_api_call *c)
 {
 	const struct gprof_hook_info *hi = &gprof_hook_info[c->hook];
@@ -97,7 +119,7 @@ void gprof_events_api(uint32_t window, uint32_t tid, const struct gprof_api_call
 		    .shared_bytes = (uint32_t)c->bytes,
 		    .cbid = (uint32_t)hi->cbid,
 		    .result = c->result,
-		    .copy_kind = (uint8_t)c->copy_kind,
+		    .copy_kind = copy_kind(c->copy_kind),
 		},
 	};
 	if (hi->family == GPROF_FAMILY_LAUNCH) {

@@ -735,6 +735,55 @@ TEST(e2e_collector_cupti_unavailable)
 }
 
 /*
+ * CUPTI absent: each cudaMemcpy's "copy kind" is the direction the simulated GPU copied in
+ * (its ground truth), in the trace's vocabulary; a cudaMemcpyDefault copy, whose direction only
+ * the runtime knows, says "Unknown".
+ */
+TEST(e2e_collector_hooks_only_copy_kinds)
+{
+	const char *argv[] = {proc_build_path("test/apps/copy-app"), "-s", "3", NULL};
+	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
+	int seen[6] = {0};
+	struct e2e_run r;
+	size_t i;
+	json_t *ev;
+
+	e2e_run(&r, argv, e2e_cupti(false), env, true);
+	ASSERT_EQ(r.res.status, 0);
+	ASSERT_EQ(r.n_traces, 1);
+	json_array_foreach(r.traces[0].events, i, ev)
+	{
+		if (strcmp(trace_str(ev, "name"), "cudaMemcpy"))
+			continue;
+		long long bytes = e2e_arg_int(ev, "bytes");
+		char match[128];
+
+		ASSERT(bytes > 0 && bytes % 1024 == 0 && bytes / 1024 < 6);
+		snprintf(match, sizeof(match),
+			 "{\"type\":\"gpu\",\"kind\":\"memcpy\",\"bytes\":%lld}", bytes);
+		json_t *gpu = gtlog_filter(r.gt, match);
+		ASSERT_GT(json_array_size(gpu), 0);
+		snprintf(match, sizeof(match), "{\"type\":\"api\",\"corr\":%lld}",
+			 gtlog_int(json_array_get(gpu, 0), "corr"));
+		json_t *api = gtlog_filter(r.gt, match);
+		ASSERT_EQ(json_array_size(api), 1);
+		json_t *args = json_object_get(json_array_get(api, 0), "args");
+		bool by_pointers = gtlog_int(args, "kind") == 4; /* cudaMemcpyDefault */
+		const char *kind = json_string_value(arg(ev, "copy kind"));
+
+		ASSERT(kind);
+		ASSERT_STR_EQ(kind, by_pointers ? "Unknown"
+						: gtlog_str(json_array_get(gpu, 0), "copy_kind"));
+		seen[bytes / 1024]++;
+		json_decref(gpu);
+		json_decref(api);
+	}
+	for (int k = 1; k <= 5; k++)
+		ASSERT_GT(seen[k], 2); /* one per step */
+	e2e_free(&r);
+}
+
+/*
  * Without GPROF_CUPTI_LIB, CUPTI is found next to the runtime in use: the simulated one next to
  * the simulated runtime; the toolkit's next to the real runtime, which with no GPU cannot
  * subscribe: then the program runs as always with a hooks-only trace.

@@ -46,6 +46,9 @@ $(APPS_OUT)/local-app: APP_LIBS :=
 # test-trigger; test-tools: the native part of the stand-in torch (test/stand-ins/).
 APPS += trig-app tool-steps.so
 
+# test-e2e-collector: a copy in each direction.
+APPS += copy-app
+
 # test-reliability. rel-kernels carries the C++ runtime (for libgprof's demangler) without
 # using it itself.
 APPS += rel-nvtx rel-kernels rel-exit rel-fork rel-load rel-long
