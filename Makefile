@@ -99,6 +99,7 @@ include test/apps/apps.mk	  # the test programs: APPS_OUT, link_app
 include bench/bench.mk		  # make bench, whose programs link as the test programs do
 include test/gpu/gpu.mk		  # make test-gpu
 include scripts/summary/summary.mk # gprof-summary
+include scripts/run-wait/run-wait.mk # gprof-run-wait
 include test/fuzz/fuzz.mk	  # make fuzz
 include install.mk		  # make install
 

@@ -1,6 +1,7 @@
 # make install: libgprof.so, gprof-run and its --torch-steps hook, gprof-summary and
 # gprof-repair under $(DESTDIR)$(PREFIX). gprof-run finds the library as ../lib/libgprof.so
-# and the hook as ../share/libgprof/torch-steps, so the tree can move as a whole.
+# the hook as ../share/libgprof/torch-steps and its helper as ../libexec/libgprof/gprof-run-wait,
+# so the tree can move as a whole.
 # gprof-summary ($(BUILD)/gprof-summary, part of `all`) is installed when it was built.
 
 PREFIX  ?= /usr/local
@@ -8,16 +9,19 @@ INSTALL ?= install
 
 INSTALL_ROOT  = $(DESTDIR)$(PREFIX)
 INSTALL_HOOKS = share/libgprof/torch-steps
+INSTALL_EXEC  = libexec/libgprof
 INSTALLED     = lib/libgprof.so bin/gprof-run bin/gprof-repair bin/gprof-summary \
-		$(INSTALL_HOOKS)/sitecustomize.py
+		$(INSTALL_HOOKS)/sitecustomize.py $(INSTALL_EXEC)/gprof-run-wait
 
 .PHONY: install uninstall
 
 install: all
 	$(call quiet,INSTALL,$(INSTALL_ROOT))
-	$(Q)$(INSTALL) -d '$(INSTALL_ROOT)/bin' '$(INSTALL_ROOT)/lib' '$(INSTALL_ROOT)/$(INSTALL_HOOKS)'
+	$(Q)$(INSTALL) -d '$(INSTALL_ROOT)/bin' '$(INSTALL_ROOT)/lib' '$(INSTALL_ROOT)/$(INSTALL_HOOKS)' \
+		'$(INSTALL_ROOT)/$(INSTALL_EXEC)'
 	$(Q)$(INSTALL) -m 0755 $(LIB) '$(INSTALL_ROOT)/lib/libgprof.so'
 	$(Q)$(INSTALL) -m 0755 scripts/gprof-run scripts/gprof-repair '$(INSTALL_ROOT)/bin/'
+	$(Q)$(INSTALL) -m 0755 $(RUN_WAIT) '$(INSTALL_ROOT)/$(INSTALL_EXEC)/'
 	$(Q)if [ -e $(BUILD)/gprof-summary ]; then \
 		$(INSTALL) -m 0755 $(BUILD)/gprof-summary '$(INSTALL_ROOT)/bin/'; fi
 	$(Q)$(INSTALL) -m 0644 scripts/torch-steps/sitecustomize.py '$(INSTALL_ROOT)/$(INSTALL_HOOKS)/'
@@ -25,4 +29,5 @@ install: all
 uninstall:
 	$(call quiet,RM,$(INSTALL_ROOT))
 	$(Q)rm -f $(addprefix '$(INSTALL_ROOT)/,$(addsuffix ',$(INSTALLED)))
-	$(Q)rmdir '$(INSTALL_ROOT)/$(INSTALL_HOOKS)' '$(INSTALL_ROOT)/share/libgprof' 2>/dev/null || true
+	$(Q)rmdir '$(INSTALL_ROOT)/$(INSTALL_HOOKS)' '$(INSTALL_ROOT)/share/libgprof' \
+		'$(INSTALL_ROOT)/$(INSTALL_EXEC)' 2>/dev/null || true

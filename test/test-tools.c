@@ -390,7 +390,7 @@ static void wait_for(const char *path)
 		nanosleep(&pause, NULL);
 }
 
-/* The command's exit code, or death by its signal, is gprof-run's. */
+/* The command's exit code, or death by its signal, is gprof-run's; one never reads as the other. */
 TEST(tools_run_exit_status)
 {
 	static const struct {
@@ -399,6 +399,11 @@ TEST(tools_run_exit_status)
 	} cases[] = {
 	    {"exit 0", 0, 0},
 	    {"exit 3", 3, 0},
+	    /* Exits with what a shell reports for a signal: still an exit, not a signal. */
+	    {"exit 130", 130, 0},
+	    {"exit 137", 137, 0},
+	    {"exit 139", 139, 0},
+	    {"exit 255", 255, 0},
 	    {"kill -TERM $$", -1, SIGTERM},
 	    {"kill -KILL $$", -1, SIGKILL},
 	    {"kill -USR1 $$", -1, SIGUSR1},
@@ -838,6 +843,7 @@ static const char *const installed[] = {
     "bin/gprof-repair",
     "bin/gprof-summary",
     "share/libgprof/torch-steps/sitecustomize.py",
+    "libexec/libgprof/gprof-run-wait",
 };
 
 /* Every file is where it should be; each program answers --help with its usage. */
