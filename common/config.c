@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -205,8 +208,8 @@ static const struct var vars[] = {
 	.type = VAR_CONFIG,
 	.doc_dflt = "unset",
 	.help = "JSON file with the same settings, which the environment overrides",
-	.form = "the path of a readable JSON file holding one object whose keys are the names "
-		"without GPROF_ in lowercase",
+	.form = "the path of a readable regular file of at most 1 MiB holding one JSON object "
+		"whose keys are the names without GPROF_ in lowercase",
     },
 };
 
@@ -244,6 +247,7 @@ static const struct word log_words[] = {
 #define WHY_MAX	  160
 #define QUOTE_MAX 80
 #define KEY_MAX	  32
+#define FILE_MAX  (1 << 20) /* bytes of GPROF_CONFIG's file */
 
 struct quoted {
 	char s[QUOTE_MAX + sizeof("...")];
@@ -756,26 +760,91 @@ static int apply_file(struct load *ld)
 	return 0;
 }
 
+/* What a path that is not a regular file is, for the message. */
+static const char *file_kind(mode_t mode)
+{
+	return S_ISFIFO(mode)	? "a pipe or FIFO (as <(...) and /dev/stdin often are)"
+	       : S_ISDIR(mode)	? "a directory"
+	       : S_ISCHR(mode)	? "a character device"
+	       : S_ISSOCK(mode) ? "a socket"
+				: "not a regular file";
+}
+
+/* Reads all of fd, which holds size bytes: 0, or a negative errno (-EFBIG: it grew). */
+static int read_all(int fd, char *buf, size_t size)
+{
+	size_t len = 0;
+
+	/* One byte more than expected: a file that grows is refused, not cut. */
+	while (len <= size) {
+		ssize_t n = read(fd, buf + len, size + 1 - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : len == size ? 0 : -EIO;
+		len += (size_t)n;
+	}
+	return -EFBIG;
+}
+
+/*
+ * The file's text, read once. Only a regular file of at most FILE_MAX is opened
+ * (a FIFO would block before main, a device or the program's stdin would lose its bytes), and
+ * the descriptor is checked to be that file. 0, or -EINVAL with why.
+ */
+static int slurp(const char *path, char **text, size_t *len, char why[WHY_MAX])
+{
+	struct stat named, st;
+	int fd, err;
+
+	*text = NULL;
+	if (stat(path, &named) != 0)
+		return bad(why, "%s", strerror(errno));
+	if (!S_ISREG(named.st_mode))
+		return bad(why, "%s, not a regular file", file_kind(named.st_mode));
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return bad(why, "%s", strerror(errno));
+	err = fstat(fd, &st) != 0 ? -errno : 0;
+	if (!err && (st.st_ino != named.st_ino || st.st_dev != named.st_dev))
+		err = bad(why, "replaced by another file while being opened");
+	else if (!err && st.st_size > FILE_MAX)
+		err = bad(why, "%lld bytes, more than the %d a settings file may have",
+			  (long long)st.st_size, FILE_MAX);
+	else if (!err && !(*text = malloc((size_t)st.st_size + 1)))
+		err = -ENOMEM;
+	if (!err)
+		err = read_all(fd, *text, *len = (size_t)st.st_size);
+	close(fd);
+	if (err && err != -EINVAL)
+		bad(why, "cannot read it: %s",
+		    err == -EFBIG ? "it grew while being read"
+		    : err == -EIO ? "it shrank while being read"
+				  : strerror(-err));
+	if (err) {
+		free(*text);
+		*text = NULL;
+	}
+	return err ? -EINVAL : 0;
+}
+
 static int read_file(struct load *ld)
 {
 	const struct var *config = find_var("GPROF_CONFIG", 12, false);
-	char why[WHY_MAX];
+	char why[WHY_MAX] = "";
 	json_error_t jerr;
 	struct quoted q;
-	int read_errno;
-	FILE *f;
+	size_t len = 0;
+	char *text;
 
 	if (!ld->path[0])
 		return fail(ld, config, "", false, "empty value");
-	f = fopen(ld->path, "r");
-	if (!f)
-		return fail(ld, config, ld->path, false, strerror(errno));
-	ld->root = json_loadf(f, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
-	read_errno = ferror(f) ? errno : 0;
-	fclose(f);
-	if (read_errno)
-		bad(why, "cannot read it: %s", strerror(read_errno));
-	else if (!ld->root)
+	if (slurp(ld->path, &text, &len, why))
+		return fail(ld, config, ld->path, false, why);
+	ld->root = json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+	free(text);
+	if (!ld->root)
 		bad(why, "malformed JSON at line %d, column %d: %s", jerr.line, jerr.column,
 		    escape(&q, jerr.text, strlen(jerr.text), "\\"));
 	else if (!json_is_object(ld->root))

@@ -519,7 +519,88 @@ TEST(config_file_unreadable)
 	load(&r, env);
 	rmdir(dir);
 	ASSERT_REJECTED(&r, "GPROF_CONFIG", "directory");
-	ASSERT_STR_CONTAINS(r.out, "Is a directory");
+	ASSERT_STR_CONTAINS(r.out, "a directory, not a regular file");
+	assert_no_leak();
+}
+
+/* GPROF_CONFIG naming a pipe (of the load's own process: /proc/self/fd/N) that holds text. */
+static void load_pipe(struct run *r, int fds[2], const char *text, bool close_writer)
+{
+	char entry[64];
+
+	ASSERT_EQ(pipe(fds), 0);
+	ASSERT_EQ(write(fds[1], text, strlen(text)), (ssize_t)strlen(text));
+	if (close_writer)
+		close(fds[1]);
+	snprintf(entry, sizeof(entry), "GPROF_CONFIG=/proc/self/fd/%d", fds[0]);
+	load1(r, entry);
+}
+
+/* The pipe still holds all of text: nothing was read from it. */
+static void assert_unread(int fd, const char *text)
+{
+	char buf[256] = "";
+
+	ASSERT_EQ(read(fd, buf, sizeof(buf) - 1), (ssize_t)strlen(text));
+	ASSERT_STR_EQ(buf, text);
+}
+
+/*
+ * Only a regular file is read, once, at most 1 MiB of it. A FIFO without a writer (it blocked
+ * the program before main), a pipe holding a valid object (a process substitution <(...)),
+ * the program's stdin as a pipe (/dev/stdin: its input must stay its own), a device: one line,
+ * nothing read.
+ */
+TEST(config_file_not_regular)
+{
+	static const char object[] = "{\"schedule\": \"all\"}";
+	char dir[] = P_tmpdir "/gprof-test-cfgfifo-XXXXXX", entry[128], big[64];
+	int fds[2], saved_stdin;
+	struct run r;
+	FILE *f;
+
+	ASSERT(mkdtemp(dir));
+	snprintf(entry, sizeof(entry), "GPROF_CONFIG=%s/fifo", dir);
+	ASSERT_EQ(mkfifo(entry + strlen("GPROF_CONFIG="), 0600), 0);
+	load1(&r, entry); /* the old code blocked here in fopen until the test's timeout */
+	unlink(entry + strlen("GPROF_CONFIG="));
+	rmdir(dir);
+	ASSERT_REJECTED(&r, "GPROF_CONFIG", "FIFO");
+	ASSERT_STR_CONTAINS(r.out, "a pipe or FIFO");
+
+	load_pipe(&r, fds, object, true);
+	ASSERT_REJECTED(&r, "GPROF_CONFIG", "pipe holding an object");
+	assert_unread(fds[0], object);
+	close(fds[0]);
+
+	/* /dev/stdin with the writer still open (a program reading its input). */
+	saved_stdin = dup(STDIN_FILENO);
+	load_pipe(&r, fds, object, false);
+	ASSERT_EQ(dup2(fds[0], STDIN_FILENO), STDIN_FILENO);
+	load1(&r, "GPROF_CONFIG=/dev/stdin");
+	ASSERT_REJECTED(&r, "GPROF_CONFIG", "/dev/stdin");
+	ASSERT(fcntl(STDIN_FILENO, F_SETFL, O_NONBLOCK) == 0);
+	assert_unread(STDIN_FILENO, object);
+	dup2(saved_stdin, STDIN_FILENO);
+	close(saved_stdin);
+	close(fds[0]);
+	close(fds[1]);
+
+	load1(&r, "GPROF_CONFIG=/dev/null");
+	ASSERT_REJECTED(&r, "GPROF_CONFIG", "/dev/null");
+	ASSERT_STR_CONTAINS(r.out, "a character device");
+
+	/* More than 1 MiB of valid JSON: refused by its size. */
+	strcpy(big, P_tmpdir "/gprof-test-cfgbig-XXXXXX");
+	f = fdopen(mkstemp(big), "w");
+	ASSERT(f);
+	fprintf(f, "{\"schedule\": \"all\"%*s}", 1 << 20, "");
+	fclose(f);
+	snprintf(entry, sizeof(entry), "GPROF_CONFIG=%s", big);
+	load1(&r, entry);
+	unlink(big);
+	ASSERT_REJECTED(&r, "GPROF_CONFIG", "over 1 MiB");
+	ASSERT_STR_CONTAINS(r.out, "more than the 1048576");
 	assert_no_leak();
 }
 
