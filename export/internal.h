@@ -227,5 +227,8 @@ void gprof_summary_events(struct gprof_export_summary *s, const struct gprof_exp
 void gprof_summary_free(struct gprof_export_summary *s);
 /* "12.345 ms": three decimals of the largest unit that fits (gprof-summary's times too). */
 const char *gprof_summary_fmt_time(char out[32], uint64_t ns);
+struct gprof_stats;
+/* "median 1.000 ms (min 0.900 ms, p90 1.200 ms, max 3.000 ms)": step times beside the mean. */
+char *gprof_summary_fmt_stats(char *out, size_t len, const struct gprof_stats *st);
 
 #endif

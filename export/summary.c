@@ -6,10 +6,12 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/log.h"
 #include "common/map.h"
 #include "common/spans.h"
+#include "common/stats.h"
 #include "common/utf8.h"
 #include "export/internal.h"
 
@@ -55,6 +57,8 @@ struct gprof_export_summary {
 	struct device dev[GPROF_EXPORT_MAX_DEVICES];
 	unsigned n_dev;
 	uint64_t steps, step_ns, step_begin, step_end;
+	uint64_t *step_durs; /* each step's duration, in the order written */
+	size_t cap_steps;
 	uint64_t gpu_events; /* kernels, memcpys, memsets */
 	bool failed;	     /* out of memory, or too many devices: figures are incomplete */
 };
@@ -80,6 +84,7 @@ void gprof_summary_free(struct gprof_export_summary *s)
 		gprof_spans_free(&s->dev[i].busy);
 	gprof_map_free(&s->kernel_index);
 	free(s->kernels);
+	free(s->step_durs);
 	free(s);
 }
 
@@ -184,6 +189,19 @@ static void add_step(struct gprof_export_summary *s, const struct gprof_export_e
 		s->step_begin = ev->ts_ns;
 	if (!s->steps || end > s->step_end)
 		s->step_end = end;
+	if (s->steps == s->cap_steps) {
+		size_t cap = s->cap_steps ? 2 * s->cap_steps : 64;
+		void *p = realloc(s->step_durs, cap * sizeof(*s->step_durs));
+
+		if (!p) {
+			s->failed = true;
+		} else {
+			s->step_durs = p;
+			s->cap_steps = cap;
+		}
+	}
+	if (s->steps < s->cap_steps)
+		s->step_durs[s->steps] = dur;
 	s->steps++;
 	s->step_ns += dur;
 }
@@ -306,6 +324,28 @@ static void put_steps(struct gprof_jbuf *b, const struct gprof_export_result *r,
 	     (unsigned long long)r->last_step, (unsigned long long)s->steps,
 	     gprof_summary_fmt_time(t1, s->step_end - s->step_begin),
 	     gprof_summary_fmt_time(t2, s->step_ns / s->steps));
+	if (s->steps < 2 || s->steps > s->cap_steps)
+		return;
+	uint64_t *durs = malloc(s->steps * sizeof(*durs));
+	struct gprof_stats st;
+	char line[128];
+
+	if (!durs)
+		return;
+	memcpy(durs, s->step_durs, s->steps * sizeof(*durs));
+	gprof_stats_of(durs, s->steps, &st);
+	free(durs);
+	putf(b, "; %s", gprof_summary_fmt_stats(line, sizeof(line), &st));
+}
+
+char *gprof_summary_fmt_stats(char *out, size_t len, const struct gprof_stats *st)
+{
+	char t[4][32];
+
+	snprintf(out, len, "median %s (min %s, p90 %s, max %s)",
+		 gprof_summary_fmt_time(t[0], st->median), gprof_summary_fmt_time(t[1], st->min),
+		 gprof_summary_fmt_time(t[2], st->p90), gprof_summary_fmt_time(t[3], st->max));
+	return out;
 }
 
 static void put_devices(struct gprof_jbuf *b, const struct gprof_export_summary *s)

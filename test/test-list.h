@@ -13,6 +13,7 @@ X(map_shared_threads)
 X(map_shared_grows_under_readers)
 X(spans_union)
 X(spans_retire_and_floor)
+X(stats_steps)
 X(dso_finds_loaded)
 X(thread_takes_no_signal)
 

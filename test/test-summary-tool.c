@@ -4,6 +4,7 @@
  * GPU's kernel table); the page rendered by headless Chromium and its pixels measured.
  */
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -483,6 +484,50 @@ static const char *line_of(const char *out, const char *label)
 	return l + strlen(label);
 }
 
+static int cmp_ll(const void *x, const void *y)
+{
+	long long a = *(const long long *)x, b = *(const long long *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/* Order statistics of the truth's steps: the median, nearest-rank percentiles. */
+struct order {
+	double median, p25, p75;
+};
+
+static struct order order_of(const struct truth *t)
+{
+	long long d[MAX_STEPS];
+	int n = t->n_steps;
+
+	memcpy(d, t->step_dur, (size_t)n * sizeof(*d));
+	qsort(d, (size_t)n, sizeof(*d), cmp_ll);
+	return (struct order){
+	    .median = n % 2 ? (double)d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2.0,
+	    .p25 = (double)d[(n + 3) / 4 - 1],
+	    .p75 = (double)d[(3 * n + 3) / 4 - 1],
+	};
+}
+
+/*
+ * "median step  A  B  change change%[ (noise...)]": noise when the change is within the larger
+ * of the two runs' p75 - p25.
+ */
+static void check_median(const char *out, const struct truth *a, const struct truth *b)
+{
+	struct order oa = order_of(a), ob = order_of(b);
+	double spread = oa.p75 - oa.p25 > ob.p75 - ob.p25 ? oa.p75 - oa.p25 : ob.p75 - ob.p25;
+	const char *l = line_of(out, "\nmedian step ");
+	size_t len = strcspn(l, "\n");
+
+	check_qty(read_time(&l), oa.median, "median step A");
+	check_qty(read_time(&l), ob.median, "median step B");
+	check_qty(read_time(&l), ob.median - oa.median, "median step change");
+	if (fabs(fabs(ob.median - oa.median) - spread) > 2000) /* clear of rounding: say which */
+		ASSERT_EQ(memmem(l, len, "(noise", 6) != NULL, fabs(ob.median - oa.median) <= spread);
+}
+
 /* The steps and device lines against both traces. */
 static void check_steps(const char *out, const struct truth *a, const struct truth *b)
 {
@@ -496,6 +541,7 @@ static void check_steps(const char *out, const struct truth *a, const struct tru
 	ASSERT(sscanf(l, "%lld %lld", &n[0], &n[1]) == 2);
 	ASSERT_EQ(n[0], a->n_steps);
 	ASSERT_EQ(n[1], b->n_steps);
+	check_median(out, a, b);
 	l = line_of(out, "\nmean step ");
 	check_qty(read_time(&l), mean[0], "mean step A");
 	check_qty(read_time(&l), mean[1], "mean step B");
@@ -782,6 +828,12 @@ TEST(summary_tool_compare)
 	check_qty(rows[1].change, -2 * 100e3, "slow's change");
 	ASSERT_STR_EQ(rows[1].pct, "gone");
 	proc_result_free(&res);
+
+	run_tool(&res, "--compare", trace_file(&a, 0), trace_file(&a, 0), NULL);
+	ASSERT_MSG(res.status == 0, "status %d: %s", res.status, res.err);
+	check_median(res.out, &t[0], &t[0]);
+	ASSERT_STR_CONTAINS(line_of(res.out, "\nmedian step "), "(noise");
+	proc_result_free(&res);
 	free(t);
 	e2e_free(&a);
 	e2e_free(&b);
@@ -880,6 +932,7 @@ static void check_header(const char *html, const struct trace *tr, const struct 
 {
 	const json_t *dev = json_array_get(json_object_get(tr->root, "deviceProperties"), 0);
 	const json_t *g = json_object_get(tr->root, "gprof");
+	const char *l;
 	char want[512];
 
 	snprintf(want, sizeof(want), "<th>schedule</th><td>%s",
@@ -888,6 +941,11 @@ static void check_header(const char *html, const struct trace *tr, const struct 
 	snprintf(want, sizeof(want), "<th>steps</th><td>%lld&ndash;%lld: %d in ", t->step_no[0],
 		 t->step_no[t->n_steps - 1], t->n_steps);
 	ASSERT_STR_CONTAINS(html, want);
+	l = strstr(html, want);
+	l = strstr(l, "mean step ") ? strstr(l, "; median ") : NULL;
+	ASSERT_MSG(l, "no step statistics in the steps row");
+	l += strlen("; median ");
+	check_qty(read_time(&l), order_of(t).median, "page's median step");
 	snprintf(want, sizeof(want), "<th>device 0</th><td>%s, ",
 		 html_text(trace_str(dev, "name")));
 	ASSERT_STR_CONTAINS(html, want);

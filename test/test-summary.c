@@ -41,6 +41,7 @@ struct summary {
 	char path[4096];
 	long long first, last, steps;
 	struct qty span, mean;
+	struct qty median, min, p90, max; /* median.v < 0: not printed */
 	int n_dev, shown, distinct, n_kernels, n_copies;
 	struct sum_dev dev[MAX_ROWS];
 	struct sum_kernel kernels[MAX_ROWS];
@@ -166,6 +167,23 @@ static bool parse_steps(struct summary *s, const char *p)
 	u1[strcspn(u1, ",")] = '\0';
 	s->span = qty_of(span, u1);
 	s->mean = qty_of(mean, u2);
+	const char *eol = strchr(p, '\n');
+
+	s->median.v = -1;
+	p = strstr(p, "; median ");
+	if (p && (!eol || p < eol)) {
+		double v[4];
+		char u[4][8];
+
+		ASSERT_MSG(
+		    sscanf(p, "; median %lf %7s (min %lf %7[^,], p90 %lf %7[^,], max %lf %7[^)])",
+			   &v[0], u[0], &v[1], u[1], &v[2], u[2], &v[3], u[3]) == 8,
+		    "step statistics: '%.100s'", p);
+		s->median = qty_of(v[0], u[0]);
+		s->min = qty_of(v[1], u[1]);
+		s->p90 = qty_of(v[2], u[2]);
+		s->max = qty_of(v[3], u[3]);
+	}
 	return true;
 }
 
@@ -254,6 +272,7 @@ struct truth_copy {
 
 struct truth {
 	long long steps, step_ns, step_b, step_e;
+	long long step_dur[4096];
 	struct truth_kernel kernels[64];
 	int n_kernels;
 	struct truth_copy copies[MAX_ROWS];
@@ -361,6 +380,8 @@ static void truth_event(struct truth *t, const json_t *ev)
 		t->step_b = t->steps && t->step_b < b ? t->step_b : b;
 		t->step_e = t->steps && t->step_e > e ? t->step_e : e;
 		t->step_ns += e - b;
+		if (t->steps < (long long)ARRAY_SIZE(t->step_dur))
+			t->step_dur[t->steps] = e - b;
 		t->steps++;
 	} else if (!strcmp(cat, "gpu_memory")) {
 		int d = device_index(t, (int)json_integer_value(json_object_get(ev, "pid")));
@@ -507,6 +528,30 @@ static void compare_one_line(const struct summary *s, struct truth *t)
 			  "peak memory");
 }
 
+static int cmp_ll(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Median, min, p90 (nearest rank) and max of the trace's steps, printed from two steps on. */
+static void check_step_stats(const struct summary *s, struct truth *t)
+{
+	long long n = t->steps, *d = t->step_dur;
+
+	ASSERT_EQ(s->median.v >= 0, n >= 2);
+	if (n < 2)
+		return;
+	ASSERT(n <= (long long)ARRAY_SIZE(t->step_dur));
+	qsort(d, (size_t)n, sizeof(*d), cmp_ll);
+	check_qty(s->median, n % 2 ? (double)d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2.0,
+		  "median step");
+	check_qty(s->min, (double)d[0], "min step");
+	check_qty(s->p90, (double)d[(9 * n + 9) / 10 - 1], "p90 step");
+	check_qty(s->max, (double)d[n - 1], "max step");
+}
+
 /* Every figure of the summary against the trace it describes. */
 static void compare(const struct summary *s, const struct trace *tr, const char *path)
 {
@@ -518,6 +563,7 @@ static void compare(const struct summary *s, const struct trace *tr, const char 
 	ASSERT_EQ(s->last - s->first + 1, t.steps);
 	check_qty(s->span, (double)(t.step_e - t.step_b), "step span");
 	check_qty(s->mean, (double)(t.step_ns / t.steps), "mean step");
+	check_step_stats(s, &t);
 	if (s->one_line) {
 		compare_one_line(s, &t);
 	} else {

@@ -127,26 +127,43 @@ static void put_line(FILE *out, const char *label, const char *a, const char *b,
 	fprintf(out, "%-18s %14s %14s  %s\n", label, a, b, change);
 }
 
-/* Mean step time; "-" without steps. */
-static const char *mean_step(char out[32], const struct tool_trace *t)
+/* One step figure of A and B ("-" for a trace without steps) and the change from A to B. */
+static void put_step_line(FILE *out, const char *label, size_t na, uint64_t va, size_t nb,
+			  uint64_t vb, const char *note)
 {
-	return t->n_steps ? gprof_summary_fmt_time(out, t->step_ns / t->n_steps) : "-";
+	char t[4][32], change[96];
+
+	snprintf(change, sizeof(change), "%s %s%s",
+		 na && nb ? tool_fmt_delta(t[2], (int64_t)(vb - va)) : "-",
+		 na && nb ? fmt_change(t[3], va, vb) : "", note);
+	put_line(out, label, na ? gprof_summary_fmt_time(t[0], va) : "-",
+		 nb ? gprof_summary_fmt_time(t[1], vb) : "-", change);
 }
 
+/*
+ * The median step first: a mean moves with one slow step. A change of the median within the
+ * larger of the two runs' own step-to-step spread (p75 - p25) is marked as noise.
+ */
 static void put_steps(FILE *out, const struct tool_trace *a, const struct tool_trace *b)
 {
-	uint64_t ma = a->n_steps ? a->step_ns / a->n_steps : 0;
-	uint64_t mb = b->n_steps ? b->step_ns / b->n_steps : 0;
-	char t[4][32], change[72];
+	struct gprof_stats sa = {0}, sb = {0};
+	bool have = tool_step_stats(a, &sa) & tool_step_stats(b, &sb);
+	uint64_t moved = sb.median > sa.median ? sb.median - sa.median : sa.median - sb.median;
+	uint64_t spread = gprof_stats_spread(&sa) > gprof_stats_spread(&sb)
+			      ? gprof_stats_spread(&sa)
+			      : gprof_stats_spread(&sb);
+	char t[2][32];
 
 	put_line(out, "", "A", "B", "change");
 	snprintf(t[0], 32, "%zu", a->n_steps);
 	snprintf(t[1], 32, "%zu", b->n_steps);
 	put_line(out, "steps", t[0], t[1], "");
-	snprintf(change, sizeof(change), "%s %s",
-		 a->n_steps && b->n_steps ? tool_fmt_delta(t[2], (int64_t)(mb - ma)) : "-",
-		 a->n_steps && b->n_steps ? fmt_change(t[3], ma, mb) : "");
-	put_line(out, "mean step", mean_step(t[0], a), mean_step(t[1], b), change);
+	put_step_line(out, "median step", sa.n, sa.median, sb.n, sb.median,
+		      have && moved <= spread ? " (noise: within the steps' own spread)" : "");
+	put_step_line(out, "mean step", sa.n, sa.mean, sb.n, sb.mean, "");
+	put_step_line(out, "min step", sa.n, sa.min, sb.n, sb.min, "");
+	put_step_line(out, "p90 step", sa.n, sa.p90, sb.n, sb.p90, "");
+	put_step_line(out, "max step", sa.n, sa.max, sb.n, sb.max, "");
 }
 
 static const struct tool_device *device_in(const struct tool_trace *t, uint32_t id)

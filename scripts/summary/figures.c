@@ -213,3 +213,15 @@ void tool_figures_free(struct tool_trace *t)
 		free(t->dev[i].step_busy_ns);
 	}
 }
+
+bool tool_step_stats(const struct tool_trace *t, struct gprof_stats *st)
+{
+	uint64_t *d = t->n_steps ? malloc(t->n_steps * sizeof(*d)) : NULL;
+	bool ok = d != NULL;
+
+	for (size_t i = 0; ok && i < t->n_steps; i++)
+		d[i] = t->steps[i].dur_ns;
+	ok = ok && gprof_stats_of(d, t->n_steps, st);
+	free(d);
+	return ok;
+}

@@ -137,17 +137,21 @@ static void put_gprof(FILE *out, const json_t *g)
 
 static void put_steps_row(FILE *out, const struct tool_trace *t)
 {
-	char span[32], mean[32];
+	char span[32], mean[32], stats[128];
+	struct gprof_stats st;
 
 	th(out, "steps");
 	if (!t->n_steps) {
 		fputs("none marked</td></tr>\n", out);
 		return;
 	}
-	fprintf(out, "%llu&ndash;%llu: %zu in %s, mean step %s</td></tr>\n",
+	fprintf(out, "%llu&ndash;%llu: %zu in %s, mean step %s",
 		(unsigned long long)t->result.first_step, (unsigned long long)t->result.last_step,
 		t->n_steps, gprof_summary_fmt_time(span, t->step_end - t->step_begin),
 		gprof_summary_fmt_time(mean, t->step_ns / t->n_steps));
+	if (t->n_steps > 1 && tool_step_stats(t, &st))
+		fprintf(out, "; %s", gprof_summary_fmt_stats(stats, sizeof(stats), &st));
+	fputs("</td></tr>\n", out);
 }
 
 /* CUDA's versions are 1000 * major + 10 * minor. */

@@ -15,6 +15,7 @@
 
 #include "common/map.h"
 #include "common/spans.h"
+#include "common/stats.h"
 #include "export/export.h"
 
 #define TOOL_TOP_KERNELS 10	      /* as many as the library's summary lists */
@@ -115,6 +116,8 @@ void tool_stream_close(struct tool_stream *s);
  */
 int tool_figures_add(struct tool_trace *t, const struct gprof_export_event *e);
 int tool_figures_steps(struct tool_trace *t);
+/* The order statistics of the trace's step times; false without steps or memory. */
+bool tool_step_stats(const struct tool_trace *t, struct gprof_stats *st);
 int tool_figures_busy(struct tool_trace *t, const struct gprof_export_event *e);
 int tool_figures_finish(struct tool_trace *t);
 void tool_figures_free(struct tool_trace *t);
