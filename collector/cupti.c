@@ -139,6 +139,7 @@ int gprof_collector_init(const struct gprof_collector_config *cfg)
 	int err;
 
 	gprof_coll.cfg = *cfg;
+	gprof_coll_load_env();
 	snprintf(gprof_coll.lib, sizeof(gprof_coll.lib), "%s",
 		 cfg->cupti_lib ? cfg->cupti_lib : "");
 	gprof_coll.cfg.cupti_lib = gprof_coll.lib;

@@ -101,6 +101,8 @@ extern struct gprof_cupti gprof_cupti;
  * gprof_cupti. Returns 0, or a negative errno with the reason in why.
  */
 int gprof_coll_load(const char *lib, char *why, size_t why_len);
+/* From gprof_collector_init: the environment the search needs, read once. */
+void gprof_coll_load_env(void);
 /* "CUPTI_ERROR_UNKNOWN (999)" */
 const char *gprof_coll_strerror(CUptiResult r, char *buf, size_t len);
 

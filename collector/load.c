@@ -5,6 +5,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,16 @@
 _Static_assert(CUPTI_API_VERSION / 10000 == MAJOR, "SONAME names the headers' CUPTI version");
 
 struct gprof_cupti gprof_cupti;
+
+/* $CUDA_HOME, read once by gprof_coll_load_env() at start-up (the program may setenv later). */
+static char cuda_home[PATH_MAX];
+
+void gprof_coll_load_env(void)
+{
+	const char *home = getenv("CUDA_HOME");
+
+	snprintf(cuda_home, sizeof(cuda_home), "%s", home && *home ? home : FALLBACK);
+}
 
 #define SYM(sym, field, required)                                   \
 	{                                                           \
@@ -88,12 +99,10 @@ static void *next_to_cudart(char *why, size_t why_len)
 static void *in_cuda_home(char *why, size_t why_len)
 {
 	static const char *const rel[] = {"/extras/CUPTI/lib64/", "/lib64/"};
-	const char *home = getenv("CUDA_HOME");
-	char path[PATH_MAX];
+	const char *home = cuda_home[0] ? cuda_home : FALLBACK;
+	char path[PATH_MAX * 2];
 	void *h = NULL;
 
-	if (!home || !*home)
-		home = FALLBACK;
 	for (size_t i = 0; i < ARRAY_SIZE(rel) && !h; i++) {
 		snprintf(path, sizeof(path), "%s%s" SONAME, home, rel[i]);
 		h = open_lib(path, why, why_len);

@@ -223,7 +223,11 @@ char *gprof_export_summary_text(const struct gprof_export_result *r);
 
 /* Set up by gprof_export_init(); read by the writer. */
 struct gprof_export_config {
-	const char *output;  /* GPROF_OUTPUT template: %h host, %p pid, %r rank, %q{VAR}, %% */
+	/*
+	 * GPROF_OUTPUT template: %h host, %p pid, %r rank, %q{VAR}, %%; expanded once by
+	 * gprof_export_init and made absolute there (later setenv or chdir change nothing).
+	 */
+	const char *output;
 	int gzip_level;	     /* 0..9 */
 	size_t buffer_bytes; /* cap on chunk memory (GPROF_BUFFER_MB); at least one chunk */
 	uint64_t base_ns;    /* baseTimeNanoseconds; 0: CLOCK_REALTIME at init */

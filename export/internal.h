@@ -109,6 +109,11 @@ struct gprof_rank {
 void gprof_output_rank(char *const *env, struct gprof_rank *r);
 /* Expands %h %p %r %q{VAR} %% of tmpl into out; -ENAMETOOLONG if it does not fit. */
 int gprof_output_expand(const char *tmpl, char *const *env, char *out, size_t size);
+/*
+ * The output folder: tmpl expanded from the process environment, made absolute against base
+ * (the folder the process started in; "" leaves a relative one as it is).
+ */
+int gprof_output_folder(const char *tmpl, const char *base, char *out, size_t size);
 /* `<host>_<pid>.<unix_ns>.pt.trace.json.gz` into out. */
 int gprof_output_name(uint64_t unix_ns, char *out, size_t size);
 /*

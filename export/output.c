@@ -147,6 +147,19 @@ int gprof_output_expand(const char *tmpl, char *const *env, char *out, size_t si
 	return 0;
 }
 
+int gprof_output_folder(const char *tmpl, const char *base, char *out, size_t size)
+{
+	char dir[PATH_MAX];
+	int err = gprof_output_expand(tmpl, NULL, dir, sizeof(dir));
+
+	out[0] = '\0';
+	if (err)
+		return err;
+	if (dir[0] != '/' && base[0])
+		return snprintf(out, size, "%s/%s", base, dir) < (int)size ? 0 : -ENAMETOOLONG;
+	return snprintf(out, size, "%s", dir) < (int)size ? 0 : -ENAMETOOLONG;
+}
+
 int gprof_output_name(uint64_t unix_ns, char *out, size_t size)
 {
 	char host[256];

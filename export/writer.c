@@ -46,7 +46,15 @@ static struct {
 	bool kick; /* something changed: the writer makes a pass before sleeping */
 	pthread_t thread;
 	struct gprof_export_config cfg;
-	char output[PATH_MAX];
+	char output[PATH_MAX]; /* the template, for messages */
+	/*
+	 * Resolved by gprof_export_init (and in a child after fork, which has no other thread
+	 * yet): the environment is never read again, and a later chdir changes nothing.
+	 */
+	char start_cwd[PATH_MAX];
+	char dir[PATH_MAX];
+	int dir_err; /* why dir could not be resolved */
+	struct gprof_rank rank;
 	uint64_t base_ns;
 	uint32_t last_id;
 	struct window win[GPROF_EXPORT_WINDOWS];
@@ -179,25 +187,25 @@ static void meta_of(const struct window *w, struct gprof_trace_meta *m)
 /* Creates the folder and the .partial file, and writes the first header. */
 static void open_window(struct window *w, struct gprof_trace_meta *m)
 {
-	char dir[PATH_MAX], name[NAME_MAX + 1];
+	char name[NAME_MAX + 1];
 	const char *what = "cannot name a trace file in";
-	int fd;
+	int fd = ctl.dir_err;
 
 	w->wid = w->id;
 	w->path[0] = '\0';
 	w->error = 0;
-	gprof_output_rank(NULL, &w->rank);
-	fd = gprof_output_expand(ctl.output, NULL, dir, sizeof(dir));
+	w->rank = ctl.rank;
 	if (!fd)
 		fd = gprof_output_name(w->open_ns, name, sizeof(name));
-	if (!fd && snprintf(w->path, sizeof(w->path), "%s/%s", dir, name) >= (int)sizeof(w->path))
+	if (!fd &&
+	    snprintf(w->path, sizeof(w->path), "%s/%s", ctl.dir, name) >= (int)sizeof(w->path))
 		fd = -ENAMETOOLONG;
 	if (!fd)
-		fd = gprof_output_create(dir, name, &what);
+		fd = gprof_output_create(ctl.dir, name, &what);
 	if (fd < 0) {
 		pr_err("window %llu is not recorded: %s '%.200s': %s. Point GPROF_OUTPUT (now "
 		       "'%.200s') at a writable folder.",
-		       (unsigned long long)w->number, what, dir, strerror(-fd), ctl.output);
+		       (unsigned long long)w->number, what, ctl.dir, strerror(-fd), ctl.output);
 		w->error = fd;
 		return;
 	}
@@ -538,6 +546,13 @@ int gprof_export_shutdown(unsigned timeout_ms)
 	return err;
 }
 
+/* The folder and rank, from the environment as it is now: only while no thread of ours runs. */
+static void resolve_output(void)
+{
+	ctl.dir_err = gprof_output_folder(ctl.output, ctl.start_cwd, ctl.dir, sizeof(ctl.dir));
+	gprof_output_rank(NULL, &ctl.rank);
+}
+
 /*
  * fork(): no lock may be inherited held. A child of a process whose writer runs gets no
  * thread and writes nothing (pushes are dropped); a child forked before any window (say a
@@ -557,6 +572,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+	resolve_output(); /* %p, and the child's own environment */
 	if (ctl.started) {
 		ctl.live = false;
 		gprof_buf_stop();
@@ -578,6 +594,9 @@ int gprof_export_init(const struct gprof_export_config *cfg)
 	ctl.cfg.gzip_level = cfg->gzip_level < 0 ? 0 : cfg->gzip_level > 9 ? 9 : cfg->gzip_level;
 	snprintf(ctl.output, sizeof(ctl.output), "%s", cfg->output ? cfg->output : ".");
 	ctl.cfg.output = ctl.output;
+	if (!getcwd(ctl.start_cwd, sizeof(ctl.start_cwd)))
+		ctl.start_cwd[0] = '\0';
+	resolve_output();
 	ctl.base_ns = cfg->base_ns ? cfg->base_ns : gprof_realtime_ns();
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);

@@ -196,6 +196,10 @@ X(rel_load_every_launch_once)
 X(rel_long_window_bounded)
 X(rel_valgrind_memcheck)
 
+/* test-rel-own: what is the program's own (issue 16) */
+X(rel_own_setenv_thread)
+X(rel_own_chdir_after_start)
+
 /* summary tool */
 X(summary_tool_matches_library)
 X(summary_tool_one_line)

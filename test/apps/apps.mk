@@ -51,7 +51,7 @@ APPS += copy-app
 
 # test-reliability. rel-kernels carries the C++ runtime (for libgprof's demangler) without
 # using it itself.
-APPS += rel-nvtx rel-kernels rel-exit rel-fork rel-load rel-long
+APPS += rel-nvtx rel-kernels rel-exit rel-fork rel-load rel-long rel-own
 $(APPS_OUT)/rel-kernels: APP_LIBS += -Wl,--no-as-needed -lstdc++ -Wl,--as-needed
 
 # nvcc's programs, linked by $(CC) so that sanitizer builds link their runtime as every other

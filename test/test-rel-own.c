@@ -1,0 +1,134 @@
+/*
+ * Reliability, round two (issue 16): libgprof never touches what is the program's own: its
+ * environment, current folder, descriptors, standard streams. Each test runs test/apps/rel-own
+ * on the simulated GPU and checks the program's output and the traces against what it did.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "task.h"
+#include "util/e2e.h"
+#include "util/text.h"
+
+#define APP "test/apps/rel-own"
+
+/* A fresh folder under /tmp. */
+static void make_dir(char *dir, size_t size)
+{
+	snprintf(dir, size, "/tmp/gprof-rel-own-XXXXXX");
+	ASSERT(mkdtemp(dir));
+}
+
+static void rm_rf(const char *dir)
+{
+	char cmd[PATH_MAX + 16];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ASSERT_EQ(system(cmd), 0);
+}
+
+/* Loads and checks every trace in dir (at most max); returns how many. */
+static int traces_in(const char *dir, struct trace *t, int max)
+{
+	char path[PATH_MAX * 2], why[512];
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		ASSERT_MSG(!strstr(de->d_name, ".partial"), "left behind: %s", de->d_name);
+		if (!strstr(de->d_name, ".pt.trace.json.gz") || n == max)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		ASSERT_MSG(trace_load(path, &t[n], why, sizeof(why)) == 0, "%s: %s", path, why);
+		ASSERT_MSG(trace_check(&t[n], why, sizeof(why)) == 0, "%s: %s", path, why);
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+static int step_spans(const struct trace *t)
+{
+	size_t i;
+	json_t *ev;
+	int n = 0;
+
+	json_array_foreach(t->events, i, ev)
+	n += !strncmp(trace_str(ev, "name"), "ProfilerStep#", 13);
+	return n;
+}
+
+/* Every window whole: each ProfilerStep with its 3 kernels and their launches. */
+static void check_windows(const struct trace *t, int n, int steps_each)
+{
+	for (int i = 0; i < n; i++) {
+		ASSERT_EQ(step_spans(&t[i]), steps_each);
+		ASSERT_EQ(e2e_count(&t[i], "kernel", NULL), 3 * steps_each);
+		ASSERT_EQ(e2e_count(&t[i], "cuda_runtime", "cudaLaunchKernel"), 3 * steps_each);
+	}
+}
+
+/*
+ * A thread of the program sets and unsets variables all through the run while windows open
+ * and close: libgprof read the environment from its writer thread at each window's open
+ * (ASan: heap-use-after-free in 3 runs of 3); now it reads it once, at start-up.
+ */
+TEST(rel_own_setenv_thread)
+{
+	const char *argv[] = {proc_build_path(APP), "-e", "-s", "37", NULL};
+	const char *extra[] = {"GPROF_SCHEDULE=wait=1,warmup=1,active=2,repeat=0",
+			       "GPROF_SUMMARY=off", "RANK=3", "WORLD_SIZE=4", NULL};
+	struct e2e_run r;
+
+	e2e_run(&r, argv, e2e_cupti(true), extra, true);
+	ASSERT_MSG(r.res.status == 0, "status %d: %s", r.res.status, r.res.err);
+	ASSERT_STR_CONTAINS(r.res.out, "rel-own: ok\n");
+	ASSERT_MSG(!strstr(r.res.err, "Sanitizer"), "%s", r.res.err);
+	ASSERT_GE(r.n_traces, 1);
+	check_windows(r.traces, r.n_traces, 2);
+	e2e_free(&r);
+}
+
+/*
+ * The program changes folder after its first CUDA call: a relative GPROF_OUTPUT stays where
+ * the program started (the trace went under the new folder, while the message and gprof-run
+ * named the old one).
+ */
+TEST(rel_own_chdir_after_start)
+{
+	char start[PATH_MAX], later[PATH_MAX], out[PATH_MAX + 8], cwd[PATH_MAX], *line = NULL;
+	const char *argv[] = {proc_build_path(APP), "-d", later, "-s", "6", NULL};
+	const char *extra[] = {"GPROF_SCHEDULE=wait=1,warmup=1,active=3", "GPROF_OUTPUT=traces",
+			       NULL};
+	struct trace t[2];
+	struct e2e_run r;
+
+	make_dir(start, sizeof(start));
+	make_dir(later, sizeof(later));
+	ASSERT(getcwd(cwd, sizeof(cwd)));
+	ASSERT_EQ(chdir(start), 0);
+	e2e_run(&r, argv, e2e_cupti(true), extra, true);
+	ASSERT_EQ(chdir(cwd), 0);
+	ASSERT_MSG(r.res.status == 0, "status %d: %s", r.res.status, r.res.err);
+	snprintf(out, sizeof(out), "%s/traces", later);
+	ASSERT_EQ(traces_in(out, t, 2), 0);
+	snprintf(out, sizeof(out), "%s/traces", start);
+	ASSERT_EQ(traces_in(out, t, 2), 1);
+	check_windows(t, 1, 3);
+	trace_free(&t[0]);
+	/* The message names the file where it is, by its absolute path. */
+	ASSERT(asprintf(&line, "gprof: trace written: %s/", out) > 0);
+	ASSERT_STR_CONTAINS(r.res.err, line);
+	free(line);
+	e2e_free(&r);
+	rm_rf(start);
+	rm_rf(later);
+}
