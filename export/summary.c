@@ -370,6 +370,12 @@ static void put_devices(struct gprof_jbuf *b, const struct gprof_export_summary 
 		     gprof_summary_fmt_time(t[2], d->kind_ns[GPU_MEMSET]));
 		if (d->has_memory)
 			putf(b, "; peak memory %s", fmt_bytes(t[0], d->peak_bytes));
+		/* Work of the last steps (the CPU ran ahead) still running when they ended. */
+		uint64_t after = s->steps ? gprof_spans_within(&d->busy, 0, d->busy.n, s->step_end,
+							       UINT64_MAX)
+					  : 0;
+		if (after)
+			putf(b, "; busy after the last step: %s", gprof_summary_fmt_time(t[0], after));
 		gprof_jbuf_lit(b, "\n");
 	}
 }

@@ -3,6 +3,7 @@
  * compared with the same figures computed here, independently, from the trace file itself
  * (end to end) or from the events fed in (unit tests, against a brute-force union).
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -34,6 +35,7 @@ struct sum_copy {
 struct sum_dev {
 	int id;
 	struct qty busy_pct, busy, kinds[3], peak; /* peak.v < 0: not printed */
+	struct qty after;			   /* busy after the last step; v < 0: not printed */
 };
 
 /* The summary text, parsed. */
@@ -100,7 +102,7 @@ static bool parse_gpu(struct summary *s, const char *l)
 	struct sum_dev *d = &s->dev[s->n_dev];
 	char u[5][8];
 	double v[5], peak;
-	int n = 0;
+	int n = 0, m = 0;
 
 	if (sscanf(l,
 		   "gprof:   GPU %d: busy %lf%% of step time (%lf %7[^)]); kernels %lf %7[^,], "
@@ -114,8 +116,13 @@ static bool parse_gpu(struct summary *s, const char *l)
 	for (int k = 0; k < 3; k++)
 		d->kinds[k] = qty_of(v[k + 1], u[k + 1]);
 	d->peak.v = -1;
-	if (sscanf(l + n, "; peak memory %lf %7s", &peak, u[4]) == 2)
+	d->after.v = -1;
+	if (sscanf(l + n, "; peak memory %lf %7[^;\n]%n", &peak, u[4], &m) == 2) {
 		d->peak = qty_of(peak, u[4]);
+		n += m;
+	}
+	if (sscanf(l + n, "; busy after the last step: %lf %7s", &peak, u[4]) == 2)
+		d->after = qty_of(peak, u[4]);
 	s->n_dev++;
 	return true;
 }
@@ -456,6 +463,10 @@ static void compare_devices(const struct summary *s, struct truth *t)
 
 		check_qty(d->busy, (double)busy, "busy time");
 		check_qty(d->busy_pct, 100.0 * (double)busy / (double)span, "busy %");
+		long long after = union_ns(t->spans[k], t->n_spans[k], t->step_e, LLONG_MAX);
+		ASSERT_MSG((d->after.v >= 0) == (after > 0), "busy after the last step: %lld ns", after);
+		if (after > 0)
+			check_qty(d->after, (double)after, "busy after the last step");
 		for (int j = 0; j < 3; j++)
 			check_qty(d->kinds[j], (double)t->kind_ns[k][j], "time per kind");
 		ASSERT_EQ(d->peak.v >= 0, t->peak[k] >= 0);
