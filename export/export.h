@@ -220,6 +220,11 @@ struct gprof_export_result {
  * "1.50 MiB" (B, KiB, MiB, GiB, TiB), GB/s is 1e9 B/s.
  */
 char *gprof_export_summary_text(const struct gprof_export_result *r);
+/*
+ * The one-line form for any window, with each device's busy share when there was GPU activity:
+ * "gprof: trace written: <path> (steps ...; GPU <d> busy <p>% of step time (<time>)...)".
+ */
+char *gprof_export_summary_line(const struct gprof_export_result *r);
 
 /* Set up by gprof_export_init(); read by the writer. */
 struct gprof_export_config {

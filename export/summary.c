@@ -348,22 +348,31 @@ char *gprof_summary_fmt_stats(char *out, size_t len, const struct gprof_stats *s
 	return out;
 }
 
-static void put_devices(struct gprof_jbuf *b, const struct gprof_export_summary *s)
+/* "busy 12.5% of step time (1.000 ms)", or "busy 1.000 ms" without steps. */
+static void put_busy(struct gprof_jbuf *b, const struct gprof_export_summary *s,
+		     const struct device *d)
 {
 	uint64_t span = s->step_end - s->step_begin;
+	uint64_t busy =
+	    s->steps ? busy_ns(d, s->step_begin, s->step_end) : busy_ns(d, 0, UINT64_MAX);
+	char t[32];
+
+	if (s->steps && span)
+		putf(b, "busy %.1f%% of step time (%s)", pct(busy, span),
+		     gprof_summary_fmt_time(t, busy));
+	else
+		putf(b, "busy %s", gprof_summary_fmt_time(t, busy));
+}
+
+static void put_devices(struct gprof_jbuf *b, const struct gprof_export_summary *s)
+{
 	char t[3][32];
 
 	for (unsigned i = 0; i < s->n_dev; i++) {
 		const struct device *d = &s->dev[i];
-		uint64_t busy =
-		    s->steps ? busy_ns(d, s->step_begin, s->step_end) : busy_ns(d, 0, UINT64_MAX);
 
 		putf(b, "gprof:   GPU %u: ", d->id);
-		if (s->steps && span)
-			putf(b, "busy %.1f%% of step time (%s)", pct(busy, span),
-			     gprof_summary_fmt_time(t[0], busy));
-		else
-			putf(b, "busy %s", gprof_summary_fmt_time(t[0], busy));
+		put_busy(b, s, d);
 		putf(b, "; kernels %s, memcpy %s, memset %s",
 		     gprof_summary_fmt_time(t[0], d->kind_ns[GPU_KERNEL]),
 		     gprof_summary_fmt_time(t[1], d->kind_ns[GPU_MEMCPY]),
@@ -371,11 +380,12 @@ static void put_devices(struct gprof_jbuf *b, const struct gprof_export_summary 
 		if (d->has_memory)
 			putf(b, "; peak memory %s", fmt_bytes(t[0], d->peak_bytes));
 		/* Work of the last steps (the CPU ran ahead) still running when they ended. */
-		uint64_t after = s->steps ? gprof_spans_within(&d->busy, 0, d->busy.n, s->step_end,
-							       UINT64_MAX)
-					  : 0;
+		uint64_t after =
+		    s->steps ? gprof_spans_within(&d->busy, 0, d->busy.n, s->step_end, UINT64_MAX)
+			     : 0;
 		if (after)
-			putf(b, "; busy after the last step: %s", gprof_summary_fmt_time(t[0], after));
+			putf(b, "; busy after the last step: %s",
+			     gprof_summary_fmt_time(t[0], after));
 		gprof_jbuf_lit(b, "\n");
 	}
 }
@@ -501,20 +511,29 @@ static void put_written(struct gprof_jbuf *b, const struct gprof_export_result *
 	     gprof_log_clean(path, sizeof(path), r->path, strlen(r->path)));
 }
 
-/* Without GPU activity (no CUPTI) there is nothing to tabulate: one line. */
-static void put_short(struct gprof_jbuf *b, const struct gprof_export_result *r,
-		      const struct gprof_export_summary *s)
+/*
+ * One line: for a window without GPU activity (no CUPTI), where there is nothing to tabulate,
+ * and for a process's later windows, with each device's busy time.
+ */
+static void put_one_line(struct gprof_jbuf *b, const struct gprof_export_result *r,
+			 const struct gprof_export_summary *s)
 {
 	char t[32];
 
 	put_written(b, r);
 	gprof_jbuf_lit(b, " (");
 	put_steps(b, r, s);
-	gprof_jbuf_lit(b, "; no GPU activity recorded");
-	for (unsigned i = 0; i < s->n_dev; i++)
+	if (!s->gpu_events)
+		gprof_jbuf_lit(b, "; no GPU activity recorded");
+	for (unsigned i = 0; i < s->n_dev; i++) {
+		if (s->gpu_events) {
+			putf(b, "; GPU %u ", s->dev[i].id);
+			put_busy(b, s, &s->dev[i]);
+		}
 		if (s->dev[i].has_memory)
 			putf(b, "; GPU %u peak memory %s", s->dev[i].id,
 			     fmt_bytes(t, s->dev[i].peak_bytes));
+	}
 	put_dropped(b, "; ", r);
 	gprof_jbuf_lit(b, ")\n");
 }
@@ -539,17 +558,17 @@ static void put_long(struct gprof_jbuf *b, const struct gprof_export_result *r,
 		gprof_jbuf_lit(b, "\n");
 }
 
-char *gprof_export_summary_text(const struct gprof_export_result *r)
+static char *summary_text(const struct gprof_export_result *r, bool one_line)
 {
 	const struct gprof_export_summary *s = r->summary;
 	struct gprof_jbuf b;
 
 	if (!s || gprof_jbuf_init(&b, 4096))
 		return NULL;
-	if (s->gpu_events)
+	if (s->gpu_events && !one_line)
 		put_long(&b, r, s);
 	else
-		put_short(&b, r, s);
+		put_one_line(&b, r, s);
 	if (s->failed)
 		gprof_jbuf_lit(&b, "gprof:   (out of memory, or more than 16 devices: the summary "
 				   "is incomplete)\n");
@@ -559,4 +578,14 @@ char *gprof_export_summary_text(const struct gprof_export_result *r)
 		return NULL;
 	}
 	return b.p;
+}
+
+char *gprof_export_summary_text(const struct gprof_export_result *r)
+{
+	return summary_text(r, false);
+}
+
+char *gprof_export_summary_line(const struct gprof_export_result *r)
+{
+	return summary_text(r, true);
 }

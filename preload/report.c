@@ -33,23 +33,41 @@ static void append_summary(const char *path, const char *text, const struct gpro
 			     path, strerror(err), r->path);
 }
 
-/* A failed window was reported already. */
-void gprof_report_window_done(const struct gprof_export_result *r, void *arg)
+static void report_text(const struct gprof_config *cfg, const char *text,
+			const struct gprof_export_result *r)
 {
-	const struct gprof_config *cfg = arg;
-	char *text;
-
-	if (r->error || strcmp(cfg->summary, "off") == 0)
-		return;
-	text = gprof_export_summary_text(r);
-	if (!text) {
-		gprof_log(GPROF_LOG_WARN, "trace written: %s (no summary: out of memory)", r->path);
-		return;
-	}
 	if (strcmp(cfg->summary, "stderr") == 0)
 		fputs(text, stderr);
 	else
 		append_summary(cfg->summary, text, r);
+}
+
+/*
+ * A failed window was reported already. The first window's summary is whole; the later ones
+ * (repeat, triggers) get one line each, so a long run does not print pages: the first of them
+ * says so.
+ */
+void gprof_report_window_done(const struct gprof_export_result *r, void *arg)
+{
+	static unsigned long summaries;
+	const struct gprof_config *cfg = arg;
+	unsigned long n;
+	char *text;
+
+	if (r->error || strcmp(cfg->summary, "off") == 0)
+		return;
+	n = __atomic_fetch_add(&summaries, 1, __ATOMIC_RELAXED);
+	if (n == 1)
+		report_text(cfg,
+			    "gprof: later windows get one line each here; gprof-summary FILE "
+			    "prints a window's whole summary\n",
+			    r);
+	text = n ? gprof_export_summary_line(r) : gprof_export_summary_text(r);
+	if (!text) {
+		gprof_log(GPROF_LOG_WARN, "trace written: %s (no summary: out of memory)", r->path);
+		return;
+	}
+	report_text(cfg, text, r);
 	free(text);
 }
 

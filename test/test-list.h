@@ -173,6 +173,7 @@ X(e2e_collector_cross_thread_ranges)
 /* summary */
 X(summary_matches_trace)
 X(summary_stderr_and_off)
+X(summary_later_windows_one_line)
 X(summary_hooks_only)
 X(summary_unwritable_file)
 X(summary_random_events)

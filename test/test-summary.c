@@ -12,6 +12,7 @@
 #include "export/internal.h"
 #include "task.h"
 #include "util/e2e.h"
+#include "util/text.h"
 
 #define MAX_ROWS 16
 
@@ -35,7 +36,7 @@ struct sum_copy {
 struct sum_dev {
 	int id;
 	struct qty busy_pct, busy, kinds[3], peak; /* peak.v < 0: not printed */
-	struct qty after;			   /* busy after the last step; v < 0: not printed */
+	struct qty after; /* busy after the last step; v < 0: not printed */
 };
 
 /* The summary text, parsed. */
@@ -49,7 +50,8 @@ struct summary {
 	struct sum_kernel kernels[MAX_ROWS];
 	struct sum_copy copies[MAX_ROWS];
 	long long dropped, dropped_buffer, dropped_cupti; /* 0 when not printed */
-	bool one_line;					  /* the form without GPU activity */
+	bool one_line;					  /* the one-line form */
+	bool no_gpu;					  /* "no GPU activity recorded" */
 };
 
 /* "12.345 ms", "1.50 MiB": value in ns or bytes, and its tolerance. */
@@ -200,26 +202,46 @@ static bool parse_dropped(struct summary *s, const char *p)
 		      &s->dropped_buffer, &s->dropped_cupti) == 3;
 }
 
-/* "(steps ...; no GPU activity recorded[; GPU d peak memory X][; dropped records: ...])" */
+/* The device of this id, added when new. */
+static struct sum_dev *device_of(struct summary *s, int id)
+{
+	for (int i = 0; i < s->n_dev; i++)
+		if (s->dev[i].id == id)
+			return &s->dev[i];
+	ASSERT(s->n_dev < MAX_ROWS);
+	s->dev[s->n_dev] = (struct sum_dev){.id = id, .busy_pct.v = -1, .peak.v = -1};
+	return &s->dev[s->n_dev++];
+}
+
+/*
+ * "(steps ...[; no GPU activity recorded][; GPU d busy P% of step time (T)][; GPU d peak memory
+ * X][; dropped records: ...])"
+ */
 static void parse_one_line(struct summary *s, const char *p)
 {
-	struct sum_dev *d;
 	char unit[8];
-	double v;
+	double v, t;
+	int id;
 
 	s->one_line = true;
 	ASSERT_MSG(parse_steps(s, p), "steps: '%s'", p);
-	p = strstr(p, "; no GPU activity recorded");
-	ASSERT(p);
-	for (p = strstr(p + 1, "; "); p; p = strstr(p + 1, "; ")) {
-		d = &s->dev[s->n_dev];
-		if (parse_dropped(s, p + 2))
+	for (p = strstr(p, "; "); p; p = strstr(p + 1, "; ")) {
+		if (parse_dropped(s, p + 2) || !strncmp(p, "; median ", 9))
 			continue;
-		ASSERT_MSG(sscanf(p, "; GPU %d peak memory %lf %7[A-Za-z]", &d->id, &v, unit) == 3,
-			   "'%s'", p);
-		ASSERT(s->n_dev < MAX_ROWS);
-		d->peak = qty_of(v, unit);
-		s->n_dev++;
+		if (!strncmp(p, "; no GPU activity recorded", 26)) {
+			s->no_gpu = true;
+		} else if (sscanf(p, "; GPU %d busy %lf%% of step time (%lf %7[^)])", &id, &v, &t,
+				  unit) == 4) {
+			struct sum_dev *d = device_of(s, id);
+
+			d->busy_pct = plain(v, 0.1);
+			d->busy = qty_of(t, unit);
+		} else {
+			ASSERT_MSG(
+			    sscanf(p, "; GPU %d peak memory %lf %7[A-Za-z]", &id, &v, unit) == 3,
+			    "'%s'", p);
+			device_of(s, id)->peak = qty_of(v, unit);
+		}
 	}
 }
 
@@ -464,7 +486,8 @@ static void compare_devices(const struct summary *s, struct truth *t)
 		check_qty(d->busy, (double)busy, "busy time");
 		check_qty(d->busy_pct, 100.0 * (double)busy / (double)span, "busy %");
 		long long after = union_ns(t->spans[k], t->n_spans[k], t->step_e, LLONG_MAX);
-		ASSERT_MSG((d->after.v >= 0) == (after > 0), "busy after the last step: %lld ns", after);
+		ASSERT_MSG((d->after.v >= 0) == (after > 0), "busy after the last step: %lld ns",
+			   after);
 		if (after > 0)
 			check_qty(d->after, (double)after, "busy after the last step");
 		for (int j = 0; j < 3; j++)
@@ -524,19 +547,36 @@ static void compare_copies(const struct summary *s, const struct truth *t)
 	}
 }
 
-/* The one-line form: no GPU work in the trace, and the peaks of its memory counters. */
+/* The one-line form: each device's busy time, or no GPU work at all; memory peaks. */
 static void compare_one_line(const struct summary *s, struct truth *t)
 {
-	int with_memory = 0;
+	int with_memory = 0, printed = 0;
 
-	ASSERT_EQ(t->gpu_ns, 0);
-	ASSERT_EQ(t->n_kernels + t->n_copies, 0);
+	ASSERT_EQ(s->no_gpu, t->gpu_ns == 0);
+	if (s->no_gpu)
+		ASSERT_EQ(t->n_kernels + t->n_copies, 0);
 	for (int i = 0; i < t->n_devices; i++)
 		with_memory += t->peak[i] >= 0;
-	ASSERT_EQ(s->n_dev, with_memory);
-	for (int i = 0; i < s->n_dev; i++)
-		check_qty(s->dev[i].peak, (double)t->peak[device_index(t, s->dev[i].id)],
-			  "peak memory");
+	for (int i = 0; i < s->n_dev; i++) {
+		const struct sum_dev *d = &s->dev[i];
+		int k = device_index(t, d->id);
+
+		if (d->peak.v >= 0) {
+			check_qty(d->peak, (double)t->peak[k], "peak memory");
+			printed++;
+		}
+		ASSERT_EQ(d->busy_pct.v >= 0, !s->no_gpu);
+		if (d->busy_pct.v >= 0) {
+			long long span = t->step_e - t->step_b;
+			long long busy = union_ns(t->spans[k], t->n_spans[k], t->step_b, t->step_e);
+
+			check_qty(d->busy, (double)busy, "busy time");
+			check_qty(d->busy_pct, 100.0 * (double)busy / (double)span, "busy %");
+		}
+	}
+	ASSERT_EQ(printed, with_memory);
+	if (!s->no_gpu)
+		ASSERT_EQ(s->n_dev, t->n_devices);
 }
 
 static int cmp_ll(const void *a, const void *b)
@@ -672,6 +712,41 @@ TEST(summary_matches_trace)
 }
 
 /* The default goes to stderr, with drops when there were; GPROF_SUMMARY=off prints none of it. */
+/*
+ * repeat=0: the first window's summary whole, then one line saying so, then one line per
+ * window with its steps and busy time, each against its own trace (issue #15: 261 lines for
+ * 100 steps before).
+ */
+TEST(summary_later_windows_one_line)
+{
+	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "10", NULL};
+	const char *env[] = {"GPROF_SCHEDULE=wait=0,warmup=0,active=2,repeat=0", NULL};
+	struct e2e_run r;
+	const char *p;
+	int n = 0;
+
+	e2e_run(&r, argv, e2e_cupti(true), env, true);
+	ASSERT_EQ(r.res.status, 0);
+	ASSERT_EQ(r.n_traces, 5);
+	ASSERT_EQ(text_count(r.res.err, "gprof:   top "), 1);
+	ASSERT_EQ(text_count(r.res.err, "later windows get one line each"), 1);
+	ASSERT_EQ(text_count(r.res.err, "\n"), 10 + 1 + 4); /* whole, the note, one line each */
+	for (p = strstr(r.res.err, "gprof: trace written: "); p;
+	     p = strstr(p + 1, "gprof: trace written: "), n++) {
+		struct summary s;
+		char path[PATH_MAX * 2];
+
+		parse_summary(p, &s);
+		ASSERT_EQ(s.one_line, n > 0);
+		ASSERT(!s.no_gpu);
+		snprintf(path, sizeof(path), "%s/%s", r.dir,
+			 trace_str(r.traces[n].root, "traceName"));
+		compare(&s, &r.traces[n], path);
+	}
+	ASSERT_EQ(n, 5);
+	e2e_free(&r);
+}
+
 TEST(summary_stderr_and_off)
 {
 	struct summary s;
