@@ -180,7 +180,7 @@ static void at_fork_child(void)
 	gprof_session_forked();
 }
 
-__attribute__((constructor)) static void gprof_init(void)
+static void init_once(void)
 {
 	char self[PATH_MAX];
 
@@ -200,6 +200,22 @@ __attribute__((constructor)) static void gprof_init(void)
 	atexit(at_exit);
 }
 
+void gprof_preload_init(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, init_once);
+}
+
+/*
+ * The constructor; or earlier, the first of NVTX's and CUDA's injection calls, which a thread
+ * started by another library's constructor can make before ours has run.
+ */
+__attribute__((constructor)) static void gprof_init(void)
+{
+	gprof_preload_init();
+}
+
 /*
  * The driver calls this at cuInit when CUDA_INJECTION64_PATH names us: the process uses CUDA,
  * also when none of its calls passes a hook.
@@ -207,6 +223,7 @@ __attribute__((constructor)) static void gprof_init(void)
 GPROF_EXPORT int InitializeInjection(void);
 GPROF_EXPORT int InitializeInjection(void)
 {
+	gprof_preload_init();
 	if (gprof_hot_load() & GPROF_HOT_SESSION)
 		gprof_session_cuda_call();
 	take_signals();

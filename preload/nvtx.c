@@ -473,7 +473,8 @@ static int fill_module(const NvtxExportTableCallbacks *cb, NvtxCallbackModule mo
 
 /*
  * Called by the NVTX loader of every module that embeds NVTX, each with its own tables, so it
- * fills them every time; our own state needs no initialisation here.
+ * fills them every time. A thread may get here before libgprof's constructor ran: the
+ * configuration (the step marker) is loaded first, once.
  */
 GPROF_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table);
 GPROF_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table)
@@ -481,6 +482,7 @@ GPROF_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table)
 	const NvtxExportTableCallbacks *cb;
 	const NvtxExportTableVersionInfo *vi;
 
+	gprof_preload_init();
 	if (!get_table)
 		return 0;
 	cb = get_table(NVTX_ETID_CALLBACKS);

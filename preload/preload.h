@@ -17,6 +17,14 @@ struct gprof_export_result;
 struct gprof_export_str;
 struct gprof_sched_event;
 
+/* ---- init.c ---- */
+
+/*
+ * Loads the configuration and starts the session, once per process: from the constructor or
+ * from an injection entry point called before it; a second caller waits for the first.
+ */
+void gprof_preload_init(void);
+
 /* ---- hot.c: what the hot path reads ---- */
 
 /* Bits of gprof_hot; zero means "forward and do nothing else" (the hooks' only check). */

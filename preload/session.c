@@ -20,7 +20,13 @@
 static const struct gprof_config *cfg;
 static char schedule_str[GPROF_CONFIG_DESCRIBE_MAX];
 static struct gprof_stepper stepper;
+/* Cleared by gprof_session_init, set again in a fork child; read by any thread. */
 static bool inert = true;
+
+static bool is_inert(void)
+{
+	return __atomic_load_n(&inert, __ATOMIC_ACQUIRE);
+}
 
 /* The current export window: written by the stepper's callback, read by any thread. */
 static uint32_t cur_window;
@@ -153,12 +159,12 @@ static void take_signals(void)
 /* The timer's callbacks, on its thread (never the program's). */
 static uint64_t timer_deadline(void)
 {
-	return inert ? UINT64_MAX : gprof_stepper_deadline(&stepper);
+	return is_inert() ? UINT64_MAX : gprof_stepper_deadline(&stepper);
 }
 
 static void timer_tick(void)
 {
-	if (inert)
+	if (is_inert())
 		return;
 	no_own_calls = true;
 	take_signals();
@@ -201,7 +207,7 @@ int gprof_session_init(const struct gprof_config *config)
 	gprof_stepper_set_trigger(&stepper, &trig);
 	gprof_trigger_setup(cfg->trigger == GPROF_TRIGGER_SIGNAL,
 			    cfg->delay.set || cfg->duration.set ? &timer : NULL);
-	inert = false;
+	__atomic_store_n(&inert, false, __ATOMIC_RELEASE);
 	__atomic_store_n(&gprof_hot, GPROF_HOT_FIRST_CALL, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -223,7 +229,7 @@ void gprof_session_cuda_call(void)
 	int saved_errno = errno;
 	int hot;
 
-	if (inert)
+	if (is_inert())
 		return;
 	hot = __atomic_fetch_and(&gprof_hot, ~GPROF_HOT_SESSION, __ATOMIC_ACQ_REL);
 	if ((hot & GPROF_HOT_FIRST_CALL) && !__atomic_exchange_n(&cuda_used, 1, __ATOMIC_ACQ_REL))
@@ -238,7 +244,7 @@ void gprof_session_profiler_api(bool start)
 {
 	int saved_errno = errno;
 
-	if (inert || cfg->trigger != GPROF_TRIGGER_PROFILER_API)
+	if (is_inert() || cfg->trigger != GPROF_TRIGGER_PROFILER_API)
 		return;
 	gprof_collector_note_thread((uint32_t)gprof_tid());
 	if (start)
@@ -253,7 +259,7 @@ void gprof_session_step_marker(uint64_t ts_ns)
 {
 	int saved_errno = errno;
 
-	if (inert)
+	if (is_inert())
 		return;
 	gprof_collector_note_thread((uint32_t)gprof_tid());
 	if (cfg->trigger == GPROF_TRIGGER_SIGNAL) {
@@ -269,7 +275,7 @@ void gprof_session_step_marker(uint64_t ts_ns)
 /* While recording or warming up: NVTX keeps copies of messages for ranges still open. */
 bool gprof_session_recording(void)
 {
-	if (inert)
+	if (is_inert())
 		return false;
 	enum gprof_sched_phase p = gprof_stepper_phase(&stepper);
 
@@ -307,7 +313,7 @@ void gprof_session_fini(int tid)
 {
 	struct gprof_report_exit report;
 
-	if (inert)
+	if (is_inert())
 		return;
 	__atomic_store_n(&exiting, 1, __ATOMIC_SEQ_CST);
 	gprof_trigger_stop();
@@ -329,7 +335,7 @@ void gprof_session_fini(int tid)
 void gprof_session_forked(void)
 {
 	/* The writer thread, CUPTI, the timer and the window belong to the parent. */
-	inert = true;
+	__atomic_store_n(&inert, true, __ATOMIC_RELEASE);
 	gprof_trigger_forked();
 	gprof_collector_forked();
 	__atomic_store_n(&gprof_hot, 0, __ATOMIC_RELAXED);

@@ -200,6 +200,7 @@ X(rel_valgrind_memcheck)
 /* test-rel-own: what is the program's own (issue 16) */
 X(rel_own_setenv_thread)
 X(rel_own_chdir_after_start)
+X(rel_own_constructor_thread)
 
 /* summary tool */
 X(summary_tool_matches_library)

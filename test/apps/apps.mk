@@ -53,6 +53,10 @@ APPS += copy-app
 # using it itself.
 APPS += rel-nvtx rel-kernels rel-exit rel-fork rel-load rel-long rel-own
 $(APPS_OUT)/rel-kernels: APP_LIBS += -Wl,--no-as-needed -lstdc++ -Wl,--as-needed
+# rel-ctor's steps run on a thread that its library's constructor starts.
+APPS += rel-ctor-lib.so rel-ctor
+$(APPS_OUT)/rel-ctor: $(APPS_OUT)/rel-ctor-lib.so
+$(APPS_OUT)/rel-ctor: APP_LIBS += -L$(APPS_OUT) -l:rel-ctor-lib.so -Wl,-rpath,'$$ORIGIN'
 
 # nvcc's programs, linked by $(CC) so that sanitizer builds link their runtime as every other
 # program does; -pt: the same source with a default stream per thread.
