@@ -200,7 +200,11 @@ static void init_once(void)
 	atexit(at_exit);
 }
 
-void gprof_preload_init(void)
+/*
+ * Loads the configuration and starts the session, once per process: from the constructor or
+ * from an injection entry point called before it; a second caller waits for the first.
+ */
+static void gprof_preload_init(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -214,6 +218,18 @@ void gprof_preload_init(void)
 __attribute__((constructor)) static void gprof_init(void)
 {
 	gprof_preload_init();
+}
+
+/*
+ * Called by the NVTX loader of every module that embeds NVTX, each with its own tables, so it
+ * fills them every time. A thread may get here before libgprof's constructor ran: the
+ * configuration (the step marker) is loaded first, once.
+ */
+GPROF_EXPORT int InitializeInjectionNvtx2(const void *(*get_table)(uint32_t id));
+GPROF_EXPORT int InitializeInjectionNvtx2(const void *(*get_table)(uint32_t id))
+{
+	gprof_preload_init();
+	return gprof_nvtx_inject(get_table);
 }
 
 /*

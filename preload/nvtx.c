@@ -471,18 +471,11 @@ static int fill_module(const NvtxExportTableCallbacks *cb, NvtxCallbackModule mo
 	return 0;
 }
 
-/*
- * Called by the NVTX loader of every module that embeds NVTX, each with its own tables, so it
- * fills them every time. A thread may get here before libgprof's constructor ran: the
- * configuration (the step marker) is loaded first, once.
- */
-GPROF_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table);
-GPROF_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table)
+int gprof_nvtx_inject(const void *(*get_table)(uint32_t id))
 {
 	const NvtxExportTableCallbacks *cb;
 	const NvtxExportTableVersionInfo *vi;
 
-	gprof_preload_init();
 	if (!get_table)
 		return 0;
 	cb = get_table(NVTX_ETID_CALLBACKS);

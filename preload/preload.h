@@ -17,14 +17,6 @@ struct gprof_export_result;
 struct gprof_export_str;
 struct gprof_sched_event;
 
-/* ---- init.c ---- */
-
-/*
- * Loads the configuration and starts the session, once per process: from the constructor or
- * from an injection entry point called before it; a second caller waits for the first.
- */
-void gprof_preload_init(void);
-
 /* ---- hot.c: what the hot path reads ---- */
 
 /* Bits of gprof_hot; zero means "forward and do nothing else" (the hooks' only check). */
@@ -193,6 +185,11 @@ void gprof_session_forked(void);
 
 /* The step marker NVTX messages are matched against (from the constructor). */
 void gprof_nvtx_set_marker(const char *marker);
+/*
+ * InitializeInjectionNvtx2's work: fills the CORE and CORE2 tables of the module whose
+ * export tables get_table gives. 1, or 0 when it cannot.
+ */
+int gprof_nvtx_inject(const void *(*get_table)(uint32_t id));
 
 /* ---- trigger.c: SIGUSR2 and the timer ---- */
 
