@@ -1,15 +1,57 @@
 /* Logging to stderr, and the store of warnings that traces carry in their metadata. */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 
 #include "common/log.h"
 #include "common/utf8.h"
 
 int gprof_log_level = GPROF_LOG_WARN;
+
+/*
+ * What descriptor 2 was when the library started (gprof_log_bind_stderr, before any thread
+ * of ours): lines go there only while it is still that file, or a file the program opened
+ * for appending (a log it moved its stderr to). Unbound (tests): always.
+ */
+enum {
+	STDERR_UNBOUND,
+	STDERR_OPEN,
+	STDERR_CLOSED
+};
+static int stderr_state;
+static dev_t stderr_dev;
+static ino_t stderr_ino;
+
+void gprof_log_bind_stderr(void)
+{
+	struct stat st;
+
+	stderr_state = fstat(STDERR_FILENO, &st) == 0 ? STDERR_OPEN : STDERR_CLOSED;
+	stderr_dev = st.st_dev;
+	stderr_ino = st.st_ino;
+}
+
+/* Whether a line may go to descriptor 2 now: never into a file the program opened there. */
+static bool stderr_usable(void)
+{
+	struct stat st;
+	int flags;
+
+	if (stderr_state != STDERR_OPEN)
+		return stderr_state == STDERR_UNBOUND;
+	if (fstat(STDERR_FILENO, &st) != 0)
+		return false;
+	if (st.st_dev == stderr_dev && st.st_ino == stderr_ino)
+		return true;
+	flags = fcntl(STDERR_FILENO, F_GETFL);
+	return flags >= 0 && (flags & O_APPEND);
+}
 
 /* Ring of recent warning lines; written by any thread that warns, read by the exporter. */
 static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -73,7 +115,7 @@ void gprof_log(int level, const char *fmt, ...)
 	memcpy(out, "gprof: ", 7);
 	memcpy(out + 7, line, (size_t)n);
 	out[7 + n] = '\n';
-	if (write(STDERR_FILENO, out, 8 + (size_t)n) < 0)
+	if (stderr_usable() && write(STDERR_FILENO, out, 8 + (size_t)n) < 0)
 		goto out;
 out:
 	errno = saved_errno;

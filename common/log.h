@@ -22,6 +22,13 @@ enum gprof_log_level {
 /* Written once by the library's init from GPROF_LOG; read by every macro below. */
 extern int gprof_log_level;
 
+/*
+ * From the library's start-up: remembers which file descriptor 2 is. Lines then go to it only
+ * while it is still that file (or one the program opened for appending there): with stderr
+ * closed at start, a file the program opens later takes number 2 and must not get our lines.
+ */
+void gprof_log_bind_stderr(void);
+
 /* Every line is made safe for a terminal first (gprof_log_clean), whatever its values hold. */
 void gprof_log(int level, const char *fmt, ...) GPROF_PRINTF(2, 3);
 

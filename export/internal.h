@@ -6,6 +6,7 @@
 #ifndef GPROF_EXPORT_INTERNAL_H
 #define GPROF_EXPORT_INTERNAL_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -123,6 +124,31 @@ int gprof_output_name(uint64_t unix_ns, char *out, size_t size);
 int gprof_output_create(const char *dir, const char *name, const char **what);
 /* Renames <path>.partial to path without replacing anything. */
 int gprof_output_commit(const char *path);
+
+/* file.c: libgprof's descriptors in the program's table. */
+/*
+ * fd moved above the numbers a program uses (half its RLIMIT_NOFILE, at most 1024; never
+ * 0-2), close-on-exec; fd itself is closed. The new descriptor, or -EMFILE.
+ */
+int gprof_fd_high(int fd);
+/* A file libgprof writes: its descriptor, identity (st_dev, st_ino) and absolute path. */
+struct gprof_file {
+	int fd;
+	dev_t dev;
+	ino_t ino;
+	char path[PATH_MAX];
+};
+/* Takes fd (see gprof_fd_high). 0 or a negative errno (f is unchanged then). */
+int gprof_file_adopt(struct gprof_file *f, int fd);
+/*
+ * The descriptor to use now: f->fd while it is still the file; when the program closed it or
+ * put a file of its own at its number, the file opened again by its path (and checked to be
+ * the same file). -EBADF when it cannot be: nothing is written, and the program's
+ * descriptor is never closed.
+ */
+int gprof_file_fd(struct gprof_file *f);
+/* Closes the descriptor if it is still ours: 0 or a negative errno. */
+int gprof_file_close(struct gprof_file *f);
 
 /* sink.c: where the bytes of a trace go. */
 struct gprof_sink;

@@ -210,7 +210,8 @@ int gprof_output_create(const char *dir, const char *name, const char **what)
 	if (snprintf(path, sizeof(path), "%s/%s.partial", dir, name) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	return fd >= 0 ? fd : -errno;
+	/* Never 0-2 (the program may run with stdout closed), and above what it uses. */
+	return fd >= 0 ? gprof_fd_high(fd) : -errno;
 }
 
 int gprof_output_commit(const char *path)

@@ -32,7 +32,8 @@ struct gprof_sink {
 
 struct gz_sink {
 	struct gprof_sink base;
-	int fd;
+	struct gprof_file file;
+	uint64_t off; /* bytes written so far: where the next write goes */
 	z_stream zs;
 	uLong crc;	     /* of the body */
 	uint64_t body_len;   /* uncompressed */
@@ -41,12 +42,14 @@ struct gz_sink {
 	unsigned char out[GZ_OUT];
 };
 
-static int write_all(int fd, const void *buf, size_t len)
+/* Appends buf to the file (pwrite: a file opened again has its own offset). */
+static int write_all(struct gz_sink *g, const void *buf, size_t len)
 {
 	const char *p = buf;
+	int fd = gprof_file_fd(&g->file);
 
-	while (len) {
-		ssize_t n = write(fd, p, len);
+	while (len && fd >= 0) {
+		ssize_t n = pwrite(fd, p, len, (off_t)g->off);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -54,13 +57,14 @@ static int write_all(int fd, const void *buf, size_t len)
 			return n < 0 ? -errno : -EIO;
 		p += n;
 		len -= (size_t)n;
+		g->off += (uint64_t)n;
 	}
-	return 0;
+	return fd < 0 ? fd : 0;
 }
 
 static int gz_out(struct gz_sink *g)
 {
-	int err = write_all(g->fd, g->out, g->out_len);
+	int err = write_all(g, g->out, g->out_len);
 
 	g->out_len = 0;
 	return err;
@@ -130,20 +134,21 @@ static int gz_finish(struct gprof_sink *s, const char *head, size_t len)
 	struct gz_sink *g = (struct gz_sink *)s;
 	unsigned char trailer[8];
 	uLong crc = crc32(0, (const Bytef *)head, (uInt)len);
-	int err = gz_deflate(g, NULL, 0, Z_FINISH);
+	int err = gz_deflate(g, NULL, 0, Z_FINISH), fd, close_err;
 
 	if (!err)
 		err = gz_out(g);
 	put_le32(trailer, (uint32_t)crc32_combine(crc, g->crc, (z_off_t)g->body_len));
 	put_le32(trailer + 4, (uint32_t)(len + g->body_len));
 	if (!err)
-		err = write_all(g->fd, trailer, sizeof(trailer));
-	if (!err && pwrite(g->fd, head, len, GZ_HEAD_AT) != (ssize_t)len)
+		err = write_all(g, trailer, sizeof(trailer));
+	fd = err ? -1 : gprof_file_fd(&g->file);
+	if (!err && fd < 0)
+		err = fd;
+	if (!err && pwrite(fd, head, len, GZ_HEAD_AT) != (ssize_t)len)
 		err = errno ? -errno : -EIO;
-	if (close(g->fd) != 0 && !err)
-		err = -errno;
-	g->fd = -1;
-	return err;
+	close_err = gprof_file_close(&g->file);
+	return err ? err : close_err;
 }
 
 static void gz_free(struct gprof_sink *s)
@@ -151,8 +156,7 @@ static void gz_free(struct gprof_sink *s)
 	struct gz_sink *g = (struct gz_sink *)s;
 
 	deflateEnd(&g->zs);
-	if (g->fd >= 0)
-		close(g->fd);
+	gprof_file_close(&g->file);
 	free(g);
 }
 
@@ -186,18 +190,19 @@ struct gprof_sink *gprof_sink_gzip(int fd, int level, const char *head, size_t l
 	if (!g)
 		return NULL;
 	g->base = (struct gprof_sink){.ops = &gz_ops, .head_len = len};
-	g->fd = -1;
+	g->file.fd = -1;
 	if (len > 0xffff || deflateInit2(&g->zs, level, Z_DEFLATED, -15, GPROF_SINK_MEM_LEVEL,
 					 Z_DEFAULT_STRATEGY)) {
 		*err = len > 0xffff ? -EINVAL : -ENOMEM;
 		free(g);
 		return NULL;
 	}
-	g->fd = fd;
+	*err = gprof_file_adopt(&g->file, fd);
 	g->crc = crc32(0, NULL, 0);
-	*err = gz_begin(g, head, len);
+	if (!*err)
+		*err = gz_begin(g, head, len);
 	if (*err) {
-		g->fd = -1; /* the caller still owns it */
+		g->file.fd = -1; /* the caller still owns it */
 		gz_free(&g->base);
 		return NULL;
 	}

@@ -154,9 +154,11 @@ static void partial_remove(const char *path)
 /* The window is lost: say so once, remove what was written; its events are dropped. */
 static void abandon(struct window *w, int err, const char *what)
 {
-	pr_err("window %llu is not recorded: %s '%.200s.partial': %s; the file is removed. Free "
-	       "space or point GPROF_OUTPUT at a writable folder.",
-	       (unsigned long long)w->number, what, w->path, strerror(-err));
+	pr_err("window %llu is not recorded: %s '%.200s.partial': %s; the file is removed. %s",
+	       (unsigned long long)w->number, what, w->path, strerror(-err),
+	       err == -EBADF ? "The program closed or replaced libgprof's descriptor of it, and "
+			       "it could not be opened again; the program's files are left alone."
+			     : "Free space or point GPROF_OUTPUT at a writable folder.");
 	gprof_trace_free(w->trace);
 	gprof_summary_free(w->summary);
 	w->trace = NULL;

@@ -5,11 +5,11 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -105,21 +105,22 @@ static void at_exit(void)
  * to a thread of ours, waits for it, and re-raises the signal with its default action, so the
  * process ends as it would have, by the signal. The handler itself only writes to a pipe and
  * sleeps: the session's end takes locks that the interrupted thread may hold, in which case
- * the wait times out and the window stays .partial (scripts/gprof-repair).
+ * the wait times out and the window stays .partial (scripts/gprof-repair). The handler wakes
+ * the thread with a semaphore: a pipe's descriptors could be closed by the program (the thread
+ * then read EOF and ended the session silently) or reused (the handler wrote into its file).
  */
-static int signals_taken; /* set once, by the first InitializeInjection */
-static int signal_pipe[2] = {-1, -1};
-static pid_t signal_owner; /* the process whose thread reads the pipe */
-static int signal_tid;	   /* the thread the signal interrupted: written before the pipe */
+static int signals_taken;  /* set once, by the first InitializeInjection */
+static sem_t signal_sem;   /* posted by the handler: no descriptor the program could close */
+static pid_t signal_owner; /* the process whose thread waits on it */
+static int signal_tid;	   /* the thread the signal interrupted: written before the post */
 
 static void on_signal(int sig)
 {
 	int saved_errno = errno;
-	char c = (char)sig;
 
 	/* SA_RESETHAND: the default action is back, and a second signal ends the process now. */
 	__atomic_store_n(&signal_tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
-	if (!in_fini && getpid() == signal_owner && write(signal_pipe[1], &c, 1) == 1)
+	if (!in_fini && getpid() == signal_owner && sem_post(&signal_sem) == 0)
 		wait_fini(FINI_WAIT_MS);
 	errno = saved_errno;
 	raise(sig); /* SA_NODEFER: delivered at once, with the default action */
@@ -127,10 +128,8 @@ static void on_signal(int sig)
 
 static void *signal_thread(void *arg)
 {
-	char c;
-
 	(void)arg;
-	while (read(signal_pipe[0], &c, 1) < 0 && errno == EINTR)
+	while (sem_wait(&signal_sem) != 0 && errno == EINTR)
 		;
 	run_fini(__atomic_load_n(&signal_tid, __ATOMIC_ACQUIRE));
 	return NULL;
@@ -139,7 +138,7 @@ static void *signal_thread(void *arg)
 /* The thread that ends the session on a signal; it never takes a signal itself. 0 or -errno. */
 static int start_signal_thread(void)
 {
-	if (pipe2(signal_pipe, O_CLOEXEC) != 0)
+	if (sem_init(&signal_sem, 0, 0) != 0)
 		return -errno;
 	return gprof_thread_start(NULL, signal_thread, NULL);
 }
@@ -184,6 +183,7 @@ static void init_once(void)
 {
 	char self[PATH_MAX];
 
+	gprof_log_bind_stderr();
 	if (gprof_config_load(&cfg, NULL) != 0 || cfg.disable)
 		return;
 	gprof_log_level = cfg.log_level;

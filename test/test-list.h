@@ -201,6 +201,9 @@ X(rel_valgrind_memcheck)
 X(rel_own_setenv_thread)
 X(rel_own_chdir_after_start)
 X(rel_own_constructor_thread)
+X(rel_own_closes_descriptors)
+X(rel_own_stdio_closed)
+X(rel_own_signal_after_closing_descriptors)
 
 /* summary tool */
 X(summary_tool_matches_library)

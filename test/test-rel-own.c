@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -155,4 +156,110 @@ TEST(rel_own_constructor_thread)
 	ASSERT_EQ(r.n_traces, 1);
 	check_windows(r.traces, 1, 3);
 	e2e_free(&r);
+}
+
+/* The bytes of a file (NUL-terminated; "" if missing) into a malloc'd buffer. */
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = calloc(1, 1 << 20);
+
+	ASSERT(buf);
+	*len = f ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	return buf;
+}
+
+/*
+ * rel-own with args and `-f <folder>/out`, with and without libgprof (a window over steps
+ * 2-9, the descriptors closed in step 3): the program's file byte for byte the same, its
+ * status and stdout the same; the trace is checked by the caller (libgprof opens its file
+ * again by its path when the program closed its descriptor). r[1] is the run under libgprof.
+ */
+static void same_with_and_without(const char *const *args, struct e2e_run r[2])
+{
+	const char *extra[] = {"GPROF_SCHEDULE=wait=1,warmup=1,active=8", "GPROF_SIGNALS=1", NULL};
+	char dirs[2][PATH_MAX], file[2][PATH_MAX + 8], *data[2];
+	size_t len[2];
+
+	for (int with = 0; with < 2; with++) {
+		const char *argv[16] = {proc_build_path(APP), "-s", "12", "-f", file[with]};
+		int n = 5;
+
+		make_dir(dirs[with], sizeof(dirs[with]));
+		snprintf(file[with], sizeof(file[with]), "%s/out", dirs[with]);
+		for (const char *const *a = args; *a; a++)
+			argv[n++] = *a;
+		e2e_run(&r[with], argv, e2e_cupti(true), extra, with);
+		data[with] = slurp(file[with], &len[with]);
+	}
+	ASSERT_EQ(r[1].res.status, r[0].res.status);
+	ASSERT_STR_EQ(r[1].res.out, r[0].res.out);
+	ASSERT_GT(len[0], 0);
+	ASSERT_MSG(len[1] == len[0] && !memcmp(data[1], data[0], len[0]),
+		   "the program's file differs under libgprof: %zu bytes vs %zu: \"%.300s\"",
+		   len[1], len[0], data[1]);
+	for (int with = 0; with < 2; with++) {
+		free(data[with]);
+		rm_rf(dirs[with]);
+	}
+}
+
+/* Both runs of same_with_and_without, with the one under libgprof's window whole. */
+static void same_and_whole(const char *const *args)
+{
+	struct e2e_run r[2];
+
+	same_with_and_without(args, r);
+	ASSERT_EQ(r[1].n_traces, 1);
+	check_windows(r[1].traces, 1, 8);
+	e2e_free(&r[0]);
+	e2e_free(&r[1]);
+}
+
+/*
+ * The program closes every descriptor from 3 up in the middle of a window, then opens a file
+ * of its own: it got the trace's number, and libgprof wrote gzip bytes and its header into
+ * it and then closed it.
+ */
+TEST(rel_own_closes_descriptors)
+{
+	static const char *const none[] = {NULL};
+
+	same_and_whole(none);
+}
+
+/*
+ * The program starts with stdout closed (`>&-`), then with stderr closed: the trace took
+ * descriptor 1 or 2, the program's writes to its closed stream landed in the trace (and its
+ * file then got another number), and libgprof's own lines went into a file of the program's.
+ */
+TEST(rel_own_stdio_closed)
+{
+	static const char *const out[] = {"-C", "1", NULL}, *const err[] = {"-C", "2", NULL};
+
+	same_and_whole(out);
+	same_and_whole(err);
+}
+
+/*
+ * GPROF_SIGNALS=1: the program closes every descriptor from 3 up, opens a file of its own,
+ * then gets SIGTERM at the start of step 8. The signal thread read EOF on its closed pipe and
+ * ended the session early, and the handler wrote a byte into the file that now held the
+ * pipe's number; now a semaphore wakes the thread: the window is finished with steps 2-6
+ * whole (step 7 had launched nothing) and the process dies by SIGTERM, as without libgprof.
+ */
+TEST(rel_own_signal_after_closing_descriptors)
+{
+	static const char *const kill[] = {"-k", NULL};
+	struct e2e_run r[2];
+
+	same_with_and_without(kill, r);
+	ASSERT_EQ(r[1].res.status, 128 + SIGTERM);
+	ASSERT_EQ(r[1].n_traces, 1);
+	ASSERT_EQ(e2e_count(&r[1].traces[0], "kernel", NULL), 15);
+	ASSERT_EQ(e2e_count(&r[1].traces[0], "cuda_runtime", "cudaLaunchKernel"), 15);
+	e2e_free(&r[0]);
+	e2e_free(&r[1]);
 }

@@ -10,12 +10,14 @@
  *            moves the environment array)
  *   -f file  at step 4 closes every descriptor from 3 up (but the simulated GPU's log), then
  *            opens file (truncating it) and writes a line to it in each later step
+ *   -k       at the start of step 8 sends itself SIGTERM
  * Ends with "rel-own: ok" on stdout and status 0; a failing call prints why and ends 2.
  */
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,13 +103,13 @@ int main(int argc, char **argv)
 {
 	static char fatbin[16];
 	const char *dir = NULL, *file = NULL;
-	int steps = 12, env = 0, opt, out = -1;
+	int steps = 12, env = 0, term = 0, opt, out = -1;
 	void *args[] = {NULL};
 	void **handle;
 	pthread_t t;
 
 	rerun_closed(argc, argv);
-	while ((opt = getopt(argc, argv, "s:d:ef:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:d:ef:k")) != -1) {
 		if (opt == 's')
 			steps = atoi(optarg);
 		else if (opt == 'd')
@@ -116,6 +118,8 @@ int main(int argc, char **argv)
 			env = 1;
 		else if (opt == 'f')
 			file = optarg;
+		else if (opt == 'k')
+			term = 1;
 	}
 	handle = __cudaRegisterFatBinary(fatbin);
 	__cudaRegisterFunction(handle, (const char *)work_stub, "_Z4workPf", "_Z4workPf", -1, NULL,
@@ -127,6 +131,8 @@ int main(int argc, char **argv)
 	if (env)
 		check(pthread_create(&t, NULL, churn, NULL) == 0, "pthread_create");
 	for (int s = 0; s < steps; s++) {
+		if (term && s == 8)
+			raise(SIGTERM);
 		for (int k = 0; k < 3; k++)
 			check(cudaLaunchKernel((const void *)work_stub, (dim3){1, 1, 1},
 					       (dim3){s + 1, 1, 1}, args, 0, 0) == cudaSuccess,

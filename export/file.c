@@ -1,0 +1,88 @@
+/*
+ * libgprof's own descriptors in a table that is the program's: kept above the numbers the
+ * program uses, and checked before each use, since the program may close every descriptor
+ * (closefrom, a daemon's start-up) or dup2 one of its own onto ours.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "export/internal.h"
+
+#define HIGH_MAX 1024 /* the table grows to the number asked for: not beyond this */
+
+int gprof_fd_high(int fd)
+{
+	struct rlimit rl;
+	long from = HIGH_MAX;
+	int high;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    (long)rl.rlim_cur / 2 < from)
+		from = (long)rl.rlim_cur / 2;
+	high = fcntl(fd, F_DUPFD_CLOEXEC, from > 3 ? (int)from : 3);
+	if (high < 0)
+		high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (high < 0 && fd > 2)
+		return fd;
+	close(fd);
+	return high < 0 ? -EMFILE : high;
+}
+
+/* The descriptor is still the file we opened. */
+static bool still_ours(const struct gprof_file *f)
+{
+	struct stat st;
+
+	return f->fd >= 0 && fstat(f->fd, &st) == 0 && st.st_dev == f->dev && st.st_ino == f->ino;
+}
+
+int gprof_file_adopt(struct gprof_file *f, int fd)
+{
+	char link[32];
+	struct stat st;
+	ssize_t n;
+
+	if (fstat(fd, &st) != 0)
+		return -errno;
+	f->fd = fd;
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, f->path, sizeof(f->path) - 1);
+	f->path[n > 0 ? n : 0] = '\0';
+	return 0;
+}
+
+int gprof_file_fd(struct gprof_file *f)
+{
+	int fd;
+
+	if (still_ours(f))
+		return f->fd;
+	/* Closed or replaced by the program: the number is not ours to use or close. */
+	f->fd = -1;
+	fd = f->path[0] == '/' ? open(f->path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY) : -1;
+	if (fd < 0)
+		return -EBADF;
+	f->fd = gprof_fd_high(fd);
+	if (still_ours(f))
+		return f->fd;
+	if (f->fd >= 0)
+		close(f->fd); /* another file at our path: not ours to write */
+	f->fd = -1;
+	return -EBADF;
+}
+
+int gprof_file_close(struct gprof_file *f)
+{
+	int err = 0;
+
+	if (still_ours(f) && close(f->fd) != 0)
+		err = -errno;
+	f->fd = -1;
+	return err;
+}
