@@ -115,9 +115,23 @@ void gprof_log(int level, const char *fmt, ...)
 	memcpy(out, "gprof: ", 7);
 	memcpy(out + 7, line, (size_t)n);
 	out[7 + n] = '\n';
-	if (stderr_usable() && write(STDERR_FILENO, out, 8 + (size_t)n) < 0)
-		goto out;
+	gprof_log_text(out, 8 + (size_t)n);
 out:
+	errno = saved_errno;
+}
+
+void gprof_log_text(const char *text, size_t len)
+{
+	int saved_errno = errno;
+
+	while (len && stderr_usable()) {
+		ssize_t n = write(STDERR_FILENO, text, len);
+
+		if (n <= 0 && !(n < 0 && errno == EINTR))
+			break;
+		text += n > 0 ? n : 0;
+		len -= n > 0 ? (size_t)n : 0;
+	}
 	errno = saved_errno;
 }
 

@@ -37,7 +37,7 @@ static void report_text(const struct gprof_config *cfg, const char *text,
 			const struct gprof_export_result *r)
 {
 	if (strcmp(cfg->summary, "stderr") == 0)
-		fputs(text, stderr);
+		gprof_log_text(text, strlen(text));
 	else
 		append_summary(cfg->summary, text, r);
 }
