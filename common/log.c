@@ -120,18 +120,27 @@ out:
 	errno = saved_errno;
 }
 
+int gprof_write_all(int fd, const char *text, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, text, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? errno : EIO;
+		text += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
 void gprof_log_text(const char *text, size_t len)
 {
 	int saved_errno = errno;
 
-	while (len && stderr_usable()) {
-		ssize_t n = write(STDERR_FILENO, text, len);
-
-		if (n <= 0 && !(n < 0 && errno == EINTR))
-			break;
-		text += n > 0 ? n : 0;
-		len -= n > 0 ? (size_t)n : 0;
-	}
+	if (stderr_usable())
+		gprof_write_all(STDERR_FILENO, text, len);
 	errno = saved_errno;
 }
 

@@ -30,6 +30,8 @@ extern int gprof_log_level;
 void gprof_log_bind_stderr(void);
 /* Text already made of gprof: lines (the summary), to stderr by the same rule. */
 void gprof_log_text(const char *text, size_t len);
+/* All of text to fd, through short writes and EINTR: 0 or an errno. */
+int gprof_write_all(int fd, const char *text, size_t len);
 
 /* Every line is made safe for a terminal first (gprof_log_clean), whatever its values hold. */
 void gprof_log(int level, const char *fmt, ...) GPROF_PRINTF(2, 3);

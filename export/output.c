@@ -197,6 +197,38 @@ static int make_dirs(const char *dir)
 	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }
 
+/*
+ * A folder where another user could take traces or put files in their place: one that user
+ * owns and every user may write without the sticky bit, or a symbolic link to a folder of
+ * another user. Root's folders are trusted.
+ */
+static int check_owner(const char *dir, const char **what)
+{
+	char path[PATH_MAX];
+	size_t len = strlen(dir);
+	struct stat st, link;
+	uid_t me = geteuid();
+
+	while (len > 1 && dir[len - 1] == '/')
+		len--; /* lstat("link/") would follow the link */
+	snprintf(path, sizeof(path), "%.*s", (int)len, dir);
+	if (lstat(path, &link) != 0 || stat(path, &st) != 0)
+		return -errno;
+	if (st.st_uid == me || st.st_uid == 0)
+		return 0;
+	if (S_ISLNK(link.st_mode)) {
+		*what =
+		    "refusing the output folder (a symbolic link to a folder another user owns)";
+		return -EPERM;
+	}
+	if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
+		*what = "refusing the output folder (another user owns it and every user may write "
+			"in it: no sticky bit)";
+		return -EPERM;
+	}
+	return 0;
+}
+
 int gprof_output_create(const char *dir, const char *name, const char **what)
 {
 	char path[PATH_MAX];
@@ -204,6 +236,8 @@ int gprof_output_create(const char *dir, const char *name, const char **what)
 
 	*what = "cannot create the output folder";
 	err = make_dirs(dir);
+	if (!err)
+		err = check_owner(dir, what);
 	if (err)
 		return err;
 	*what = "cannot create a trace file in";

@@ -179,6 +179,21 @@ static void at_fork_child(void)
 	gprof_session_forked();
 }
 
+/* A relative GPROF_SUMMARY file, against the folder the program starts in (it may chdir). */
+static void summary_absolute(void)
+{
+	char cwd[PATH_MAX], *path = cfg.summary;
+
+	if (path[0] == '/' || !strcmp(path, "stderr") || !strcmp(path, "off") ||
+	    !getcwd(cwd, sizeof(cwd)))
+		return;
+	if (strlen(cwd) + 1 + strlen(path) < sizeof(cfg.summary)) {
+		memmove(path + strlen(cwd) + 1, path, strlen(path) + 1);
+		memcpy(path, cwd, strlen(cwd));
+		path[strlen(cwd)] = '/';
+	}
+}
+
 static void init_once(void)
 {
 	char self[PATH_MAX];
@@ -186,6 +201,7 @@ static void init_once(void)
 	gprof_log_bind_stderr();
 	if (gprof_config_load(&cfg, NULL) != 0 || cfg.disable)
 		return;
+	summary_absolute();
 	gprof_log_level = cfg.log_level;
 	if (gprof_session_init(&cfg) != 0)
 		return;

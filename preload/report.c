@@ -3,9 +3,12 @@
  * and, at exit, why nothing was recorded when a trigger never came.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define PR_FMT ""
 #include "common/config.h"
@@ -13,24 +16,45 @@
 #include "export/export.h"
 #include "preload/preload.h"
 
-/* GPROF_SUMMARY names a file: the summary is appended to it. */
+/*
+ * GPROF_SUMMARY names a file: the summary is appended to it, if it is a regular file (not
+ * through a symbolic link another user may have planted, never into a FIFO that would block).
+ * 0 or an errno; *why says what the file is instead.
+ */
+static int append_to(const char *path, const char *text, const char **why)
+{
+	int fd = open(
+	    path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+	    0644);
+	struct stat st;
+	int err = 0;
+
+	if (fd < 0) {
+		*why = errno == ELOOP	? "it is a symbolic link"
+		       : errno == ENXIO ? "it is a FIFO"
+					: "";
+		return errno;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		*why = "it is not a regular file";
+		err = EPERM;
+	}
+	if (!err)
+		err = gprof_write_all(fd, text, strlen(text));
+	if (close(fd) != 0 && !err)
+		err = errno;
+	return err;
+}
+
 static void append_summary(const char *path, const char *text, const struct gprof_export_result *r)
 {
-	FILE *f;
-	int err;
+	const char *why = "";
+	int err = append_to(path, text, &why);
 
-	errno = 0;
-	f = fopen(path, "ae");
-	err = f ? 0 : errno;
-
-	if (f && fputs(text, f) < 0)
-		err = errno ? errno : EIO;
-	if (f && fclose(f) && !err)
-		err = errno ? errno : EIO;
 	if (err)
 		pr_warn_once("cannot append the end-of-window summary to '%.200s' (GPROF_SUMMARY): "
 			     "%s; traces are still written (this one: %.200s)",
-			     path, strerror(err), r->path);
+			     path, why[0] ? why : strerror(err), r->path);
 }
 
 static void report_text(const struct gprof_config *cfg, const char *text,

@@ -204,6 +204,7 @@ X(rel_own_constructor_thread)
 X(rel_own_closes_descriptors)
 X(rel_own_stdio_closed)
 X(rel_own_signal_after_closing_descriptors)
+X(rel_own_other_users_paths)
 
 /* summary tool */
 X(summary_tool_matches_library)

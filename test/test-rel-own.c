@@ -18,6 +18,8 @@
 
 #define APP "test/apps/rel-own"
 
+static char *slurp(const char *path, size_t *len);
+
 /* A fresh folder under /tmp. */
 static void make_dir(char *dir, size_t size)
 {
@@ -99,17 +101,19 @@ TEST(rel_own_setenv_thread)
 }
 
 /*
- * The program changes folder after its first CUDA call: a relative GPROF_OUTPUT stays where
- * the program started (the trace went under the new folder, while the message and gprof-run
- * named the old one).
+ * The program changes folder after its first CUDA call: a relative GPROF_OUTPUT and
+ * GPROF_SUMMARY stay where the program started (the trace went under the new folder, while
+ * the message and gprof-run named the old one).
  */
 TEST(rel_own_chdir_after_start)
 {
 	char start[PATH_MAX], later[PATH_MAX], out[PATH_MAX + 8], cwd[PATH_MAX], *line = NULL;
 	const char *argv[] = {proc_build_path(APP), "-d", later, "-s", "6", NULL};
 	const char *extra[] = {"GPROF_SCHEDULE=wait=1,warmup=1,active=3", "GPROF_OUTPUT=traces",
-			       NULL};
+			       "GPROF_SUMMARY=summary.txt", NULL};
+	char sum[PATH_MAX + 16], *text;
 	struct trace t[2];
+	size_t len;
 	struct e2e_run r;
 
 	make_dir(start, sizeof(start));
@@ -125,10 +129,15 @@ TEST(rel_own_chdir_after_start)
 	ASSERT_EQ(traces_in(out, t, 2), 1);
 	check_windows(t, 1, 3);
 	trace_free(&t[0]);
-	/* The message names the file where it is, by its absolute path. */
+	/* The summary file where the program started; it names the trace by its absolute path. */
+	snprintf(sum, sizeof(sum), "%s/summary.txt", later);
+	ASSERT_EQ(access(sum, F_OK), -1);
+	snprintf(sum, sizeof(sum), "%s/summary.txt", start);
+	text = slurp(sum, &len);
 	ASSERT(asprintf(&line, "gprof: trace written: %s/", out) > 0);
-	ASSERT_STR_CONTAINS(r.res.err, line);
+	ASSERT_STR_CONTAINS(text, line);
 	free(line);
+	free(text);
 	e2e_free(&r);
 	rm_rf(start);
 	rm_rf(later);
@@ -275,4 +284,109 @@ TEST(rel_own_signal_after_closing_descriptors)
 	ASSERT_EQ(e2e_count(&r[1].traces[0], "cuda_runtime", "cudaLaunchKernel"), 15);
 	e2e_free(&r[0]);
 	e2e_free(&r[1]);
+}
+
+/* Files whose name holds "trace" in dir. */
+static int trace_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	while (d && (de = readdir(d)))
+		n += strstr(de->d_name, "trace") != NULL;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* rel-own under libgprof with GPROF_OUTPUT and GPROF_SUMMARY, each unless NULL. */
+static void run_with(struct e2e_run *r, const char *output, const char *summary)
+{
+	static char out_env[PATH_MAX + 16], sum_env[PATH_MAX + 16];
+	const char *argv[] = {proc_build_path(APP), "-s", "6", NULL};
+	const char *extra[4] = {"GPROF_SCHEDULE=wait=1,warmup=1,active=3"};
+	int n = 1;
+
+	if (output) {
+		snprintf(out_env, sizeof(out_env), "GPROF_OUTPUT=%s", output);
+		extra[n++] = out_env;
+	}
+	if (summary) {
+		snprintf(sum_env, sizeof(sum_env), "GPROF_SUMMARY=%s", summary);
+		extra[n++] = sum_env;
+	}
+	e2e_run(r, argv, e2e_cupti(true), extra, true);
+	ASSERT_MSG(r->res.status == 0, "status %d: %s", r->res.status, r->res.err);
+}
+
+/* A folder owned by the unprivileged user `nobody`, with mode. */
+static void nobodys_folder(char *path, size_t size, const char *base, const char *name, mode_t mode)
+{
+	snprintf(path, size, "%s/%s", base, name);
+	ASSERT_EQ(mkdir(path, 0700), 0);
+	ASSERT_EQ(chown(path, 65534, 65534), 0);
+	ASSERT_EQ(chmod(path, mode), 0);
+}
+
+/*
+ * Other users' paths: an output folder another user owns that every user may write (no
+ * sticky bit), a symbolic link to a folder another user owns (planted where the output
+ * folder was to be made), a GPROF_SUMMARY path that is a symbolic link to a file, and a FIFO
+ * there: one line each, nothing written there, the program unaffected. Were used as they
+ * were (the FIFO blocked the writer: exit 10 s late, windows left .partial). The same folder
+ * with the sticky bit is fine.
+ */
+TEST(rel_own_other_users_paths)
+{
+	char base[PATH_MAX], open_dir[PATH_MAX + 16], sticky[PATH_MAX + 16], theirs[PATH_MAX + 16];
+	char link[PATH_MAX + 16], target[PATH_MAX + 16], fifo[PATH_MAX + 16];
+	struct e2e_run r;
+	size_t len;
+
+	if (geteuid() != 0)
+		SKIP("needs root, to make folders of another user");
+	make_dir(base, sizeof(base));
+	ASSERT_EQ(chmod(base, 0755), 0);
+	nobodys_folder(open_dir, sizeof(open_dir), base, "open", 0777);
+	run_with(&r, open_dir, NULL);
+	ASSERT_EQ(text_lines(r.res.err, "gprof: "), 1);
+	ASSERT_STR_CONTAINS(r.res.err, "refusing the output folder (another user owns it");
+	ASSERT_EQ(trace_files(open_dir), 0);
+	e2e_free(&r);
+
+	nobodys_folder(sticky, sizeof(sticky), base, "sticky", 01777);
+	run_with(&r, sticky, NULL);
+	ASSERT_EQ(trace_files(sticky), 1);
+	e2e_free(&r);
+
+	nobodys_folder(theirs, sizeof(theirs), base, "theirs", 0755);
+	snprintf(link, sizeof(link), "%s/gprof_traces", base);
+	ASSERT_EQ(symlink(theirs, link), 0);
+	run_with(&r, link, NULL);
+	ASSERT_EQ(text_lines(r.res.err, "gprof: "), 1);
+	ASSERT_STR_CONTAINS(r.res.err, "refusing the output folder (a symbolic link");
+	ASSERT_EQ(trace_files(theirs), 0);
+	e2e_free(&r);
+
+	snprintf(target, sizeof(target), "%s/target", base);
+	ASSERT(fclose(fopen(target, "w")) == 0);
+	snprintf(link, sizeof(link), "%s/summary-link", base);
+	ASSERT_EQ(symlink(target, link), 0);
+	run_with(&r, NULL, link);
+	ASSERT_EQ(r.n_traces, 1);
+	ASSERT_EQ(text_lines(r.res.err, "gprof: "), 1);
+	ASSERT_STR_CONTAINS(r.res.err, "it is a symbolic link");
+	free(slurp(target, &len));
+	ASSERT_EQ(len, 0);
+	e2e_free(&r);
+
+	snprintf(fifo, sizeof(fifo), "%s/fifo", base);
+	ASSERT_EQ(mkfifo(fifo, 0600), 0);
+	run_with(&r, NULL, fifo);
+	ASSERT_EQ(r.n_traces, 1);
+	ASSERT_EQ(text_lines(r.res.err, "gprof: "), 1);
+	ASSERT_STR_CONTAINS(r.res.err, "it is a FIFO");
+	e2e_free(&r);
+	rm_rf(base);
 }
