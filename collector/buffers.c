@@ -20,6 +20,7 @@ static struct {
 	pthread_mutex_t lock; /* everything below; never held while calling CUPTI */
 	pthread_cond_t wake;  /* the collector thread sleeps on it */
 	bool kicked;
+	bool low;	/* a quarter of the pool or less is left: CUPTI should be flushed now */
 	uint8_t **free; /* idle pool buffers */
 	size_t n_free, made, max;
 	struct gprof_coll_buf *done; /* completed buffers, a ring of `max + DISCARDS` */
@@ -103,6 +104,15 @@ void CUPTIAPI gprof_coll_buffer_request(uint8_t **buf, size_t *size, size_t *max
 
 	pthread_mutex_lock(&pool.lock);
 	b = pool_get();
+	/*
+	 * CUDA 13 gives each thread a buffer of its own, which comes back only when it fills or
+	 * CUPTI is flushed: thousands of short-lived threads would take the pool one record at a
+	 * time. Running low wakes the collector thread to flush them back before it runs out.
+	 */
+	if (!pool.low && pool.n_free + (pool.max - pool.made) < pool.max / 4) {
+		pool.low = true;
+		pthread_cond_signal(&pool.wake);
+	}
 	*size = GPROF_COLL_BUF_BYTES;
 	for (int i = 0; !b && i < DISCARDS; i++) {
 		if (!discard_busy[i]) {
@@ -165,12 +175,23 @@ void gprof_coll_buffers_give_back(const struct gprof_coll_buf *b)
 	pthread_mutex_unlock(&pool.lock);
 }
 
+bool gprof_coll_buffers_low(void)
+{
+	bool low;
+
+	pthread_mutex_lock(&pool.lock);
+	low = pool.low;
+	pool.low = false;
+	pthread_mutex_unlock(&pool.lock);
+	return low;
+}
+
 void gprof_coll_wait(unsigned timeout_ms)
 {
 	struct timespec until = gprof_clock_deadline(CLOCK_MONOTONIC, timeout_ms * 1000000ull);
 
 	pthread_mutex_lock(&pool.lock);
-	while (!pool.kicked && !pool.n_done)
+	while (!pool.kicked && !pool.n_done && !pool.low)
 		if (pthread_cond_timedwait(&pool.wake, &pool.lock, &until))
 			break;
 	pool.kicked = false;

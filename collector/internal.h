@@ -129,8 +129,10 @@ void CUPTIAPI gprof_coll_buffer_complete(CUcontext ctx, uint32_t stream, uint8_t
 					 size_t valid);
 /* The collector thread: the oldest completed buffer, false if there is none. */
 bool gprof_coll_buffers_take(struct gprof_coll_buf *b);
+/* The collector thread: whether the pool ran low since the last call (flush CUPTI now). */
+bool gprof_coll_buffers_low(void);
 void gprof_coll_buffers_give_back(const struct gprof_coll_buf *b);
-/* Sleeps until a buffer completes, gprof_coll_kick(), or timeout_ms passes. */
+/* Sleeps until a buffer completes, the pool runs low, gprof_coll_kick(), or timeout_ms. */
 void gprof_coll_wait(unsigned timeout_ms);
 void gprof_coll_kick(void);
 

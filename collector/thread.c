@@ -117,7 +117,7 @@ static unsigned flush_if_due(void)
 
 	if (gprof_coll_state() != GPROF_COLL_ENABLED)
 		return IDLE_MS;
-	if (now >= flushed_ms + FLUSH_MS ||
+	if (gprof_coll_buffers_low() || now >= flushed_ms + FLUSH_MS ||
 	    (now >= flushed_ms + CROWDED_MS &&
 	     gprof_coll_held_count(GPROF_COLL_HELD_GPU) >= CROWDED)) {
 		gprof_cupti.flush_all(0);

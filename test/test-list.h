@@ -205,6 +205,7 @@ X(rel_own_closes_descriptors)
 X(rel_own_stdio_closed)
 X(rel_own_signal_after_closing_descriptors)
 X(rel_own_other_users_paths)
+X(rel_own_short_lived_threads)
 
 /* summary tool */
 X(summary_tool_matches_library)

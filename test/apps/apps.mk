@@ -51,7 +51,7 @@ APPS += copy-app
 
 # test-reliability. rel-kernels carries the C++ runtime (for libgprof's demangler) without
 # using it itself.
-APPS += rel-nvtx rel-kernels rel-exit rel-fork rel-load rel-long rel-own
+APPS += rel-nvtx rel-kernels rel-exit rel-fork rel-load rel-long rel-own rel-threads
 $(APPS_OUT)/rel-kernels: APP_LIBS += -Wl,--no-as-needed -lstdc++ -Wl,--as-needed
 # rel-ctor's steps run on a thread that its library's constructor starts.
 APPS += rel-ctor-lib.so rel-ctor
