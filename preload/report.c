@@ -17,26 +17,28 @@
 #include "preload/preload.h"
 
 /*
- * GPROF_SUMMARY names a file: the summary is appended to it, if it is a regular file (not
- * through a symbolic link another user may have planted, never into a FIFO that would block).
- * 0 or an errno; *why says what the file is instead.
+ * GPROF_SUMMARY names a file: the summary is appended to it unless it is a symbolic link
+ * another user owns (one planted in a shared folder), or neither a regular file nor a
+ * character device (a FIFO would block: opened O_NONBLOCK, it is refused). 0 or an errno;
+ * *why says what the file is instead.
  */
 static int append_to(const char *path, const char *text, const char **why)
 {
-	int fd = open(
-	    path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
-	    0644);
+	uid_t me = geteuid();
 	struct stat st;
-	int err = 0;
+	int fd, err = 0;
 
+	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && st.st_uid != me && st.st_uid != 0) {
+		*why = "it is a symbolic link another user owns";
+		return EPERM;
+	}
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
 	if (fd < 0) {
-		*why = errno == ELOOP	? "it is a symbolic link"
-		       : errno == ENXIO ? "it is a FIFO"
-					: "";
+		*why = errno == ENXIO ? "it is a FIFO" : "";
 		return errno;
 	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		*why = "it is not a regular file";
+	if (fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode))) {
+		*why = "it is neither a regular file nor a terminal or device";
 		err = EPERM;
 	}
 	if (!err)

@@ -333,8 +333,8 @@ static void nobodys_folder(char *path, size_t size, const char *base, const char
 /*
  * Other users' paths: an output folder another user owns that every user may write (no
  * sticky bit), a symbolic link to a folder another user owns (planted where the output
- * folder was to be made), a GPROF_SUMMARY path that is a symbolic link to a file, and a FIFO
- * there: one line each, nothing written there, the program unaffected. Were used as they
+ * folder was to be made), a GPROF_SUMMARY path that is another user's symbolic link to a
+ * file, and a FIFO there: one line each, nothing written there, the program unaffected. Were used as they
  * were (the FIFO blocked the writer: exit 10 s late, windows left .partial). The same folder
  * with the sticky bit is fine.
  */
@@ -374,10 +374,11 @@ TEST(rel_own_other_users_paths)
 	ASSERT(fclose(fopen(target, "w")) == 0);
 	snprintf(link, sizeof(link), "%s/summary-link", base);
 	ASSERT_EQ(symlink(target, link), 0);
+	ASSERT_EQ(lchown(link, 65534, 65534), 0);
 	run_with(&r, NULL, link);
 	ASSERT_EQ(r.n_traces, 1);
 	ASSERT_EQ(text_lines(r.res.err, "gprof: "), 1);
-	ASSERT_STR_CONTAINS(r.res.err, "it is a symbolic link");
+	ASSERT_STR_CONTAINS(r.res.err, "it is a symbolic link another user owns");
 	free(slurp(target, &len));
 	ASSERT_EQ(len, 0);
 	e2e_free(&r);
