@@ -353,6 +353,8 @@ static const char *const meta_names[] = {"process_name", "process_labels", "proc
 struct span {
 	char track[80];
 	long long start, end;
+	double fstart, fend; /* ts and ts + dur in µs as doubles, as viewers add them */
+	bool gpu;
 	size_t idx;
 };
 
@@ -449,6 +451,9 @@ static int check_x(struct check *c, size_t i, const json_t *ev)
 	snprintf(s->track, sizeof(s->track), "%s/%s", pid, tid);
 	s->start = ns_of(ts);
 	s->end = s->start + ns_of(dur);
+	s->fstart = json_number_value(ts);
+	s->fend = json_number_value(ts) + json_number_value(dur);
+	s->gpu = gpu;
 	s->idx = i;
 	if (gpu) {
 		c->streams[c->n_streams] = *s;
@@ -534,9 +539,19 @@ static int check_nesting(struct check *c)
 
 		if (i && strcmp(s->track, c->spans[i - 1].track))
 			depth = 0;
-		while (depth && c->spans[stack[depth - 1]].end <= s->start)
+		while (!rc && depth && c->spans[stack[depth - 1]].end <= s->start) {
+			/* TensorBoard's plugin reads a host event that ends where the next
+			 * begins, in doubles, as overlapping ("ranges on the same thread should
+			 * not intersect"), and drops it */
+			if (!s->gpu && c->spans[stack[depth - 1]].fend > s->fstart)
+				rc = fail(c->why, c->why_len,
+					  "events %zu and %zu overlap on track %s as ts + dur "
+					  "in doubles (%.17g > %.17g)",
+					  c->spans[stack[depth - 1]].idx, s->idx, s->track,
+					  c->spans[stack[depth - 1]].fend, s->fstart);
 			depth--;
-		if (depth && s->end > c->spans[stack[depth - 1]].end)
+		}
+		if (!rc && depth && s->end > c->spans[stack[depth - 1]].end)
 			rc = fail(c->why, c->why_len, "events %zu and %zu overlap on track %s",
 				  c->spans[stack[depth - 1]].idx, s->idx, s->track);
 		stack[depth++] = i;
