@@ -101,13 +101,14 @@ include test/gpu/gpu.mk		  # make test-gpu
 include scripts/summary/summary.mk # gprof-summary
 include scripts/run-wait/run-wait.mk # gprof-run-wait
 include test/fuzz/fuzz.mk	  # make fuzz
+include test/clients/clients.mk	  # make test-clients: HTA and TensorBoard's plugin read our traces
 include install.mk		  # make install
 
 # Objects that pattern rules make on the way (test/apps/NAME.o) are kept like every other.
 .SECONDARY:
 
 # Tests find what they need through these variables.
-TEST_ENV := TEST_BUILD=$(abspath $(BUILD)) TEST_SRC=$(abspath .) \
+TEST_ENV := TEST_BUILD=$(abspath $(BUILD)) TEST_SRC=$(abspath .) TEST_CLIENTS=$(abspath $(CLIENTS_VENV)) \
 	    TEST_SAN=$(SAN) CUDA_HOME=$(CUDA_HOME)
 
 test: $(TEST_DEPS)
@@ -161,4 +162,4 @@ help:
 	@echo 'make clean           remove build/'
 	@echo 'Variables: CUDA_HOME (default /usr/local/cuda), V=1 full command lines, WERROR=1'
 
--include $(shell find build -name '*.d' 2>/dev/null)
+-include $(shell find build -path build/clients-venv -prune -o -name '*.d' -type f -print 2>/dev/null)

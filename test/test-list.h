@@ -252,3 +252,9 @@ X(tools_torch_steps_marks_optimizer_steps)
 X(tools_torch_steps_marker_and_off)
 X(tools_torch_steps_startup_hook)
 X(tools_install)
+
+/* test-clients: HTA and TensorBoard's plugin on our traces (test/clients/) */
+X(clients_hta_one_rank)
+X(clients_hta_two_ranks)
+X(clients_hta_trace_diff)
+X(clients_tensorboard)

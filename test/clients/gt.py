@@ -1,0 +1,99 @@
+"""
+What the simulated GPU really did in a libgprof window, from its ground-truth log (FAKEGPU_LOG):
+the client checks compare HTA's and TensorBoard's figures with these, never with libgprof's.
+
+The window is the span of the trace's steps (the program's step markers); the GPU work that
+belongs to it is what the runtime calls made in that span launched, matched by correlation id in
+the log itself.
+"""
+
+import gzip
+import json
+
+
+def load_trace(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        return json.load(f)
+
+
+class Window:
+    """The GPU operations of one process's window, in ns of CLOCK_REALTIME."""
+
+    def __init__(self, trace_path, gt_path):
+        trace = load_trace(trace_path)
+        base = trace["baseTimeNanoseconds"]
+        steps = [e for e in trace["traceEvents"] if e.get("name", "").startswith("ProfilerStep#")]
+        if not steps:
+            raise SystemExit(f"FAIL: {trace_path}: no steps")
+        self.path = trace_path
+        self.rank = trace.get("distributedInfo", {}).get("rank", 0)
+        self.steps = sorted(int(e["name"].split("#")[1]) for e in steps)
+        self.begin = base + round(min(e["ts"] for e in steps) * 1000)
+        self.end = base + round(max(e["ts"] + e["dur"] for e in steps) * 1000)
+        with open(gt_path) as f:
+            log = [json.loads(line) for line in f]
+        self.calls = [
+            g for g in log
+            if g["type"] == "api" and g["domain"] == "runtime" and self.begin <= g["start"] <= self.end
+        ]
+        corrs = {g["corr"] for g in self.calls}
+        self.ops = [g for g in log if g["type"] == "gpu" and g["corr"] in corrs]
+        self.kernels = [g for g in self.ops if g["kind"] == "kernel"]
+        self.call_of = {g["corr"]: g for g in self.calls}
+
+    def kernel_totals(self):
+        """name -> (count, total ns) of the window's kernels."""
+        out = {}
+        for k in self.kernels:
+            n, t = out.get(k["name"], (0, 0))
+            out[k["name"]] = (n + 1, t + k["end"] - k["start"])
+        return out
+
+    def streams(self):
+        """stream -> its operations by start."""
+        out = {}
+        for op in self.ops:
+            out.setdefault(op["stream"], []).append(op)
+        for ops in out.values():
+            ops.sort(key=lambda o: o["start"])
+        return out
+
+
+def union(intervals):
+    """Length of the union of (begin, end) pairs."""
+    total, cur_b, cur_e = 0, None, None
+    for b, e in sorted(intervals):
+        if cur_e is None or b > cur_e:
+            if cur_e is not None:
+                total += cur_e - cur_b
+            cur_b, cur_e = b, e
+        else:
+            cur_e = max(cur_e, e)
+    if cur_e is not None:
+        total += cur_e - cur_b
+    return total
+
+
+class Checks:
+    """Collects failures; each check says what it compared."""
+
+    def __init__(self, what):
+        self.what = what
+        self.failed = []
+
+    def close(self, name, got, want, tol):
+        ok = abs(got - want) <= tol
+        print(f"{'ok  ' if ok else 'FAIL'} {self.what}: {name}: {got} (ground truth {want}, +-{tol})")
+        if not ok:
+            self.failed.append(name)
+
+    def equal(self, name, got, want):
+        ok = got == want
+        print(f"{'ok  ' if ok else 'FAIL'} {self.what}: {name}: {got!r} (ground truth {want!r})")
+        if not ok:
+            self.failed.append(name)
+
+    def done(self):
+        if self.failed:
+            raise SystemExit(f"FAIL: {self.what}: {', '.join(self.failed)}")

@@ -1,0 +1,141 @@
+"""
+Holistic Trace Analysis on libgprof's traces, its figures against the simulated GPU's ground
+truth:
+
+    hta_check.py DIR TRACE GTLOG [TRACE GTLOG ...]
+    hta_check.py --diff DIR_A TRACE_A GTLOG_A DIR_B TRACE_B GTLOG_B
+
+DIR holds one trace per rank (the TRACE files); each GTLOG is the FAKEGPU_LOG of that rank's
+process. --diff runs TraceDiff from run A to run B over the steps each recorded. HTA reads times as whole microseconds (it rounds ns-resolution events, "Rounding down
+ns resolution events": a start up, an end down), so a figure may differ by up to 2 us per
+event it adds up.
+"""
+
+import sys
+import tempfile
+import warnings
+
+from gt import Checks, Window, union
+
+warnings.simplefilter("ignore")
+from hta.trace_analysis import TraceAnalysis  # noqa: E402
+
+US = 1000
+
+
+def check_rank(c, a, w):
+    r = w.rank
+    ops = w.ops
+
+    # kernel breakdown: per kernel name, total time
+    _, metrics = a.get_gpu_kernel_breakdown(visualize=False)
+    mine = metrics[(metrics["rank"] == r) & (metrics["kernel_type"] == "COMPUTATION")]
+    totals = w.kernel_totals()
+    c.equal(f"rank {r} kernel names", sorted(mine["name"]), sorted(totals))
+    for _, row in mine.iterrows():
+        n, ns = totals.get(row["name"], (0, 0))
+        c.close(f"rank {r} {row['name']} total us", row["sum (us)"], ns / US, n)
+
+    # temporal breakdown: the GPU's time split into compute, other GPU work and idle
+    tb = a.get_temporal_breakdown(visualize=False)
+    row = tb[tb["rank"] == r].iloc[0]
+    span = max(o["end"] for o in ops) - min(o["start"] for o in ops)
+    busy = union((o["start"], o["end"]) for o in ops)
+    compute = union((k["start"], k["end"]) for k in w.kernels)
+    c.close(f"rank {r} span us", row["kernel_time(us)"], span / US, 2)
+    c.close(f"rank {r} compute us", row["compute_time(us)"], compute / US, len(w.kernels))
+    c.close(f"rank {r} non-compute us", row["non_compute_time(us)"], (busy - compute) / US,
+            2 * len(ops))
+    c.close(f"rank {r} idle us", row["idle_time(us)"], (span - busy) / US, 2 * len(ops))
+
+    # idle time per stream: the gaps between a stream's operations
+    idle = a.get_idle_time_breakdown(ranks=[r], visualize=False)[0]
+    for stream, sops in w.streams().items():
+        gaps = sum(max(0, b["start"] - a_["end"]) for a_, b in zip(sops, sops[1:]))
+        got = idle[idle["stream"] == stream]["idle_time"].sum()
+        c.close(f"rank {r} stream {stream} idle us", got, gaps / US, 2 * len(sops))
+
+    # launch statistics: each launch's GPU time and its delay from the call's end
+    stats = a.get_cuda_kernel_launch_stats(ranks=[r], visualize=False)[r]
+    c.equal(f"rank {r} launches", sorted(stats["correlation"]), sorted(o["corr"] for o in ops))
+    by_corr = {o["corr"]: o for o in ops}
+    worst_dur = worst_delay = 0
+    for _, row in stats.iterrows():
+        op = by_corr[row["correlation"]]
+        call = w.call_of[row["correlation"]]
+        worst_dur = max(worst_dur, abs(row["gpu_duration"] - (op["end"] - op["start"]) / US))
+        # an operation that starts before its call returns has no delay
+        delay = max(0, op["start"] - call["end"]) / US
+        worst_delay = max(worst_delay, abs(row["launch_delay"] - delay))
+    c.close(f"rank {r} largest gpu_duration error us", worst_dur, 0, 2)
+    c.close(f"rank {r} largest launch_delay error us", worst_delay, 0, 2)
+
+    # queue length: operations launched on a stream and not finished, at its worst
+    q = a.get_queue_length_summary(ranks=[r])
+    for stream, sops in w.streams().items():
+        events = sorted([(w.call_of[o["corr"]]["end"], 1) for o in sops] +
+                        [(o["end"], -1) for o in sops])
+        depth = worst = 0
+        for _, d in events:
+            depth += d
+            worst = max(worst, depth)
+        got = q.loc[(r, stream), ("queue_length", "max")]
+        c.close(f"rank {r} stream {stream} max queue length", got, worst, 1)
+
+    # memory bandwidth: each kind's highest GB/s, concurrent operations adding up
+    bw = a.get_memory_bw_summary(ranks=[r])
+    for name in sorted({n for (rank, n) in bw.index if rank == r}):
+        kind = name.split()[-1] if name.startswith("Memcpy") else None
+        sel = [o for o in ops if (o["kind"] == "memcpy" and o.get("copy_kind") == kind) or
+               (kind is None and o["kind"] == "memset")]
+        c.equal(f"rank {r} {name} in the ground truth", bool(sel), True)
+        edges = sorted([(o["start"], o["bytes"] / (o["end"] - o["start"])) for o in sel] +
+                       [(o["end"], -o["bytes"] / (o["end"] - o["start"])) for o in sel])
+        rate = peak = 0
+        for _, d in edges:
+            rate += d
+            peak = max(peak, rate)
+        got = bw.loc[(r, name), ("memory_bw_gbps", "max")]
+        c.close(f"rank {r} {name} max GB/s", got, round(peak, 4), 0.02 * peak)
+
+    # frequent kernel sequences within each step
+    with tempfile.TemporaryDirectory() as out:
+        seq = a.get_frequent_cuda_kernel_sequences(operator_name="ProfilerStep", output_dir=out,
+                                                   rank=r, min_pattern_len=2)
+    print(f"info rank {r}: frequent kernel sequences under ProfilerStep: {len(seq)} rows")
+
+
+def check_diff(argv):
+    from hta.trace_diff import DeviceType, TraceDiff
+
+    (dir_a, trace_a, gt_a, dir_b, trace_b, gt_b) = argv
+    wa, wb = Window(trace_a, gt_a), Window(trace_b, gt_b)
+    c = Checks("HTA TraceDiff")
+    d = TraceDiff.compare_traces(dir_a, dir_b, control_iteration=wa.steps,
+                                 test_iteration=wb.steps, device_type=DeviceType.GPU)
+    ta, tb = wa.kernel_totals(), wb.kernel_totals()
+    for name in sorted(set(ta) | set(tb)):
+        (na, nsa), (nb, nsb) = ta.get(name, (0, 0)), tb.get(name, (0, 0))
+        row = d.loc[name]
+        c.equal(f"{name} counts A, B", (row["Control_counts"], row["Test_counts"]), (na, nb))
+        c.close(f"{name} duration change us", row["diff_duration"], (nsb - nsa) / US, na + nb)
+    c.equal("operations A, B", (d["Control_counts"].sum(), d["Test_counts"].sum()),
+            (len(wa.ops), len(wb.ops)))
+    c.done()
+
+
+def main():
+    if sys.argv[1] == "--diff":
+        return check_diff(sys.argv[2:])
+    trace_dir, pairs = sys.argv[1], sys.argv[2:]
+    windows = [Window(pairs[i], pairs[i + 1]) for i in range(0, len(pairs), 2)]
+    c = Checks("HTA")
+    a = TraceAnalysis(trace_dir=trace_dir, include_last_profiler_step=True)
+    c.equal("ranks", sorted(a.t.get_ranks()), sorted(w.rank for w in windows))
+    for w in windows:
+        check_rank(c, a, w)
+    c.done()
+
+
+if __name__ == "__main__":
+    main()
