@@ -301,6 +301,8 @@ struct gprof_export_window_info {
  */
 #define GPROF_EXPORT_WINDOWS 8
 int gprof_export_window_open(const struct gprof_export_window_info *info, uint32_t *id);
+/* Whether an open now would find a slot (not -EBUSY). */
+bool gprof_export_window_can_open(void);
 /*
  * Another party (the collector) delays the finish until its own release. Hold before the
  * opener releases: a hold on a window whose holds already reached zero is ignored.

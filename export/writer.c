@@ -440,6 +440,18 @@ int gprof_export_window_open(const struct gprof_export_window_info *info, uint32
 	return err;
 }
 
+bool gprof_export_window_can_open(void)
+{
+	uint32_t nid;
+	bool free_slot;
+
+	pthread_mutex_lock(&ctl.lock);
+	nid = ctl.last_id + 1 ? ctl.last_id + 1 : 1;
+	free_slot = !ctl.win[nid % GPROF_EXPORT_WINDOWS].id;
+	pthread_mutex_unlock(&ctl.lock);
+	return free_slot;
+}
+
 void gprof_export_window_hold(uint32_t id)
 {
 	pthread_mutex_lock(&ctl.lock);

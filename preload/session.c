@@ -76,36 +76,129 @@ static void runtime_facts(void)
 	gprof_runtime_facts();
 }
 
-static void window_begin(const struct gprof_sched_event *ev)
+/*
+ * GPROF_EXPORT_WINDOWS windows can be in the writer's hands at once (the collector holds each
+ * until its late GPU records are in), and short windows back to back outrun that. The rule:
+ * a window of the step schedule whose end leaves no slot for the next one stays open, and
+ * the next window merges into it (its file then spans both, with whatever ran between);
+ * a window that still cannot open (other triggers) waits, and opens at the end of a later
+ * step of its own once a slot is free. Counted, said once when it first happens, and in
+ * total at exit. Under the stepper's lock, like the rest of its events.
+ */
+static struct {
+	bool merging;	       /* the window open now continues into the next one */
+	uint64_t merge_last;   /* the last step of the windows merged so far */
+	bool pending;	       /* the active window has not opened yet */
+	uint64_t window, last; /* its number; its last step (UINT64_MAX: unknown) */
+	uint64_t merged, busy, late, lost;
+} wait_slot;
+
+/* The first time a window cannot have a file of its own: one line on why. */
+static void say_busy_once(const struct gprof_sched_event *ev)
+{
+	if (wait_slot.merged + wait_slot.busy == 1)
+		pr_warn("window %llu (to step %llu): the %d windows before it are still being "
+			"written (each waits for its GPU records), so the next one %s. Windows "
+			"fewer or farther apart avoid it (the schedule's wait or repeat)",
+			(unsigned long long)ev->window, (unsigned long long)ev->last_step,
+			GPROF_EXPORT_WINDOWS,
+			wait_slot.merged ? "merges into its file"
+					 : "begins at a later step of its own, once one is done");
+}
+
+/* The steps schedule has a window after ev's. */
+static bool another_follows(const struct gprof_sched_event *ev)
+{
+	const struct gprof_schedule *sc = &cfg->schedule;
+
+	return cfg->trigger == GPROF_TRIGGER_STEPS && !sc->all && !cfg->delay.set &&
+	       !cfg->duration.set && (sc->repeat == 0 || ev->window + 1 < sc->repeat) &&
+	       !__atomic_load_n(&exiting, __ATOMIC_SEQ_CST);
+}
+
+static int window_open_at(const struct gprof_sched_event *ev, uint64_t first_step,
+			  uint64_t begin_ns)
 {
 	struct gprof_export_window_info info = {
-	    .number = ev->window, .first_step = ev->first_step, .schedule = schedule_str};
+	    .number = ev->window, .first_step = first_step, .schedule = schedule_str};
 	uint32_t id;
 	int err = gprof_export_window_open(&info, &id);
 
-	if (err) {
-		pr_warn("window %llu (from step %llu) is not recorded: %s",
-			(unsigned long long)ev->window, (unsigned long long)ev->first_step,
-			strerror(-err));
-		return;
-	}
+	if (err)
+		return err;
 	gprof_memory_reset();
-	gprof_collector_window_begin(id, ev->window, ev->begin_ns);
+	gprof_collector_window_begin(id, ev->window, begin_ns);
 	__atomic_store_n(&cur_window, id, __ATOMIC_RELAXED);
 	__atomic_store_n(&window_open, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&windows_opened, 1, __ATOMIC_RELAXED);
 	gprof_hot_set(GPROF_HOT_RECORDING, true);
 	/* Its duration, if it has one, is the timer's next deadline. */
 	gprof_trigger_wake();
+	return 0;
+}
+
+static void window_begin(const struct gprof_sched_event *ev)
+{
+	int err;
+
+	if (wait_slot.merging) {
+		wait_slot.merging = false; /* the open window goes on for this one */
+		return;
+	}
+	err = window_open_at(ev, ev->first_step, ev->begin_ns);
+
+	if (err == -EBUSY) {
+		wait_slot.pending = true;
+		wait_slot.window = ev->window;
+		wait_slot.last = cfg->trigger == GPROF_TRIGGER_STEPS && !cfg->schedule.all
+				     ? ev->first_step + cfg->schedule.active - 1
+				     : UINT64_MAX;
+		wait_slot.busy++;
+		say_busy_once(ev);
+	} else if (err) {
+		pr_warn("window %llu (from step %llu) is not recorded: %s",
+			(unsigned long long)ev->window, (unsigned long long)ev->first_step,
+			strerror(-err));
+	}
+}
+
+/* A step of a window still waiting for a slot ended: it opens now if one is free. */
+static void window_retry(const struct gprof_sched_event *ev)
+{
+	if (!wait_slot.pending || ev->window != wait_slot.window ||
+	    ev->first_step + 1 > wait_slot.last)
+		return;
+	if (window_open_at(ev, ev->first_step + 1, ev->end_ns) == 0) {
+		wait_slot.pending = false;
+		wait_slot.late++;
+	}
 }
 
 static void window_end(const struct gprof_sched_event *ev)
 {
+	if (wait_slot.pending && ev->window == wait_slot.window) {
+		wait_slot.pending = false;
+		wait_slot.lost++;
+	}
 	if (!__atomic_load_n(&window_open, __ATOMIC_ACQUIRE))
 		return;
+	if (ev->kind == GPROF_SCHED_EV_SAVE && another_follows(ev) &&
+	    !gprof_export_window_can_open()) {
+		wait_slot.merging = true;
+		wait_slot.merge_last = ev->last_step;
+		wait_slot.merged++;
+		say_busy_once(ev);
+		return;
+	}
+	if (wait_slot.merging) {
+		/* The window that was to merge in never began (exit in its warmup). */
+		wait_slot.merging = false;
+		gprof_export_window_set_last_step(cur_window, wait_slot.merge_last);
+	} else {
+		gprof_export_window_set_last_step(cur_window, ev->last_step);
+	}
 	gprof_hot_set(GPROF_HOT_RECORDING, false);
 	__atomic_store_n(&window_open, 0, __ATOMIC_RELEASE);
-	gprof_export_window_set_last_step(cur_window, ev->last_step);
 	runtime_facts();
 	/* The collector drains the window's late GPU records on its own thread. */
 	gprof_collector_window_end(cur_window, ev->end_ns);
@@ -123,6 +216,8 @@ static void on_sched_event(const struct gprof_sched_event *ev, void *ctx)
 	case GPROF_SCHED_EV_STEP:
 		if (window_open)
 			gprof_events_step(cur_window, ev);
+		else
+			window_retry(ev);
 		break;
 	case GPROF_SCHED_EV_SAVE:
 		window_end(ev);
@@ -132,6 +227,8 @@ static void on_sched_event(const struct gprof_sched_event *ev, void *ctx)
 		gprof_collector_warmup();
 		break;
 	case GPROF_SCHED_EV_DISCARD:
+		if (wait_slot.merging)
+			window_end(ev);
 		gprof_collector_discard();
 		break;
 	}
@@ -321,6 +418,13 @@ void gprof_session_fini(int tid)
 	gprof_collector_fini(COLLECTOR_FINI_MS);
 	if (gprof_export_shutdown(10000) != 0)
 		pr_warn("the trace writer did not finish in 10 s; a trace may be left as .partial");
+	if (wait_slot.merged + wait_slot.busy)
+		pr_warn("%llu windows could not have a file of their own (the %d before them were "
+			"still being written): %llu merged into the one before, %llu began at a "
+			"later step of theirs, %llu were not recorded",
+			(unsigned long long)(wait_slot.merged + wait_slot.busy),
+			GPROF_EXPORT_WINDOWS, (unsigned long long)wait_slot.merged,
+			(unsigned long long)wait_slot.late, (unsigned long long)wait_slot.lost);
 	if (!__atomic_load_n(&cuda_used, __ATOMIC_RELAXED))
 		return;
 	report = (struct gprof_report_exit){

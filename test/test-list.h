@@ -206,6 +206,7 @@ X(rel_own_stdio_closed)
 X(rel_own_signal_after_closing_descriptors)
 X(rel_own_other_users_paths)
 X(rel_own_short_lived_threads)
+X(rel_own_windows_busy)
 
 /* summary tool */
 X(summary_tool_matches_library)

@@ -419,3 +419,40 @@ TEST(rel_own_short_lived_threads)
 	ASSERT_EQ(e2e_count(&r.traces[0], "ac2g", NULL), 2 * 5000);
 	e2e_free(&r);
 }
+
+/*
+ * 2-step windows back to back (repeat=0) over 200 quick steps: more windows end than the
+ * writer may hold (GPROF_EXPORT_WINDOWS, each kept until its GPU records are in). 84 of 100
+ * windows were lost, each with a line "is not recorded: Device or resource busy" (25 576 lines
+ * in one run). Now a window that leaves no slot for the next stays open and the next merges
+ * into it: every step and every kernel of the ground truth is in a trace, and two lines say
+ * so (the first time, and the count at exit).
+ */
+TEST(rel_own_windows_busy)
+{
+	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "200", "-S", NULL};
+	const char *extra[] = {"GPROF_SCHEDULE=wait=0,warmup=0,active=2,repeat=0",
+			       "GPROF_SUMMARY=off", NULL};
+	static struct trace t[128];
+	int n, steps = 0, kernels = 0;
+	struct e2e_run r;
+
+	e2e_run(&r, argv, e2e_cupti(true), extra, true);
+	ASSERT_MSG(r.res.status == 0, "status %d: %s", r.res.status, r.res.err);
+	n = traces_in(r.dir, t, 128);
+	ASSERT_GE(n, 1);
+	for (int i = 0; i < n; i++) {
+		steps += step_spans(&t[i]);
+		kernels += e2e_count(&t[i], "kernel", NULL);
+		trace_free(&t[i]);
+	}
+	ASSERT_EQ(steps, 200);
+	ASSERT_EQ(kernels, (int)gtlog_count(r.gt, "{\"type\":\"gpu\",\"kind\":\"kernel\"}"));
+	ASSERT_MSG(!strstr(r.res.err, "is not recorded"), "%s", r.res.err);
+	if (n < 100) {
+		ASSERT_EQ(text_lines(r.res.err, "gprof: "), 2);
+		ASSERT_STR_CONTAINS(r.res.err, "merges into its file");
+		ASSERT_STR_CONTAINS(r.res.err, "0 were not recorded");
+	}
+	e2e_free(&r);
+}

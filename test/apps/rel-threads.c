@@ -24,8 +24,8 @@ static void *launch_once(void *arg)
 	unsigned i = (unsigned)(long)arg;
 	void *args[] = {NULL};
 
-	if (cudaLaunchKernel((const void *)work_stub, (dim3){i + 1, 1, 1}, (dim3){1, 1, 1}, args,
-			     0, 0) != cudaSuccess) {
+	if (cudaLaunchKernel((const void *)work_stub, (dim3){i + 1, 1, 1}, (dim3){1, 1, 1}, args, 0,
+			     0) != cudaSuccess) {
 		fprintf(stderr, "rel-threads: launch %u failed\n", i);
 		exit(2);
 	}
