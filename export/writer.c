@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,6 +36,8 @@ struct window {
 	int error;			      /* why the window failed */
 	struct gprof_rank rank;
 	char path[PATH_MAX]; /* the final name; the file is path + ".partial" until done */
+	dev_t dev;	     /* the .partial file's identity, checked before it is renamed */
+	ino_t ino;	     /* or removed: another file at its name is not ours */
 };
 
 /* The writer and the control calls meet here. `lock` is never held during I/O. */
@@ -143,12 +146,21 @@ static void route(const struct gprof_export_event *ev, size_t n, void *arg)
 	}
 }
 
-static void partial_remove(const char *path)
+/* Whether <path>.partial is still the file this window created; its name into partial. */
+static bool partial_ours(const struct window *w, char partial[PATH_MAX + 8])
+{
+	struct stat st;
+
+	snprintf(partial, PATH_MAX + 8, "%s.partial", w->path);
+	return lstat(partial, &st) == 0 && st.st_dev == w->dev && st.st_ino == w->ino;
+}
+
+static void partial_remove(const struct window *w)
 {
 	char partial[PATH_MAX + 8];
 
-	snprintf(partial, sizeof(partial), "%s.partial", path);
-	unlink(partial);
+	if (partial_ours(w, partial))
+		unlink(partial);
 }
 
 /* The window is lost: say so once, remove what was written; its events are dropped. */
@@ -164,7 +176,7 @@ static void abandon(struct window *w, int err, const char *what)
 	w->trace = NULL;
 	w->summary = NULL;
 	w->error = err;
-	partial_remove(w->path);
+	partial_remove(w);
 }
 
 /* The header's facts of a window; called under ctl.lock (steps and drops change). */
@@ -192,6 +204,7 @@ static void open_window(struct window *w, struct gprof_trace_meta *m)
 	char name[NAME_MAX + 1];
 	const char *what = "cannot name a trace file in";
 	int fd = ctl.dir_err;
+	struct stat st;
 
 	w->wid = w->id;
 	w->path[0] = '\0';
@@ -210,6 +223,10 @@ static void open_window(struct window *w, struct gprof_trace_meta *m)
 		       (unsigned long long)w->number, what, ctl.dir, strerror(-fd), ctl.output);
 		w->error = fd;
 		return;
+	}
+	if (fstat(fd, &st) == 0) {
+		w->dev = st.st_dev;
+		w->ino = st.st_ino;
 	}
 	m->rank = w->rank;
 	m->trace_name = strrchr(w->path, '/') + 1; /* m outlives this frame */
@@ -244,7 +261,7 @@ static void report(const struct window *w, const struct gprof_trace_meta *m, con
 /* Everything committed before the close is in: the end, the final header, the rename. */
 static void finish_window(struct window *w, struct gprof_trace_meta *m)
 {
-	char warnings[GPROF_LOG_KEPT][GPROF_LOG_LINE_MAX];
+	char warnings[GPROF_LOG_KEPT][GPROF_LOG_LINE_MAX], partial[PATH_MAX + 8];
 	int err = w->error ? w->error : -EIO;
 
 	if (!w->trace)
@@ -260,8 +277,12 @@ static void finish_window(struct window *w, struct gprof_trace_meta *m)
 		goto out;
 	}
 	wr.late_since_finish = 0;
-	err = gprof_output_commit(w->path);
-	if (err)
+	err = partial_ours(w, partial) ? gprof_output_commit(w->path) : -ESTALE;
+	if (err == -ESTALE)
+		pr_err("window %llu: '%.200s' is no longer the file libgprof wrote (the program "
+		       "replaced it): it is not renamed, and the window is not recorded.",
+		       (unsigned long long)w->number, partial);
+	else if (err)
 		pr_err("window %llu: cannot rename '%.200s.partial' to its final name: %s; the "
 		       "trace stays there.",
 		       (unsigned long long)w->number, w->path, strerror(-err));

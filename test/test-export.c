@@ -1258,6 +1258,61 @@ TEST(export_unwritable_folder)
 	rm_rf(dir);
 }
 
+/* The one name in dir that ends with .partial, waiting until the writer made it. */
+static void wait_partial(const char *dir, char *path, size_t size)
+{
+	for (int tries = 0; tries < 2000; tries++) {
+		DIR *d = opendir(dir);
+		struct dirent *de;
+
+		while (d && (de = readdir(d)))
+			if (strstr(de->d_name, ".partial")) {
+				snprintf(path, size, "%s/%s", dir, de->d_name);
+				closedir(d);
+				return;
+			}
+		if (d)
+			closedir(d);
+		usleep(5000);
+	}
+	FAIL("no .partial in %s", dir);
+}
+
+/*
+ * The program replaces the window's .partial by a file of its own at that name while the
+ * window is written: libgprof's descriptor still writes the file it created (now unlinked),
+ * and at the end the name is left alone: not renamed, not removed; one line says so.
+ */
+TEST(export_partial_replaced)
+{
+	char dir[64], partial[512], final[512];
+	const char *err;
+	uint32_t w;
+	int fd;
+
+	make_tmpdir(dir, sizeof(dir));
+	start_export(dir, 1u << 20);
+	w = open_window(3, 0);
+	push_marks(w, 10);
+	wait_partial(dir, partial, sizeof(partial));
+	ASSERT_EQ(unlink(partial), 0);
+	fd = open(partial, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	ASSERT(fd >= 0 && write(fd, "theirs\n", 7) == 7 && close(fd) == 0);
+	capture_stderr();
+	close_window(w);
+	err = end_capture();
+	ASSERT_MSG(text_lines(err, "gprof: ") == 1 && text_lines(err, "") == 1, "%s", err);
+	ASSERT_STR_CONTAINS(err, "is no longer the file libgprof wrote");
+	ASSERT_NE(last_result.error, 0);
+	snprintf(final, sizeof(final), "%.*s", (int)(strlen(partial) - strlen(".partial")),
+		 partial);
+	ASSERT_EQ(access(final, F_OK), -1);
+	fd = open(partial, O_RDONLY);
+	ASSERT(fd >= 0 && read(fd, final, sizeof(final)) == 7 && close(fd) == 0);
+	ASSERT(!strncmp(final, "theirs\n", 7));
+	rm_rf(dir);
+}
+
 /* The disk fills mid-window (a file size limit): one line, the .partial removed, no crash. */
 TEST(export_disk_full)
 {
