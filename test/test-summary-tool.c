@@ -114,16 +114,38 @@ static int summaries_in(const char *text, char paths[][PATH_MAX + 64], int max)
 	return n;
 }
 
-/* From the first summary line to the last "gprof:   " line after it. */
+/* The library's text as the tool says it: "gprof: trace read: " for "gprof: trace written: ". */
+static char *as_read(const char *lib)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	const char *p;
+
+	ASSERT(f);
+	while ((p = strstr(lib, "gprof: trace written: "))) {
+		fprintf(f, "%.*sgprof: trace read: ", (int)(p - lib), lib);
+		lib = p + 22;
+	}
+	fputs(lib, f);
+	ASSERT(!fclose(f));
+	return out;
+}
+
+/* From the first summary line to the last "gprof:   " line after it, as the tool says it. */
 static char *summary_block(const char *err)
 {
 	const char *b = strstr(err, "gprof: trace written: "), *e;
+	char *lib, *out;
 
 	ASSERT_MSG(b, "no summary in: %s", err);
 	e = b + strcspn(b, "\n") + 1;
 	while (!strncmp(e, "gprof:   ", 9))
 		e += strcspn(e, "\n") + 1;
-	return strndup(b, (size_t)(e - b));
+	lib = strndup(b, (size_t)(e - b));
+	out = as_read(lib);
+	free(lib);
+	return out;
 }
 
 /* The trace of r whose file is path. */
@@ -162,7 +184,7 @@ TEST(summary_tool_foreign_trace)
 	snprintf(path, sizeof(path), "%s/foreign.json", dir);
 	write_file(path, text, sizeof(text) - 1);
 	ASSERT(asprintf(&want,
-			"gprof: trace written: %s\n"
+			"gprof: trace read: %s\n"
 			"gprof:   steps 3-3: 1 in 100.000 us, mean step 100.000 us\n"
 			"gprof:   GPU 0: busy 14.1%% of step time (14.096 us); kernels 10.000 us, "
 			"memcpy 4.096 us, memset 0 ns\n"
@@ -218,7 +240,7 @@ TEST(summary_tool_damaged_traces)
 	ASSERT_MSG(res.status == 0 || res.status == 1, "status %d: %s", res.status, res.err);
 	for (const char *l = res.err; *l; l = strchr(l, '\n') + 1, lines++)
 		ASSERT_MSG(!strncmp(l, "gprof-summary: ", 15) && strchr(l, '\n'), "'%s'", l);
-	ASSERT_EQ(lines + text_count(res.out, "gprof: trace written: "), N);
+	ASSERT_EQ(lines + text_count(res.out, "gprof: trace read: "), N);
 	ASSERT_GE(lines, N / 2); /* every cut one at least */
 	proc_result_free(&res);
 	for (int i = 0; i < N; i++)
@@ -622,8 +644,8 @@ static void check_total(const char *text, const struct e2e_run *r)
 }
 
 /*
- * The library's line for a later window, from the tool's whole summary [b, e) of it: "gprof:
- * trace written: P (<steps>; GPU d <busy>; GPU d peak memory X; dropped records: ...)".
+ * The library's line for a later window, from the tool's whole summary [b, e) of it, as the tool
+ * says it: "gprof: trace read: P (<steps>; GPU d <busy>; GPU d peak memory X; dropped ...)".
  */
 static char *one_line_of(const char *b, const char *e)
 {
@@ -635,7 +657,7 @@ static char *one_line_of(const char *b, const char *e)
 	for (l = strtok_r(whole, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
 		int id, n = 0;
 
-		if (!strncmp(l, "gprof: trace written: ", 22)) {
+		if (!strncmp(l, "gprof: trace read: ", 19)) {
 			fprintf(f, "%s (", l);
 		} else if (!strncmp(l, "gprof:   steps ", 15)) {
 			fputs(l + 9, f);
@@ -665,7 +687,7 @@ TEST(summary_tool_matches_library)
 {
 	const char *file = proc_tmp_file(), *plain;
 	const char *args[] = {"-s", "9", "-t", "2", "-l", "3", NULL};
-	char env[PATH_MAX], paths[4][PATH_MAX + 64], *lib, *want, *line;
+	char env[PATH_MAX], paths[4][PATH_MAX + 64], *lib, *libr, *want, *line;
 	const char *second, *total;
 	const char *extra[] = {env, "GPROF_SCHEDULE=wait=1,warmup=1,active=2,repeat=2",
 			       "FAKEGPU_KERNEL_TABLE=slow=300000000,scale=20000000",
@@ -685,7 +707,7 @@ TEST(summary_tool_matches_library)
 	run_tool(&res, paths[0], paths[1], NULL);
 	ASSERT_MSG(res.status == 0, "status %d: %s", res.status, res.err);
 	ASSERT_STR_EQ(res.err, "");
-	second = strstr(res.out + 1, "gprof: trace written: ");
+	second = strstr(res.out + 1, "gprof: trace read: ");
 	total = strstr(res.out, "gprof: total of ");
 	ASSERT(second && total);
 	line = one_line_of(second, total);
@@ -693,7 +715,7 @@ TEST(summary_tool_matches_library)
 			"gprof: later windows get one line each here; gprof-summary FILE prints a "
 			"window's whole summary\n",
 			line) > 0);
-	ASSERT_STR_EQ(lib, want);
+	ASSERT_STR_EQ(libr = as_read(lib), want);
 	check_total(total, &r);
 	free(line);
 	free(want);
@@ -702,15 +724,15 @@ TEST(summary_tool_matches_library)
 	first = trace_at(&r, paths[0]);
 	plain = in_dir(&r, "plain.json");
 	write_file(plain, first->raw, first->len);
-	*strstr(lib, "gprof: later windows ") = '\0';
-	ASSERT(asprintf(&want, "gprof: trace written: %s%s", plain, lib + 22 + strlen(paths[0])) >
-	       0);
+	*strstr(libr, "gprof: later windows ") = '\0';
+	ASSERT(asprintf(&want, "gprof: trace read: %s%s", plain, libr + 19 + strlen(paths[0])) > 0);
 	run_tool(&res, plain, NULL);
 	ASSERT_MSG(res.status == 0, "status %d: %s", res.status, res.err);
 	ASSERT_STR_EQ(res.out, want);
 	proc_result_free(&res);
 	free(want);
 	free(lib);
+	free(libr);
 	e2e_free(&r);
 }
 
@@ -996,7 +1018,7 @@ static void check_header(const char *html, const struct trace *tr, const struct 
 	snprintf(want, sizeof(want), "<th>device 0</th><td>%s, ",
 		 html_text(trace_str(dev, "name")));
 	ASSERT_STR_CONTAINS(html, want);
-	ASSERT_STR_CONTAINS(summary, "gprof: trace written: ");
+	ASSERT_STR_CONTAINS(summary, "gprof: trace read: ");
 	ASSERT_STR_CONTAINS(html, html_text(summary));
 }
 

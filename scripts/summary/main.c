@@ -145,10 +145,28 @@ static int write_html(const struct tool_trace *t, const char *text, const char *
 	return err;
 }
 
+/*
+ * The library's summary of a loaded trace, saying "read" where the library says "written": this
+ * tool writes no trace. NULL when out of memory.
+ */
+static char *summary_of(const struct tool_trace *t)
+{
+	static const char written[] = "gprof: trace written: ", read[] = "gprof: trace read: ";
+	char *text = gprof_export_summary_text(&t->result);
+
+	if (text && !strncmp(text, written, sizeof(written) - 1)) {
+		const char *rest = text + sizeof(written) - 1;
+
+		memmove(text + sizeof(read) - 1, rest, strlen(rest) + 1);
+		memcpy(text, read, sizeof(read) - 1);
+	}
+	return text;
+}
+
 /* The summary text of a loaded trace to stdout, and the page when asked. */
 static int report(const struct tool_trace *t, const char *html)
 {
-	char *text = gprof_export_summary_text(&t->result);
+	char *text = summary_of(t);
 	int err = 0;
 
 	if (text)
