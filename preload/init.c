@@ -25,18 +25,23 @@
 /* Loaded once by the constructor; the session reads it for the rest of the process. */
 static struct gprof_config cfg; /* 13 KiB: not on a constructor's stack */
 
-/* Points `var` at this library unless the user set it; says once what a foreign value costs. */
-static void claim_injection(const char *var, const char *self, const char *loses)
+/*
+ * Points `var` at this library unless the user set it; says once what another tool's value
+ * costs. True when another tool has it.
+ */
+static bool claim_injection(const char *var, const char *self, const char *loses)
 {
 	const char *cur = getenv(var);
 
 	if (!cur || !*cur) {
 		setenv(var, self, 1);
-		return;
+		return false;
 	}
-	if (strcmp(cur, self) != 0)
-		pr_warn("%s is already set to '%s': %s; unset it to let libgprof see them", var,
-			cur, loses);
+	if (strcmp(cur, self) == 0)
+		return false;
+	pr_warn("%s is already set to '%s', another tool: %s; unset it to let libgprof in", var,
+		cur, loses);
+	return true;
 }
 
 static void self_path(char *out, size_t size)
@@ -208,8 +213,11 @@ static void init_once(void)
 	gprof_nvtx_set_marker(cfg.step_marker);
 	self_path(self, sizeof(self));
 	if (self[0]) {
-		claim_injection("NVTX_INJECTION64_PATH", self, "NVTX step markers and ranges");
-		claim_injection("CUDA_INJECTION64_PATH", self, "early CUPTI initialisation");
+		if (claim_injection("NVTX_INJECTION64_PATH", self,
+				    "libgprof sees no NVTX step markers or ranges"))
+			gprof_session_nvtx_foreign();
+		claim_injection("CUDA_INJECTION64_PATH", self,
+				"libgprof cannot start CUPTI before the program's first CUDA call");
 	}
 	__atomic_store_n(&live, true, __ATOMIC_RELEASE);
 	pthread_atfork(NULL, NULL, at_fork_child);

@@ -173,6 +173,8 @@ void gprof_session_nvtx(int tid, const char *domain, const char *msg, size_t len
  * called; from their hooks, before the call is forwarded, whatever gprof_hot holds.
  */
 void gprof_session_profiler_api(bool start);
+/* NVTX_INJECTION64_PATH names another tool: no step marker can reach libgprof. */
+void gprof_session_nvtx_foreign(void);
 /*
  * Process exit, run for thread tid (the one that ends the process): finishes the window in
  * progress, with the step in progress only if tid marked it, and writes what is pending.
@@ -267,7 +269,9 @@ void gprof_report_window_done(const struct gprof_export_result *r, void *cfg);
 
 /* What the exit's hints go by. */
 struct gprof_report_exit {
+	uint64_t markers;      /* step markers that came */
 	bool marked;	       /* a step marker came */
+	bool nvtx_foreign;     /* NVTX_INJECTION64_PATH names another tool */
 	bool armed;	       /* a SIGUSR2 armed a window that never began */
 	bool profiler_started; /* cudaProfilerStart seen */
 	bool window_opened;    /* any window, ever */

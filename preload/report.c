@@ -101,11 +101,26 @@ void gprof_report_exit(const struct gprof_config *cfg, const struct gprof_report
 {
 	bool timed = cfg->delay.set || cfg->duration.set;
 
-	if (cfg->trigger == GPROF_TRIGGER_STEPS && !cfg->schedule.all && !timed && !e->marked)
+	const struct gprof_schedule *s = &cfg->schedule;
+	char sched[GPROF_SCHEDULE_STR_MAX];
+
+	if (cfg->trigger == GPROF_TRIGGER_STEPS && !s->all && !timed && !e->marked &&
+	    e->nvtx_foreign)
+		pr_warn("no step marker reached libgprof, as NVTX_INJECTION64_PATH names another "
+			"tool, so nothing was recorded: unset it, or set GPROF_SCHEDULE=all");
+	else if (cfg->trigger == GPROF_TRIGGER_STEPS && !s->all && !timed && !e->marked)
 		pr_warn("the program used CUDA but never marked a step ('%s'), so nothing was "
 			"recorded: mark steps (e.g. torch.cuda.nvtx.mark(\"%s\")) or set "
 			"GPROF_SCHEDULE=all",
 			cfg->step_marker, cfg->step_marker);
+	else if (cfg->trigger == GPROF_TRIGGER_STEPS && !s->all && !timed && !e->window_opened &&
+		 gprof_config_schedule_str(s, sched, sizeof(sched)) >= 0)
+		pr_warn(
+		    "the program ended at step %llu, before step %u, the first that "
+		    "GPROF_SCHEDULE=%s records, so nothing was recorded: lower skip_first, wait "
+		    "or warmup",
+		    (unsigned long long)(e->markers - 1), s->skip_first + s->wait + s->warmup,
+		    sched);
 	else if (cfg->trigger == GPROF_TRIGGER_SIGNAL && e->armed)
 		pr_warn("a SIGUSR2 armed a window, but no step marker ('%s') came after it, so "
 			"nothing was recorded: mark steps or set GPROF_SCHEDULE=all, under which "

@@ -406,6 +406,13 @@ void gprof_session_api(const struct gprof_api_call *c)
 		gprof_events_api(window, tid, c);
 }
 
+static bool nvtx_foreign;
+
+void gprof_session_nvtx_foreign(void)
+{
+	__atomic_store_n(&nvtx_foreign, true, __ATOMIC_RELAXED);
+}
+
 void gprof_session_fini(int tid)
 {
 	struct gprof_report_exit report;
@@ -428,7 +435,9 @@ void gprof_session_fini(int tid)
 	if (!__atomic_load_n(&cuda_used, __ATOMIC_RELAXED))
 		return;
 	report = (struct gprof_report_exit){
-	    .marked = gprof_stepper_markers(&stepper),
+	    .markers = gprof_stepper_markers(&stepper),
+	    .marked = gprof_stepper_markers(&stepper) > 0,
+	    .nvtx_foreign = __atomic_load_n(&nvtx_foreign, __ATOMIC_RELAXED),
 	    .armed = gprof_stepper_armed(&stepper),
 	    .profiler_started = __atomic_load_n(&profiler_started, __ATOMIC_RELAXED),
 	    .window_opened = __atomic_load_n(&windows_opened, __ATOMIC_RELAXED),

@@ -137,6 +137,7 @@ X(preload_inert_cases)
 X(preload_no_step_marker)
 X(preload_bad_config)
 X(preload_nvtx_path_taken)
+X(preload_ends_before_first_active_step)
 X(preload_runtime_loaded_local)
 X(preload_hook_table)
 
