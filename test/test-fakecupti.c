@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,11 +42,14 @@
 	X(cuptiGetVersion)                        \
 	X(cuptiGetDeviceId)                       \
 	X(cuptiGetContextId)                      \
+	X(cuptiSetThreadIdType)                   \
+	X(cuptiGetThreadIdType)                   \
 	X(cuptiFinalize)
 #define CORE_FNS(X)                 \
 	X(fakegpu_activity_emit)    \
 	X(fakegpu_activity_enabled) \
 	X(fakegpu_next_correlation) \
+	X(fakegpu_thread_id)        \
 	X(fakegpu_callback)
 
 #define MEMBER(f) __typeof__(&f) f;
@@ -1070,6 +1074,28 @@ TEST(fakecupti_callbacks)
 }
 
 /* ---- the rest of the API ---- */
+
+/* Records name threads by pthread_self() cut to 32 bits, or by gettid() once asked to. */
+TEST(fakecupti_thread_id_type)
+{
+	CUpti_ActivityThreadIdType type = CUPTI_ACTIVITY_THREAD_ID_TYPE_SIZE;
+
+	load_fake();
+	ASSERT_EQ(fk.cuptiGetThreadIdType(&type), CUPTI_SUCCESS);
+	ASSERT_EQ(type, CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT);
+	ASSERT_EQ(fk.fakegpu_thread_id(), (uint32_t)pthread_self());
+	ASSERT_EQ(fk.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM), CUPTI_SUCCESS);
+	ASSERT_EQ(fk.cuptiGetThreadIdType(&type), CUPTI_SUCCESS);
+	ASSERT_EQ(type, CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+	ASSERT_EQ(fk.fakegpu_thread_id(), (uint32_t)syscall(SYS_gettid));
+	ASSERT_EQ(fk.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SIZE),
+		  CUPTI_ERROR_NOT_SUPPORTED);
+	ASSERT_EQ(fk.cuptiGetThreadIdType(&type), CUPTI_SUCCESS);
+	ASSERT_EQ(type, CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM); /* a refused type changes nothing */
+	ASSERT_EQ(fk.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT), CUPTI_SUCCESS);
+	ASSERT_EQ(fk.fakegpu_thread_id(), (uint32_t)pthread_self());
+	ASSERT_EQ(fk.cuptiGetThreadIdType(NULL), CUPTI_ERROR_INVALID_PARAMETER);
+}
 
 TEST(fakecupti_attributes)
 {

@@ -313,6 +313,25 @@ static CUptiResult attr_check(CUpti_ActivityAttribute attr, const size_t *valueS
 	return CUPTI_SUCCESS;
 }
 
+/* Like the real one: DEFAULT (pthread_self) and SYSTEM (gettid) on Linux, nothing else. */
+CUptiResult CUPTIAPI cuptiSetThreadIdType(CUpti_ActivityThreadIdType type)
+{
+	if (type != CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT &&
+	    type != CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)
+		return fail(CUPTI_ERROR_NOT_SUPPORTED);
+	fakegpu_activity_set_system_tids(type == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetThreadIdType(CUpti_ActivityThreadIdType *type)
+{
+	if (!type)
+		return fail(CUPTI_ERROR_INVALID_PARAMETER);
+	*type = fakegpu_activity_system_tids() ? CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM
+					       : CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
+	return CUPTI_SUCCESS;
+}
+
 CUptiResult CUPTIAPI cuptiActivityGetAttribute(CUpti_ActivityAttribute attr, size_t *valueSize,
 					       void *value)
 {

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "test/fakecuda/fakegpu.h"
@@ -60,6 +62,7 @@ static unsigned long record_seq; /* records offered while enabled: the "N-th rec
 static size_t dropped;
 static uint32_t correlation;
 static bool client_zeroes; /* CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER */
+static bool system_tids;   /* cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM) */
 
 /* A buffer being filled: one per thread (CUDA 13's default) or the one shared lane. */
 struct lane {
@@ -227,6 +230,23 @@ void fakegpu_activity_set_per_thread(bool per_thread)
 void fakegpu_activity_set_client_zeroes(bool zeroes)
 {
 	__atomic_store_n(&client_zeroes, zeroes, __ATOMIC_RELAXED);
+}
+
+void fakegpu_activity_set_system_tids(bool system)
+{
+	__atomic_store_n(&system_tids, system, __ATOMIC_RELAXED);
+}
+
+bool fakegpu_activity_system_tids(void)
+{
+	return __atomic_load_n(&system_tids, __ATOMIC_RELAXED);
+}
+
+uint32_t fakegpu_thread_id(void)
+{
+	if (fakegpu_activity_system_tids())
+		return (uint32_t)syscall(SYS_gettid);
+	return (uint32_t)pthread_self();
 }
 
 /* ---- delivery: a FIFO of returned buffers, drained by the worker or by a flush ---- */

@@ -69,6 +69,14 @@ FAKEGPU_API size_t fakegpu_activity_take_dropped(void);
 FAKEGPU_API void fakegpu_activity_set_per_thread(bool per_thread);
 FAKEGPU_API void fakegpu_activity_set_client_zeroes(bool client_zeroes);
 
+/*
+ * cuptiSetThreadIdType: records name threads by pthread_self() cut to 32 bits (the default) or,
+ * with system ids, by gettid(). fakegpu_thread_id() is the calling thread's, as records name it.
+ */
+FAKEGPU_API void fakegpu_activity_set_system_tids(bool system);
+FAKEGPU_API bool fakegpu_activity_system_tids(void);
+FAKEGPU_API uint32_t fakegpu_thread_id(void);
+
 /* The calling thread's external correlation stacks; -EINVAL bad kind, -ENOENT empty, -ENOSPC full. */
 FAKEGPU_API int fakegpu_external_push(CUpti_ExternalCorrelationKind kind, uint64_t id);
 FAKEGPU_API int fakegpu_external_pop(CUpti_ExternalCorrelationKind kind, uint64_t *id);

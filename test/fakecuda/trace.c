@@ -36,7 +36,7 @@ void fakecuda_api_enter(struct fakecuda_call *call, CUpti_CallbackDomain domain,
 	fakegpu_callback(domain, cbid, &call->cb);
 }
 
-/* CUPTI reports the pthread_t truncated to 32 bits as the record's threadId. */
+/* The record's threadId is the pthread_t cut to 32 bits, or gettid() (cuptiSetThreadIdType). */
 static void emit_api_record(const struct fakecuda_call *call, uint64_t end_ns)
 {
 	CUpti_ActivityKind kind = call->domain == CUPTI_CB_DOMAIN_RUNTIME_API
@@ -48,7 +48,7 @@ static void emit_api_record(const struct fakecuda_call *call, uint64_t end_ns)
 	    .start = call->start_ns,
 	    .end = end_ns,
 	    .processId = (uint32_t)getpid(),
-	    .threadId = (uint32_t)pthread_self(),
+	    .threadId = fakegpu_thread_id(),
 	    .correlationId = call->correlation,
 	    .returnValue = (uint32_t)call->result,
 	};
