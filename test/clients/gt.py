@@ -7,8 +7,20 @@ belongs to it is what the runtime calls made in that span launched, matched by c
 the log itself.
 """
 
+import functools
 import gzip
 import json
+import subprocess
+
+
+@functools.lru_cache(maxsize=None)
+def demangled(name):
+    """A kernel's name as c++filt gives it (libgprof demangles when the C++ runtime is loaded)."""
+    try:
+        out = subprocess.run(["c++filt", name], capture_output=True, text=True, check=True)
+        return out.stdout.strip() or name
+    except (OSError, subprocess.CalledProcessError):
+        return name
 
 
 def load_trace(path):
@@ -43,11 +55,11 @@ class Window:
         self.call_of = {g["corr"]: g for g in self.calls}
 
     def kernel_totals(self):
-        """name -> (count, total ns) of the window's kernels."""
+        """demangled name -> (count, total ns) of the window's kernels."""
         out = {}
         for k in self.kernels:
-            n, t = out.get(k["name"], (0, 0))
-            out[k["name"]] = (n + 1, t + k["end"] - k["start"])
+            n, t = out.get(demangled(k["name"]), (0, 0))
+            out[demangled(k["name"])] = (n + 1, t + k["end"] - k["start"])
         return out
 
     def streams(self):

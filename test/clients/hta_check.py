@@ -15,7 +15,7 @@ import sys
 import tempfile
 import warnings
 
-from gt import Checks, Window, union
+from gt import Checks, Window, demangled, union
 
 warnings.simplefilter("ignore")
 from hta.trace_analysis import TraceAnalysis  # noqa: E402
@@ -31,9 +31,9 @@ def check_rank(c, a, w):
     _, metrics = a.get_gpu_kernel_breakdown(visualize=False)
     mine = metrics[(metrics["rank"] == r) & (metrics["kernel_type"] == "COMPUTATION")]
     totals = w.kernel_totals()
-    c.equal(f"rank {r} kernel names", sorted(mine["name"]), sorted(totals))
+    c.equal(f"rank {r} kernel names", sorted(map(demangled, mine["name"])), sorted(totals))
     for _, row in mine.iterrows():
-        n, ns = totals.get(row["name"], (0, 0))
+        n, ns = totals.get(demangled(row["name"]), (0, 0))
         c.close(f"rank {r} {row['name']} total us", row["sum (us)"], ns / US, n)
 
     # temporal breakdown: the GPU's time split into compute, other GPU work and idle
@@ -114,13 +114,12 @@ def check_diff(argv):
     d = TraceDiff.compare_traces(dir_a, dir_b, control_iteration=wa.steps,
                                  test_iteration=wb.steps, device_type=DeviceType.GPU)
     ta, tb = wa.kernel_totals(), wb.kernel_totals()
+    names = {demangled(n): n for n in d.index}
     for name in sorted(set(ta) | set(tb)):
         (na, nsa), (nb, nsb) = ta.get(name, (0, 0)), tb.get(name, (0, 0))
-        row = d.loc[name]
+        row = d.loc[names[name]]
         c.equal(f"{name} counts A, B", (row["Control_counts"], row["Test_counts"]), (na, nb))
         c.close(f"{name} duration change us", row["diff_duration"], (nsb - nsa) / US, na + nb)
-    c.equal("operations A, B", (d["Control_counts"].sum(), d["Test_counts"].sum()),
-            (len(wa.ops), len(wb.ops)))
     c.done()
 
 

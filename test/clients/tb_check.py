@@ -11,7 +11,7 @@ nothing at warning level or above. Its times are microseconds as the trace write
 import logging
 import sys
 
-from gt import Checks, Window, union
+from gt import Checks, Window, demangled, union
 
 US = 1000
 
@@ -41,7 +41,7 @@ def check_profile(c, p, w):
     totals = w.kernel_totals()
 
     # kernel view: the total time of each kernel name
-    pie = {row[0]: row[1] for row in p.kernel_pie["total"]["rows"]}
+    pie = {demangled(row[0]): row[1] for row in p.kernel_pie["total"]["rows"]}
     c.equal(f"{who} kernel names", sorted(pie), sorted(totals))
     for name, (n, ns) in totals.items():
         c.close(f"{who} {name} us", pie.get(name, -1), ns / US, 0.001 * n)
