@@ -9,7 +9,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #define PR_FMT "collector: "
 #include "collector/internal.h"
@@ -76,8 +78,27 @@ static struct {
 	uint64_t from_ns, to_ns;
 } own;
 
+/* CUPTI names threads by gettid(); else by pthread_self(), mapped by the table below. */
+static bool system_tids;
 /* pthread_self() as CUPTI reports it -> kernel tid; filled by any thread, lock-free. */
 static uint32_t thread_keys[THREADS_MAX], thread_tids[THREADS_MAX];
+
+void gprof_coll_attrib_system_tids(bool system)
+{
+	__atomic_store_n(&system_tids, system, __ATOMIC_RELEASE);
+}
+
+static bool cupti_names_tids(void)
+{
+	return __atomic_load_n(&system_tids, __ATOMIC_ACQUIRE);
+}
+
+/* The calling thread's id as CUPTI's records name it. */
+static uint32_t cupti_thread_id(void)
+{
+	return cupti_names_tids() ? (uint32_t)syscall(SYS_gettid)
+				  : (uint32_t)(uintptr_t)pthread_self();
+}
 
 int gprof_coll_attrib_init(void)
 {
@@ -95,9 +116,12 @@ static uint32_t thread_slot(uint32_t key)
 void gprof_collector_note_thread(uint32_t tid)
 {
 	static GPROF_TLS uint32_t noted;
-	uint32_t key = (uint32_t)(uintptr_t)pthread_self();
+	uint32_t key;
 
-	if (noted == tid || !key)
+	if (noted == tid || cupti_names_tids())
+		return;
+	key = (uint32_t)(uintptr_t)pthread_self();
+	if (!key)
 		return;
 	noted = tid;
 	for (uint32_t i = thread_slot(key), n = 0; n < THREADS_MAX;
@@ -117,6 +141,8 @@ void gprof_collector_note_thread(uint32_t tid)
 /* The kernel tid of CUPTI's thread id, or CUPTI's id when the thread never made itself known. */
 static uint32_t thread_tid(uint32_t key)
 {
+	if (cupti_names_tids())
+		return key;
 	for (uint32_t i = thread_slot(key), n = 0; n < THREADS_MAX;
 	     n++, i = (i + 1) % THREADS_MAX) {
 		uint32_t k = __atomic_load_n(&thread_keys[i], __ATOMIC_ACQUIRE);
@@ -135,8 +161,7 @@ void gprof_collector_own_calls(bool begin)
 	if (begin) {
 		__atomic_store_n(&own.to_ns, UINT64_MAX, __ATOMIC_RELAXED);
 		__atomic_store_n(&own.from_ns, gprof_realtime_ns(), __ATOMIC_RELAXED);
-		__atomic_store_n(&own.thread, (uint32_t)(uintptr_t)pthread_self(),
-				 __ATOMIC_RELEASE);
+		__atomic_store_n(&own.thread, cupti_thread_id(), __ATOMIC_RELEASE);
 	} else {
 		__atomic_store_n(&own.to_ns, gprof_realtime_ns(), __ATOMIC_RELEASE);
 	}

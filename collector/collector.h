@@ -64,9 +64,9 @@ void gprof_collector_window_end(uint32_t id, uint64_t end_ns);
 unsigned gprof_collector_covers(void);
 
 /*
- * The calling thread's kernel thread id, so CUPTI's records (which name threads by
- * pthread_self()) land on the same track as the thread's other events. Cheap after the first
- * call on a thread.
+ * The calling thread's kernel thread id, so CUPTI's records land on the same track as the
+ * thread's other events where CUPTI names threads by pthread_self() (one that refuses
+ * cuptiSetThreadIdType's system ids); nothing otherwise. Cheap after the first call on a thread.
  */
 void gprof_collector_note_thread(uint32_t tid);
 

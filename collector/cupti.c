@@ -190,6 +190,11 @@ static int attach(char *why, size_t len)
 	if (r == CUPTI_SUCCESS)
 		r = gprof_cupti.register_callbacks(gprof_coll_buffer_request,
 						   gprof_coll_buffer_complete);
+	/* A CUPTI that refuses system ids (or lacks the call) keeps pthread ids, mapped. */
+	if (r == CUPTI_SUCCESS && gprof_cupti.set_thread_id_type)
+		gprof_coll_attrib_system_tids(
+		    gprof_cupti.set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM) ==
+		    CUPTI_SUCCESS);
 	if (r != CUPTI_SUCCESS) {
 		snprintf(why, len, "CUPTI (%s) cannot be set up: %s", gprof_cupti.path,
 			 gprof_coll_strerror(r, err, sizeof(err)));

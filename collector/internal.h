@@ -54,7 +54,7 @@ enum gprof_coll_class {
 struct gprof_coll_rec {
 	enum gprof_coll_class cls;
 	unsigned launches; /* API: GPROF_ACT_* bit of the GPU work a successful call queued */
-	uint32_t thread;   /* API: CUPTI's threadId (pthread_self(), cut to 32 bits) */
+	uint32_t thread;   /* API: CUPTI's threadId (gettid(), or pthread_self() cut) */
 	int64_t delta;	   /* MEMORY: +bytes allocated, -bytes released */
 	uint64_t address;  /* MEMORY */
 	/* Every field but window (and, for MEMORY, u.allocated); API's tid is `thread`. */
@@ -90,7 +90,9 @@ struct gprof_cupti {
 	CUptiResult (*flush_all)(uint32_t flag);
 	CUptiResult (*next_record)(uint8_t *buf, size_t valid, CUpti_Activity **rec);
 	CUptiResult (*dropped)(CUcontext ctx, uint32_t stream, size_t *n);
-	gprof_coll_cbname_fn callback_name; /* optional */
+	/* Optional: */
+	gprof_coll_cbname_fn callback_name;
+	CUptiResult (*set_thread_id_type)(CUpti_ActivityThreadIdType type);
 };
 
 /* Written once by gprof_coll_load() before the collector is started; read-only after. */
@@ -199,6 +201,12 @@ extern struct gprof_coll_win gprof_coll_wins[GPROF_COLL_WINDOWS];
 extern unsigned gprof_coll_activities;
 
 int gprof_coll_attrib_init(void);
+/*
+ * Whether CUPTI names threads by gettid() (cuptiSetThreadIdType SYSTEM, asked for before any
+ * kind is enabled): its thread ids are then ours. Otherwise they are pthread_self() cut to 32
+ * bits, mapped to kernel tids by what gprof_collector_note_thread() learnt.
+ */
+void gprof_coll_attrib_system_tids(bool system);
 /* Walks one completed buffer. */
 void gprof_coll_attrib_buffer(const struct gprof_coll_buf *b);
 /* Dropped records (CUPTI's or ours) count for the window being recorded or drained. */

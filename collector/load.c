@@ -51,6 +51,7 @@ static const struct {
     SYM(cuptiActivityGetNextRecord, next_record, true),
     SYM(cuptiActivityGetNumDroppedRecords, dropped, true),
     SYM(cuptiGetCallbackName, callback_name, false),
+    SYM(cuptiSetThreadIdType, set_thread_id_type, false),
 };
 
 /* Copies src into dst (size bytes), cut if longer. */

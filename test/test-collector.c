@@ -527,6 +527,47 @@ TEST(collector_attribution)
 	rmdir(dir);
 }
 
+/*
+ * With CUPTI naming threads by gettid() its ids are kernel tids, taken as they are: the id
+ * that equals this thread's pthread_self() key is not mapped to the tid the thread noted.
+ */
+TEST(collector_system_tids)
+{
+	const uint64_t begin = T0 + 1000000;
+	CUpti_ActivityAPI a12 = api_rec(20, 12, begin + 500);
+	struct fake_buf host = {{&a12}, 1};
+	struct gprof_export_config cfg = {.output = NULL, .gzip_level = 1, .buffer_bytes = 1 << 20};
+	struct gprof_export_window_info info = {.schedule = "test"};
+	struct gprof_coll_win *w = &gprof_coll_wins[0];
+	char dir[] = "/tmp/gprof-test-collector-XXXXXX";
+	struct trace t;
+	uint32_t id;
+
+	ASSERT(mkdtemp(dir));
+	cfg.output = dir;
+	cfg.base_ns = T0;
+	ASSERT_EQ(gprof_export_init(&cfg), 0);
+	ASSERT_EQ(gprof_export_window_open(&info, &id), 0);
+	gprof_cupti.next_record = fake_next;
+	gprof_coll_activities = GPROF_ACT_API;
+	ASSERT_EQ(gprof_coll_attrib_init(), 0);
+	gprof_coll_attrib_system_tids(true);
+	*w = (struct gprof_coll_win){.id = id, .begin_ns = begin, .end_ns = begin + 1000};
+	a12.threadId = (uint32_t)(uintptr_t)pthread_self();
+	gprof_collector_note_thread(777);
+
+	walk(&host);
+	gprof_coll_attrib_finish(w);
+	gprof_export_window_release(id);
+	ASSERT_EQ(gprof_export_window_wait(id, 20000), 0);
+	load_only_trace(dir, &t);
+	ASSERT_EQ(count_with(&t, "X", "cuda_runtime", 12), 1);
+	ASSERT_EQ(tid_of(&t, 12), (long long)a12.threadId);
+	trace_free(&t);
+	gprof_export_shutdown(5000);
+	rmdir(dir);
+}
+
 /* A launch waiting for its GPU record is kept short: made again, it is the same event. */
 TEST(collector_api_pack_roundtrip)
 {
