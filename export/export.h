@@ -67,17 +67,35 @@ struct gprof_export_str;
 const struct gprof_export_str *gprof_export_intern(const char *s);
 const struct gprof_export_str *gprof_export_intern_n(const char *s, size_t len);
 
-/* What an event is; shared/TRACE_FORMAT.md's table gives the JSON of each. */
+/*
+ * What an event is, one row each: X(NAME, key, emitter) makes GPROF_EXPORT_<NAME>; key is its
+ * name in gprof.records, emitter the function of export/trace.c that writes it.
+ * shared/TRACE_FORMAT.md's table gives the JSON of each:
+ *   STEP        X user_annotation "ProfilerStep#<u.step>" on tid
+ *   NVTX_RANGE  X user_annotation, name = message, u.nvtx.domain
+ *   NVTX_MARK   i user_annotation (dur_ns unused)
+ *   RUNTIME     X cuda_runtime, name = public API name, u.api
+ *   DRIVER      X cuda_driver, as RUNTIME
+ *   KERNEL      X kernel on (device, stream), name = demangled, u.kernel
+ *   MEMCPY      X gpu_memcpy on (device, stream), u.copy; name from kinds
+ *   MEMSET      X gpu_memset on (device, stream), u.copy.dst_kind
+ *   MEMORY      C gpu_memory on device: u.memory.allocated after an alloc/free
+ */
+#define GPROF_EXPORT_KIND_TABLE(X)                   \
+	X(STEP, "step", emit_step)                   \
+	X(NVTX_RANGE, "nvtx_range", emit_nvtx_range) \
+	X(NVTX_MARK, "nvtx_mark", emit_nvtx_mark)    \
+	X(RUNTIME, "runtime", emit_api)              \
+	X(DRIVER, "driver", emit_api)                \
+	X(KERNEL, "kernel", emit_kernel)             \
+	X(MEMCPY, "memcpy", emit_copy)               \
+	X(MEMSET, "memset", emit_copy)               \
+	X(MEMORY, "memory", emit_memory)
+
 enum gprof_export_kind {
-	GPROF_EXPORT_STEP,	 /* X user_annotation "ProfilerStep#<u.step>" on tid */
-	GPROF_EXPORT_NVTX_RANGE, /* X user_annotation, name = message, u.nvtx.domain */
-	GPROF_EXPORT_NVTX_MARK,	 /* i user_annotation (dur_ns unused) */
-	GPROF_EXPORT_RUNTIME,	 /* X cuda_runtime, name = public API name, u.api */
-	GPROF_EXPORT_DRIVER,	 /* X cuda_driver, as RUNTIME */
-	GPROF_EXPORT_KERNEL,	 /* X kernel on (device, stream), name = demangled, u.kernel */
-	GPROF_EXPORT_MEMCPY,	 /* X gpu_memcpy on (device, stream), u.copy; name from kinds */
-	GPROF_EXPORT_MEMSET,	 /* X gpu_memset on (device, stream), u.copy.dst_kind */
-	GPROF_EXPORT_MEMORY, /* C gpu_memory on device: u.memory.allocated after an alloc/free */
+#define GPROF_EXPORT_KIND_ENUM(name, key, emitter) GPROF_EXPORT_##name,
+	GPROF_EXPORT_KIND_TABLE(GPROF_EXPORT_KIND_ENUM)
+#undef GPROF_EXPORT_KIND_ENUM
 	GPROF_EXPORT_KINDS
 };
 

@@ -29,11 +29,9 @@ static const struct {
 
 /* gprof.records' keys, indexed by enum gprof_export_kind. */
 static const char *const record_keys[GPROF_EXPORT_KINDS] = {
-    [GPROF_EXPORT_STEP] = "step",	    [GPROF_EXPORT_NVTX_RANGE] = "nvtx_range",
-    [GPROF_EXPORT_NVTX_MARK] = "nvtx_mark", [GPROF_EXPORT_RUNTIME] = "runtime",
-    [GPROF_EXPORT_DRIVER] = "driver",	    [GPROF_EXPORT_KERNEL] = "kernel",
-    [GPROF_EXPORT_MEMCPY] = "memcpy",	    [GPROF_EXPORT_MEMSET] = "memset",
-    [GPROF_EXPORT_MEMORY] = "memory",
+#define RECORD_KEY(name, key, emitter) [GPROF_EXPORT_##name] = key,
+    GPROF_EXPORT_KIND_TABLE(RECORD_KEY)
+#undef RECORD_KEY
 };
 
 static void put_cstr(struct gprof_jbuf *b, const char *s)

@@ -386,11 +386,9 @@ static void emit_memory(struct gprof_trace *t, const struct gprof_export_event *
 typedef void (*emit_fn)(struct gprof_trace *t, const struct gprof_export_event *ev);
 
 static const emit_fn emitters[GPROF_EXPORT_KINDS] = {
-    [GPROF_EXPORT_STEP] = emit_step,	       [GPROF_EXPORT_NVTX_RANGE] = emit_nvtx_range,
-    [GPROF_EXPORT_NVTX_MARK] = emit_nvtx_mark, [GPROF_EXPORT_RUNTIME] = emit_api,
-    [GPROF_EXPORT_DRIVER] = emit_api,	       [GPROF_EXPORT_KERNEL] = emit_kernel,
-    [GPROF_EXPORT_MEMCPY] = emit_copy,	       [GPROF_EXPORT_MEMSET] = emit_copy,
-    [GPROF_EXPORT_MEMORY] = emit_memory,
+#define EMITTER(name, key, emitter) [GPROF_EXPORT_##name] = emitter,
+    GPROF_EXPORT_KIND_TABLE(EMITTER)
+#undef EMITTER
 };
 
 /* Formatted text goes to the sink; the first error (of either) sticks in t->err. */
