@@ -232,8 +232,9 @@ static const struct word sched_keys[] = {
 };
 
 static const struct word activity_words[] = {
-    {"kernel", GPROF_ACT_KERNEL}, {"memcpy", GPROF_ACT_MEMCPY}, {"memset", GPROF_ACT_MEMSET},
-    {"memory", GPROF_ACT_MEMORY}, {"api", GPROF_ACT_API},	{"nvtx", GPROF_ACT_NVTX},
+#define ACTIVITY_WORD(name, word) {word, GPROF_ACT_##name},
+    GPROF_ACTIVITY_TABLE(ACTIVITY_WORD)
+#undef ACTIVITY_WORD
 };
 
 static const struct word log_words[] = {

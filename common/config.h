@@ -21,14 +21,25 @@ struct gprof_schedule {
 	bool all;
 };
 
-/* Bits of GPROF_ACTIVITIES. */
+/* GPROF_ACTIVITIES' words, one row each: X(NAME, word) makes the bit GPROF_ACT_<NAME>. */
+#define GPROF_ACTIVITY_TABLE(X) \
+	X(KERNEL, "kernel")     \
+	X(MEMCPY, "memcpy")     \
+	X(MEMSET, "memset")     \
+	X(MEMORY, "memory")     \
+	X(API, "api")           \
+	X(NVTX, "nvtx")
+
+/* Bits of GPROF_ACTIVITIES, in the table's order. */
+enum gprof_activity_bit {
+#define GPROF_ACT_BIT(name, word) GPROF_ACT_BIT_##name,
+	GPROF_ACTIVITY_TABLE(GPROF_ACT_BIT)
+#undef GPROF_ACT_BIT
+};
 enum gprof_activity {
-	GPROF_ACT_KERNEL = 1u << 0,
-	GPROF_ACT_MEMCPY = 1u << 1,
-	GPROF_ACT_MEMSET = 1u << 2,
-	GPROF_ACT_MEMORY = 1u << 3,
-	GPROF_ACT_API = 1u << 4,
-	GPROF_ACT_NVTX = 1u << 5,
+#define GPROF_ACT(name, word) GPROF_ACT_##name = 1u << GPROF_ACT_BIT_##name,
+	GPROF_ACTIVITY_TABLE(GPROF_ACT)
+#undef GPROF_ACT
 };
 
 /* GPROF_TRIGGER: what begins and ends windows (docs/TRIGGERS.md). */
