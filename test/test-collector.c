@@ -452,6 +452,28 @@ static void load_only_trace(const char *dir, struct trace *t)
 	unlink(path);
 }
 
+/*
+ * Export into dir (a mkdtemp template) with one window open, attributed by window slot 0 from
+ * begin_ns on, records of the acts kinds taken from fake buffers; the window's export id.
+ */
+static uint32_t open_window(char *dir, unsigned acts, uint64_t begin_ns)
+{
+	struct gprof_export_config cfg = {
+	    .output = dir, .gzip_level = 1, .buffer_bytes = 1 << 20, .base_ns = T0};
+	struct gprof_export_window_info info = {.schedule = "test"};
+	uint32_t id;
+
+	ASSERT(mkdtemp(dir));
+	ASSERT_EQ(gprof_export_init(&cfg), 0);
+	ASSERT_EQ(gprof_export_window_open(&info, &id), 0);
+	gprof_cupti.next_record = fake_next;
+	gprof_coll_activities = acts;
+	ASSERT_EQ(gprof_coll_attrib_init(), 0);
+	gprof_coll_wins[0] =
+	    (struct gprof_coll_win){.id = id, .begin_ns = begin_ns, .end_ns = UINT64_MAX};
+	return id;
+}
+
 TEST(collector_attribution)
 {
 	const uint64_t begin = T0 + 1000000, end = T0 + 9000000;
@@ -468,22 +490,11 @@ TEST(collector_attribution)
 	struct fake_buf gpu = {{&k10, &k13, &k16}, 3};
 	struct fake_buf host = {{&a13, &a10, &a11, &a12, &a14, &a15, &a16}, 7};
 	struct fake_buf late = {{&k11, &k14}, 2};
-	struct gprof_export_config cfg = {.output = NULL, .gzip_level = 1, .buffer_bytes = 1 << 20};
-	struct gprof_export_window_info info = {.schedule = "test"};
 	struct gprof_coll_win *w = &gprof_coll_wins[0];
 	char dir[] = "/tmp/gprof-test-collector-XXXXXX";
+	uint32_t id = open_window(dir, GPROF_ACT_KERNEL | GPROF_ACT_API, begin);
 	struct trace t;
-	uint32_t id;
 
-	ASSERT(mkdtemp(dir));
-	cfg.output = dir;
-	cfg.base_ns = T0;
-	ASSERT_EQ(gprof_export_init(&cfg), 0);
-	ASSERT_EQ(gprof_export_window_open(&info, &id), 0);
-	gprof_cupti.next_record = fake_next;
-	gprof_coll_activities = GPROF_ACT_KERNEL | GPROF_ACT_API;
-	ASSERT_EQ(gprof_coll_attrib_init(), 0);
-	*w = (struct gprof_coll_win){.id = id, .begin_ns = begin, .end_ns = UINT64_MAX};
 	/* This thread says who it is; CUPTI's other thread ids stay as they are. */
 	a12.threadId = (uint32_t)(uintptr_t)pthread_self();
 	gprof_collector_note_thread(777);
@@ -536,23 +547,13 @@ TEST(collector_system_tids)
 	const uint64_t begin = T0 + 1000000;
 	CUpti_ActivityAPI a12 = api_rec(20, 12, begin + 500);
 	struct fake_buf host = {{&a12}, 1};
-	struct gprof_export_config cfg = {.output = NULL, .gzip_level = 1, .buffer_bytes = 1 << 20};
-	struct gprof_export_window_info info = {.schedule = "test"};
 	struct gprof_coll_win *w = &gprof_coll_wins[0];
 	char dir[] = "/tmp/gprof-test-collector-XXXXXX";
+	uint32_t id = open_window(dir, GPROF_ACT_API, begin);
 	struct trace t;
-	uint32_t id;
 
-	ASSERT(mkdtemp(dir));
-	cfg.output = dir;
-	cfg.base_ns = T0;
-	ASSERT_EQ(gprof_export_init(&cfg), 0);
-	ASSERT_EQ(gprof_export_window_open(&info, &id), 0);
-	gprof_cupti.next_record = fake_next;
-	gprof_coll_activities = GPROF_ACT_API;
-	ASSERT_EQ(gprof_coll_attrib_init(), 0);
 	gprof_coll_attrib_system_tids(true);
-	*w = (struct gprof_coll_win){.id = id, .begin_ns = begin, .end_ns = begin + 1000};
+	w->end_ns = begin + 1000;
 	a12.threadId = (uint32_t)(uintptr_t)pthread_self();
 	gprof_collector_note_thread(777);
 
