@@ -32,6 +32,12 @@ static bool is_inert(void)
 static uint32_t cur_window;
 static int window_open;
 static int cuda_used;
+/*
+ * The first CUDA call's set-up is done. Until then no thread of the program may call CUDA from
+ * here: that call may be inside the runtime's initialisation (CUDA_INJECTION64_PATH), waiting
+ * for the stepper's lock that a step marker holds while its warmup asks for the runtime's facts.
+ */
+static int cuda_ready;
 static int windows_opened;   /* any, ever: for the exit's hints */
 static int profiler_started; /* cudaProfilerStart seen: for the exit's hints */
 
@@ -70,7 +76,7 @@ static void runtime_facts(void)
 
 	if (__atomic_load_n(&done, __ATOMIC_ACQUIRE) || no_own_calls ||
 	    __atomic_load_n(&exiting, __ATOMIC_ACQUIRE) ||
-	    !__atomic_load_n(&cuda_used, __ATOMIC_RELAXED) ||
+	    !__atomic_load_n(&cuda_ready, __ATOMIC_ACQUIRE) ||
 	    __atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
 		return;
 	gprof_runtime_facts();
@@ -319,6 +325,7 @@ static void first_call(void)
 	/* The timer, which starts with the stepper's first deadline. */
 	gprof_trigger_start();
 	no_own_calls = false;
+	__atomic_store_n(&cuda_ready, 1, __ATOMIC_RELEASE);
 }
 
 void gprof_session_cuda_call(void)
