@@ -29,6 +29,9 @@ def load_trace(path):
         return json.load(f)
 
 
+GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
 class Window:
     """The GPU operations of one process's window, in ns of CLOCK_REALTIME."""
 
@@ -45,12 +48,26 @@ class Window:
         self.end = base + round(max(e["ts"] + e["dur"] for e in steps) * 1000)
         with open(gt_path) as f:
             log = [json.loads(line) for line in f]
-        self.calls = [
-            g for g in log
-            if g["type"] == "api" and g["domain"] == "runtime" and self.begin <= g["start"] <= self.end
-        ]
+        traced = {e["args"]["correlation"] for e in trace["traceEvents"]
+                  if "correlation" in e.get("args", {})}
+        gpu_traced = {e["args"]["correlation"] for e in trace["traceEvents"]
+                      if e.get("cat") in GPU_CATS and "correlation" in e.get("args", {})}
+        calls = [g for g in log if g["type"] == "api" and g["domain"] == "runtime"]
+        ops = [g for g in log if g["type"] == "gpu"]
+        inside = {g["corr"] for g in calls if self.begin <= g["start"] and g["end"] <= self.end}
+        outside = {g["corr"] for g in calls if g["end"] < self.begin or g["start"] > self.end}
+        # a call across the window's edge is the trace's to place: count it where the trace does
+        self.calls = [g for g in calls if g["corr"] in inside or
+                      (g["corr"] not in outside and g["corr"] in traced)]
+        for op in ops:
+            if op["corr"] in inside and op["corr"] not in gpu_traced:
+                raise SystemExit(f"FAIL: {trace_path}: no {op['name']} of call {op['corr']}, "
+                                 "made inside the window")
+            if op["corr"] in outside and op["corr"] in gpu_traced:
+                raise SystemExit(f"FAIL: {trace_path}: {op['name']} of call {op['corr']}, "
+                                 "made outside the window, is in it")
         corrs = {g["corr"] for g in self.calls}
-        self.ops = [g for g in log if g["type"] == "gpu" and g["corr"] in corrs]
+        self.ops = [g for g in ops if g["corr"] in corrs]
         self.kernels = [g for g in self.ops if g["kind"] == "kernel"]
         self.call_of = {g["corr"]: g for g in self.calls}
 
