@@ -185,11 +185,11 @@ static const struct expect nvcc_app_records[] = {
 
 /* The launch, copy and memset entry points of the legacy build, then the per-thread one. */
 static const struct expect nvcc_app_entries[2][4] = {
-    {{"{\"type\":\"RUNTIME\",\"cbid\":505}", 9},  /* __cudaLaunchKernel */
+    {{"{\"type\":\"RUNTIME\",\"cbid\":211}", 9},  /* __cudaLaunchKernel, as cudaLaunchKernel */
      {"{\"type\":\"RUNTIME\",\"cbid\":41}", 6},	  /* cudaMemcpyAsync */
      {"{\"type\":\"RUNTIME\",\"cbid\":31}", 3},	  /* cudaMemcpy */
      {"{\"type\":\"RUNTIME\",\"cbid\":49}", 3}},  /* cudaMemset */
-    {{"{\"type\":\"RUNTIME\",\"cbid\":506}", 9},  /* __cudaLaunchKernel_ptsz */
+    {{"{\"type\":\"RUNTIME\",\"cbid\":214}", 9},  /* __cudaLaunchKernel_ptsz, likewise */
      {"{\"type\":\"RUNTIME\",\"cbid\":225}", 6},  /* cudaMemcpyAsync_ptsz */
      {"{\"type\":\"RUNTIME\",\"cbid\":215}", 3},  /* cudaMemcpy_ptds */
      {"{\"type\":\"RUNTIME\",\"cbid\":233}", 3}}, /* cudaMemset_ptds */

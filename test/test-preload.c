@@ -281,8 +281,8 @@ TEST(preload_nvcc_app)
 		}
 		/* Every launch the program made, per the ground-truth log. */
 		ASSERT_GT(launches, 0);
-		ASSERT_EQ(launches, (int)gtlog_count(r.gt, "{\"type\":\"api\",\"cbid\":505}") +
-					(int)gtlog_count(r.gt, "{\"type\":\"api\",\"cbid\":506}"));
+		ASSERT_EQ(launches, (int)gtlog_count(r.gt, "{\"type\":\"api\",\"cbid\":211}") +
+					(int)gtlog_count(r.gt, "{\"type\":\"api\",\"cbid\":214}"));
 		ASSERT_GE(e2e_count(&r.traces[0], "cuda_runtime", "cudaLaunchKernel"), 1);
 		e2e_free(&r);
 	}

@@ -287,14 +287,18 @@ static cudaError_t launch(CUpti_CallbackId cbid, const char *name, const void *p
 			   l->shared, fakecuda_stream_id(s));
 }
 
-/* CUPTI gives no params struct for __cudaLaunchKernel; it has cudaLaunchKernel's layout. */
+/*
+ * NVIDIA's 13.0 runtime reports nvcc's <<<>>> launch (__cudaLaunchKernel) to tools as
+ * cudaLaunchKernel, cbid 211 (cudaLaunchKernel_ptsz, 214, under per-thread streams), with
+ * cudaLaunchKernel's params holding the cudaKernel_t; the 505/506 cbids are never reported.
+ */
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
 			       size_t sharedMem, cudaStream_t stream)
 {
 	cudaLaunchKernel_v7000_params p = {kernel, gridDim, blockDim, args, sharedMem, stream};
 	struct launch l = {kernel, gridDim, blockDim, sharedMem, stream, false};
 
-	return launch(RT_CBID(__cudaLaunchKernel_v13000), "__cudaLaunchKernel", &p, &l);
+	return launch(RT_CBID(cudaLaunchKernel_v7000), "cudaLaunchKernel", &p, &l);
 }
 
 cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
@@ -303,7 +307,7 @@ cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 bloc
 	cudaLaunchKernel_v7000_params p = {kernel, gridDim, blockDim, args, sharedMem, stream};
 	struct launch l = {kernel, gridDim, blockDim, sharedMem, stream, true};
 
-	return launch(RT_CBID(__cudaLaunchKernel_ptsz_v13000), "__cudaLaunchKernel_ptsz", &p, &l);
+	return launch(RT_CBID(cudaLaunchKernel_ptsz_v7000), "cudaLaunchKernel_ptsz", &p, &l);
 }
 
 cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
