@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 struct gprof_map_table {
-	size_t mask; /* slots - 1 */
+	size_t mask;		       /* slots - 1 */
 	struct gprof_map_table *older; /* tables grow_shared() replaced */
 	struct {
 		uint64_t key, val; /* key 0: the slot is empty */

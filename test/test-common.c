@@ -194,7 +194,8 @@ TEST(spans_union)
 		iv[i][1] = iv[i][0] + len;
 		ASSERT_EQ(gprof_spans_add(&s, iv[i][0], iv[i][1]), 0);
 		for (size_t k = 1; k < s.n; k++)
-			ASSERT_MSG(s.v[k - 1].end < s.v[k].begin, "spans %zu and %zu touch", k - 1, k);
+			ASSERT_MSG(s.v[k - 1].end < s.v[k].begin, "spans %zu and %zu touch", k - 1,
+				   k);
 	}
 	ASSERT_EQ(gprof_spans_within(&s, 0, s.n, 0, UINT64_MAX),
 		  union_ref(iv, ARRAY_SIZE(iv), 0, 4096));

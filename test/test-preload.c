@@ -397,9 +397,10 @@ TEST(preload_nvtx_path_taken)
 
 	e2e_run(&r, argv, e2e_cupti(false), env, true);
 	ASSERT_EQ(r.res.status, 0);
-	ASSERT_STR_CONTAINS(r.res.err, "gprof: NVTX_INJECTION64_PATH is already set to "
-				       "'/nonexistent/libothertool.so', another tool: libgprof sees "
-				       "no NVTX step markers or ranges");
+	ASSERT_STR_CONTAINS(r.res.err,
+			    "gprof: NVTX_INJECTION64_PATH is already set to "
+			    "'/nonexistent/libothertool.so', another tool: libgprof sees "
+			    "no NVTX step markers or ranges");
 	/* why nothing was recorded, not "never marked a step" (issue #15) */
 	ASSERT_STR_CONTAINS(r.res.err, "gprof: no step marker reached libgprof, as "
 				       "NVTX_INJECTION64_PATH names another tool");
@@ -418,9 +419,10 @@ TEST(preload_ends_before_first_active_step)
 	e2e_run(&r, argv, e2e_cupti(true), env, true);
 	ASSERT_EQ(r.res.status, 0);
 	ASSERT_EQ(r.n_traces, 0);
-	ASSERT_STR_EQ(r.res.err, "gprof: the program ended at step 2, before step 4, the first "
-				 "that GPROF_SCHEDULE=skip_first=1,wait=1,warmup=2,active=1,repeat=1 "
-				 "records, so nothing was recorded: lower skip_first, wait or warmup\n");
+	ASSERT_STR_EQ(r.res.err,
+		      "gprof: the program ended at step 2, before step 4, the first "
+		      "that GPROF_SCHEDULE=skip_first=1,wait=1,warmup=2,active=1,repeat=1 "
+		      "records, so nothing was recorded: lower skip_first, wait or warmup\n");
 	e2e_free(&r);
 }
 
