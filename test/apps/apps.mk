@@ -76,6 +76,20 @@ $(APPS_OUT)/%-pt.o: test/apps/%.cu
 	$(call quiet,NVCC,$@)
 	@mkdir -p $(@D)
 	$(Q)$(nvcc_app)
+
+# The same objects on NVIDIA's runtime (the toolkit's libcudart.so.13, its static cudart) and
+# the simulated driver. DT_RPATH, which applies to the runtime's dlopen of libcuda.so.1 too.
+APPS += nvcc-real nvcc-real-static nvcc-real-pt
+REAL_RPATH := -Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN/../../fakecuda/driver' \
+	      -Wl,-rpath,$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib64
+$(APPS_OUT)/nvcc-real: $(APPS_OUT)/nvcc-app.o
+$(APPS_OUT)/nvcc-real-pt: $(APPS_OUT)/nvcc-app-pt.o
+$(APPS_OUT)/nvcc-real-static: $(APPS_OUT)/nvcc-app.o
+$(APPS_OUT)/nvcc-real $(APPS_OUT)/nvcc-real-pt: APP_LIBS = $(REAL_RPATH) -l:libcudart.so.13 -lstdc++
+$(APPS_OUT)/nvcc-real-static: APP_LIBS = $(REAL_RPATH) -l:libcudart_static.a -lrt -lstdc++
+$(addprefix $(APPS_OUT)/,nvcc-real nvcc-real-static nvcc-real-pt): $(FAKE_DRIVER)
+	$(call quiet,LD,$@)
+	$(Q)$(link_app)
 endif
 
 TEST_DEPS += $(addprefix $(APPS_OUT)/,$(APPS))

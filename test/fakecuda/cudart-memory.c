@@ -172,18 +172,11 @@ struct gpu_call {
 	bool async, per_thread;
 };
 
-/* CUPTI's copy kind, indexed by [source is device][destination is device]. */
-static const uint8_t copy_kinds[2][2] = {
-    {CUPTI_ACTIVITY_MEMCPY_KIND_HTOH, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD},
-    {CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, CUPTI_ACTIVITY_MEMCPY_KIND_DTOD},
-};
-
 /* Fills op->memcpy from the direction (cudaMemcpyDefault: from the pointers). */
 static cudaError_t classify(struct fakecuda_op *op, void *dst, const void *src,
 			    enum cudaMemcpyKind kind)
 {
-	CUpti_ActivityMemoryKind sk = fakecuda_mem_kind(src), dk = fakecuda_mem_kind(dst);
-	bool src_dev = sk == DEVICE, dst_dev = dk == DEVICE;
+	bool src_dev = fakecuda_mem_kind(src) == DEVICE, dst_dev = fakecuda_mem_kind(dst) == DEVICE;
 
 	if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault)
 		return cudaErrorInvalidMemcpyDirection;
@@ -191,20 +184,8 @@ static cudaError_t classify(struct fakecuda_op *op, void *dst, const void *src,
 		src_dev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
 		dst_dev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
 	}
-	op->memcpy.copy_kind = copy_kinds[src_dev][dst_dev];
-	op->memcpy.src_kind = src_dev ? DEVICE : sk == PINNED ? PINNED : sk;
-	op->memcpy.dst_kind = dst_dev ? DEVICE : dk == PINNED ? PINNED : dk;
+	fakecuda_memcpy_kinds(op, dst, src, src_dev, dst_dev);
 	return cudaSuccess;
-}
-
-/*
- * cudaMemcpy returns when the copy is done; cudaMemcpyAsync too when it copies device memory
- * to pageable host memory, as the real runtime does.
- */
-static bool copy_blocks(const struct gpu_call *g, const struct fakecuda_op *op)
-{
-	return !g->async || (op->memcpy.src_kind == DEVICE &&
-			     op->memcpy.dst_kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE);
 }
 
 static cudaError_t do_copy(const struct gpu_call *g, void *dst, const void *src, size_t count,
@@ -224,7 +205,7 @@ static cudaError_t do_copy(const struct gpu_call *g, void *dst, const void *src,
 		op.correlation = c.correlation;
 		op.memcpy.bytes = count;
 		uint64_t seq = fakecuda_op_enqueue(s, &op);
-		if (copy_blocks(g, &op))
+		if (!g->async || fakecuda_memcpy_blocks(&op))
 			fakecuda_stream_wait(s, seq);
 	}
 	return fakert_exit(&c, err, "\"bytes\":%zu,\"kind\":%d,\"stream\":%u", count, (int)kind,

@@ -106,8 +106,9 @@ static void emit_memory(const struct alloc *a, CUpti_ActivityMemoryOperationType
 		     (unsigned long long)rec.timestamp);
 }
 
-int fakecuda_mem_alloc(void **out, size_t bytes, CUpti_ActivityMemoryKind kind, int device,
-		       uint32_t correlation, uint32_t stream_id)
+/* An allocation; with `record` false, one that no record reports (a module's variables). */
+static int mem_alloc(void **out, size_t bytes, CUpti_ActivityMemoryKind kind, int device,
+		     uint32_t correlation, uint32_t stream_id, bool record)
 {
 	struct alloc a = {.bytes = bytes, .kind = kind, .device = device};
 	bool device_mem = kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
@@ -134,8 +135,39 @@ int fakecuda_mem_alloc(void **out, size_t bytes, CUpti_ActivityMemoryKind kind, 
 	if (device_mem)
 		in_use[device] += bytes;
 	*out = p;
-	emit_memory(&a, CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, correlation, stream_id);
+	if (record)
+		emit_memory(&a, CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, correlation,
+			    stream_id);
 out:
+	pthread_mutex_unlock(&mem_lock);
+	return err;
+}
+
+int fakecuda_mem_alloc(void **out, size_t bytes, CUpti_ActivityMemoryKind kind, int device,
+		       uint32_t correlation, uint32_t stream_id)
+{
+	return mem_alloc(out, bytes, kind, device, correlation, stream_id, true);
+}
+
+int fakecuda_mem_module(void **out, size_t bytes, int device)
+{
+	return mem_alloc(out, bytes, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, device, 0,
+			 CUPTI_INVALID_STREAM_ID, false);
+}
+
+int fakecuda_mem_range(const void *ptr, void **base, size_t *bytes)
+{
+	uintptr_t addr = (uintptr_t)ptr;
+	int err = -EINVAL;
+	size_t i;
+
+	pthread_mutex_lock(&mem_lock);
+	i = upper_bound(addr);
+	if (i > 0 && addr < allocs[i - 1].addr + allocs[i - 1].bytes) {
+		*base = (void *)allocs[i - 1].addr;
+		*bytes = allocs[i - 1].bytes;
+		err = 0;
+	}
 	pthread_mutex_unlock(&mem_lock);
 	return err;
 }
@@ -178,4 +210,24 @@ CUpti_ActivityMemoryKind fakecuda_mem_kind(const void *ptr)
 		kind = allocs[i - 1].kind;
 	pthread_mutex_unlock(&mem_lock);
 	return kind;
+}
+
+/* CUPTI's copy kind, indexed by [source is device][destination is device]. */
+static const uint8_t copy_kinds[2][2] = {
+    {CUPTI_ACTIVITY_MEMCPY_KIND_HTOH, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD},
+    {CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, CUPTI_ACTIVITY_MEMCPY_KIND_DTOD},
+};
+
+void fakecuda_memcpy_kinds(struct fakecuda_op *op, const void *dst, const void *src, bool src_dev,
+			   bool dst_dev)
+{
+	op->memcpy.copy_kind = copy_kinds[src_dev][dst_dev];
+	op->memcpy.src_kind = src_dev ? CUPTI_ACTIVITY_MEMORY_KIND_DEVICE : fakecuda_mem_kind(src);
+	op->memcpy.dst_kind = dst_dev ? CUPTI_ACTIVITY_MEMORY_KIND_DEVICE : fakecuda_mem_kind(dst);
+}
+
+bool fakecuda_memcpy_blocks(const struct fakecuda_op *op)
+{
+	return op->memcpy.src_kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE &&
+	       op->memcpy.dst_kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
 }

@@ -8,7 +8,8 @@ FAKE_CUDA_LIB    := $(FAKECUDA_OUT)/libcuda.so.1
 FAKE_CUDART_LIB  := $(FAKECUDA_OUT)/libcudart.so.13
 
 FAKE_CUDA_SRCS   := $(addprefix test/fakecuda/,device.c trace.c gtlog.c memory.c kernel.c \
-		      timeline.c records.c driver.c)
+		      timeline.c records.c driver.c driver-device.c driver-memory.c \
+		      driver-stream.c driver-exports.c driver-proc.c)
 FAKE_CUDART_SRCS := $(addprefix test/fakecuda/,cudart.c cudart-device.c cudart-memory.c \
 		      cudart-stream.c)
 FAKE_CUDA_OBJS   := $(FAKE_CUDA_SRCS:%.c=$(BUILD)/%.o)
@@ -29,4 +30,14 @@ $(FAKE_CUDART_LIB): $(FAKE_CUDART_OBJS) test/fakecuda/cudart.map $(FAKE_CUDA_LIB
 		-o $@ $(FAKE_CUDART_OBJS) -L$(FAKECUDA_OUT) -l:libcuda.so.1 -l:libfakegpu.so \
 		-lpthread
 
-TEST_DEPS += $(FAKE_CUDA_LIB) $(FAKE_CUDART_LIB)
+# NVIDIA's runtime on the simulated driver: the driver alone in a folder, so that a program
+# finds the toolkit's libcudart.so.13 and this libcuda.so.1 (test/fakecuda/README.md).
+FAKE_DRIVER_DIR := $(FAKECUDA_OUT)/driver
+FAKE_DRIVER     := $(FAKE_DRIVER_DIR)/libcuda.so.1
+
+$(FAKE_DRIVER): $(FAKE_CUDA_LIB) $(FAKEGPU_LIB)
+	$(call quiet,LN,$@)
+	@mkdir -p $(@D)
+	$(Q)ln -sf ../libcuda.so.1 $@ && ln -sf ../libfakegpu.so $(@D)/libfakegpu.so
+
+TEST_DEPS += $(FAKE_CUDA_LIB) $(FAKE_CUDART_LIB) $(FAKE_DRIVER)

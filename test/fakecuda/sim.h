@@ -42,6 +42,13 @@ struct fakecuda_call {
 	uint64_t correlation_data; /* what CUpti_CallbackData.correlationData points at */
 	int result;		   /* what CUpti_CallbackData.functionReturnValue points at */
 	CUpti_CallbackData cb;
+	/*
+	 * A driver call made inside a runtime call of the same thread (NVIDIA's runtime on the
+	 * simulated driver): untraced, as CUPTI leaves it, and its GPU work is the runtime
+	 * call's (same correlation id, runtimeCorrelationId set).
+	 */
+	bool nested;
+	struct fakecuda_call *outer; /* the runtime call this one is made in, if any */
 };
 
 /*
@@ -52,6 +59,13 @@ struct fakecuda_call {
 FAKECUDA_API void fakecuda_api_enter(struct fakecuda_call *call, CUpti_CallbackDomain domain,
 				     CUpti_CallbackId cbid, const char *name, const void *params,
 				     const char *symbol);
+/*
+ * A driver call; `untraced` when NVIDIA's runtime makes it (no callback, record or log line, as
+ * CUPTI reports only the runtime call), as is every driver call inside a runtime call.
+ */
+FAKECUDA_API void fakecuda_api_enter_driver(struct fakecuda_call *call, CUpti_CallbackId cbid,
+					    const char *name, const void *params,
+					    const char *symbol, bool untraced);
 /*
  * Delivers API_EXIT, emits the RUNTIME or DRIVER activity record and the ground-truth log line
  * (`args_fmt` formats the members of its "args" object, or is NULL), returns `result`.
@@ -72,6 +86,8 @@ FAKECUDA_API char *fakecuda_log_str(char *buf, size_t size, const char *s);
 
 /* ---- device and pinned host memory (memory.c) ---- */
 
+struct fakecuda_op;
+
 /*
  * Allocates `bytes` of `kind` memory (CUPTI_ACTIVITY_MEMORY_KIND_DEVICE or _PINNED) on `device`
  * and emits the MEMORY2 record; `stream_id` is the stream of an asynchronous allocation or
@@ -82,8 +98,21 @@ FAKECUDA_API int fakecuda_mem_alloc(void **out, size_t bytes, CUpti_ActivityMemo
 /* Frees what fakecuda_mem_alloc returned with the same kind; -EINVAL if it did not. */
 FAKECUDA_API int fakecuda_mem_free(void *ptr, CUpti_ActivityMemoryKind kind, uint32_t correlation,
 				   uint32_t stream_id);
+/* Device memory of a loaded module (its __device__ variables): no record reports it. */
+FAKECUDA_API int fakecuda_mem_module(void **out, size_t bytes, int device);
+/* The allocation `ptr` lies in; -EINVAL if none. */
+FAKECUDA_API int fakecuda_mem_range(const void *ptr, void **base, size_t *bytes);
 /* DEVICE or PINNED for memory inside one of our allocations, PAGEABLE for any other address. */
 FAKECUDA_API CUpti_ActivityMemoryKind fakecuda_mem_kind(const void *ptr);
+
+/*
+ * Fills op->memcpy's copy and memory kinds for a copy from src to dst, each on the device when
+ * *_dev says so (a copy's direction may be given), else where the pointer lies.
+ */
+FAKECUDA_API void fakecuda_memcpy_kinds(struct fakecuda_op *op, const void *dst, const void *src,
+					bool src_dev, bool dst_dev);
+/* An asynchronous copy from the device to pageable memory returns when done, as a sync one. */
+FAKECUDA_API bool fakecuda_memcpy_blocks(const struct fakecuda_op *op);
 
 /* ---- kernels (kernel.c) ---- */
 

@@ -10,15 +10,23 @@
 #include "test/fakecuda/fakegpu.h"
 #include "test/fakecuda/sim.h"
 
-void fakecuda_api_enter(struct fakecuda_call *call, CUpti_CallbackDomain domain,
-			CUpti_CallbackId cbid, const char *name, const void *params,
-			const char *symbol)
+/* The runtime call the calling thread is in, if any. */
+static __thread struct fakecuda_call *runtime_call;
+
+static void enter(struct fakecuda_call *call, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+		  const char *name, const void *params, const char *symbol, bool untraced)
 {
 	void *context = fakecuda_context_current();
 
 	call->domain = domain;
 	call->cbid = cbid;
-	call->correlation = fakegpu_next_correlation();
+	call->outer = runtime_call;
+	call->nested = domain == CUPTI_CB_DOMAIN_DRIVER_API && (runtime_call || untraced);
+	call->correlation = runtime_call ? runtime_call->correlation : fakegpu_next_correlation();
+	if (call->nested)
+		return;
+	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+		runtime_call = call;
 	call->correlation_data = 0;
 	call->result = 0;
 	call->cb = (CUpti_CallbackData){
@@ -34,6 +42,19 @@ void fakecuda_api_enter(struct fakecuda_call *call, CUpti_CallbackDomain domain,
 	};
 	call->start_ns = fakegpu_timestamp();
 	fakegpu_callback(domain, cbid, &call->cb);
+}
+
+void fakecuda_api_enter(struct fakecuda_call *call, CUpti_CallbackDomain domain,
+			CUpti_CallbackId cbid, const char *name, const void *params,
+			const char *symbol)
+{
+	enter(call, domain, cbid, name, params, symbol, false);
+}
+
+void fakecuda_api_enter_driver(struct fakecuda_call *call, CUpti_CallbackId cbid, const char *name,
+			       const void *params, const char *symbol, bool untraced)
+{
+	enter(call, CUPTI_CB_DOMAIN_DRIVER_API, cbid, name, params, symbol, untraced);
 }
 
 /* The record's threadId is the pthread_t cut to 32 bits, or gettid() (cuptiSetThreadIdType). */
@@ -81,6 +102,10 @@ int fakecuda_api_vexit(struct fakecuda_call *call, int result, const char *args_
 	uint64_t end_ns = fakegpu_timestamp();
 
 	call->result = result;
+	if (call->nested)
+		return result;
+	if (call->domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+		runtime_call = call->outer;
 	call->cb.callbackSite = CUPTI_API_EXIT;
 	fakegpu_callback(call->domain, call->cbid, &call->cb);
 	emit_api_record(call, end_ns);

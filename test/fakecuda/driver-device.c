@@ -1,0 +1,671 @@
+/*
+ * The fake libcuda.so.1's queries: devices and their attributes (an H200, as the fake runtime's
+ * cudaGetDeviceProperties describes it), contexts, libraries and kernels (how CUDA 13's runtime
+ * loads the fatbins nvcc registers), kernel attributes and occupancy. The answers that no
+ * simulated operation depends on (occupancy, registers) are plausible H200 figures, so that
+ * cuBLAS's heuristics pick the kernels they would pick on one.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test/fakecuda/driver.h"
+
+#define KIB 1024
+
+/* ---- devices ---- */
+
+int fakecuda_drv_attribute(CUdevice_attribute attr, int device)
+{
+	switch (attr) {
+	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+	case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X:
+	case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y:
+		return 1024;
+	case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z:
+		return 64;
+	case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X:
+		return 0x7fffffff;
+	case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y:
+	case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z:
+		return 65535;
+	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK:
+		return 48 * KIB;
+	case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY:
+		return 64 * KIB;
+	case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
+		return 32;
+	case CU_DEVICE_ATTRIBUTE_MAX_PITCH:
+		return 0x7fffffff;
+	case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK:
+	case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR:
+		return 65536;
+	case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
+		return 1980000; /* kHz */
+	case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE:
+		return 2619000;
+	case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT:
+		return 512;
+	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+		return 132;
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE:
+	case CU_DEVICE_ATTRIBUTE_INTEGRATED:
+	case CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT:
+	case CU_DEVICE_ATTRIBUTE_TCC_DRIVER:
+	case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD:
+	case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
+	case CU_DEVICE_ATTRIBUTE_MPS_ENABLED:
+		return 0;
+	case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
+		return 0x19 + device; /* as the fake runtime's cudaDeviceProp.pciBusID */
+	case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID:
+		return device;
+	case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH:
+		return 6144;
+	case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE:
+		return 50 << 20;
+	case CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE:
+		return 30 << 20;
+	case CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE:
+		return 128 << 20;
+	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
+		return 2048;
+	case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT:
+		return 5;
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+		return 9;
+	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR:
+		return 228 * KIB;
+	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+		return 227 * KIB;
+	case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK:
+		return 1 * KIB;
+	case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR:
+		return 32;
+	case CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO:
+		return 2;
+	case CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT:
+		return 4;
+	case CU_DEVICE_ATTRIBUTE_NUMA_CONFIG:
+	case CU_DEVICE_ATTRIBUTE_NUMA_ID:
+	case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID:
+		return -1;
+	case CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES:
+		return CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+	case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS:
+	case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING:
+	case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS:
+	case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES:
+	case CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST:
+	case CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED:
+	case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM:
+	case CU_DEVICE_ATTRIBUTE_D3D12_CIG_SUPPORTED:
+	case CU_DEVICE_ATTRIBUTE_VULKAN_CIG_SUPPORTED:
+	case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED:
+	case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED:
+	case CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_ALGORITHM_MASK:
+	case CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_MAXIMUM_LENGTH:
+		return 0;
+	case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID:
+		return 0;
+	case CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT:
+	case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT:
+		return 512;
+	case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH ... CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_ARRAY_NUMSLICES:
+	case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_WIDTH ... CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_LAYERS:
+	case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_WIDTH ... CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH_ALTERNATE:
+	case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_WIDTH ... CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT:
+	case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH:
+		return 32768; /* texture and surface sizes: none is used here */
+	default:
+		return 1; /* the rest are features an H200 has */
+	}
+}
+
+void fakecuda_drv_uuid(CUuuid *uuid, int device)
+{
+	memset(uuid->bytes, 0x40 + device, sizeof(uuid->bytes)); /* as cudaDeviceProp.uuid */
+}
+
+static CUresult valid_device(CUdevice dev)
+{
+	CUresult err = fakecuda_drv_need_init();
+
+	if (!err && (dev < 0 || dev >= fakecuda_device_count()))
+		err = CUDA_ERROR_INVALID_DEVICE;
+	return err;
+}
+
+CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+	DRV_CALL(cuDeviceGetName, name, len, dev);
+	CUresult err = name && len > 0 ? valid_device(dev) : CUDA_ERROR_INVALID_VALUE;
+
+	if (!err)
+		snprintf(name, (size_t)len, "NVIDIA H200");
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+CUresult cuDeviceTotalMem(size_t *bytes, CUdevice dev)
+{
+	DRV_CALL(cuDeviceTotalMem_v2, bytes, dev);
+	CUresult err = bytes ? valid_device(dev) : CUDA_ERROR_INVALID_VALUE;
+
+	if (!err)
+		*bytes = fakecuda_device_total_mem(dev);
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
+{
+	DRV_CALL(cuDeviceGetAttribute, pi, attrib, dev);
+	CUresult err = pi ? valid_device(dev) : CUDA_ERROR_INVALID_VALUE;
+
+	if (!err && (attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX))
+		err = CUDA_ERROR_INVALID_VALUE;
+	if (!err)
+		*pi = fakecuda_drv_attribute(attrib, dev);
+	return fakecuda_api_exit(&c, err, "\"attribute\":%d,\"value\":%d", (int)attrib,
+				 err ? 0 : *pi);
+}
+
+CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
+{
+	DRV_CALL(cuDeviceGetUuid_v2, uuid, dev);
+	CUresult err = uuid ? valid_device(dev) : CUDA_ERROR_INVALID_VALUE;
+
+	if (!err)
+		fakecuda_drv_uuid(uuid, dev);
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
+{
+	DRV_CALL(cuDeviceGetPCIBusId, pciBusId, len, dev);
+	CUresult err = pciBusId && len > 0 ? valid_device(dev) : CUDA_ERROR_INVALID_VALUE;
+
+	if (!err)
+		snprintf(pciBusId, (size_t)len, "00000000:%02X:00.0",
+			 fakecuda_drv_attribute(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev));
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev)
+{
+	DRV_CALL(cuDeviceCanAccessPeer, canAccessPeer, dev, peerDev);
+	CUresult err = canAccessPeer ? valid_device(dev) : CUDA_ERROR_INVALID_VALUE;
+
+	if (!err)
+		err = valid_device(peerDev);
+	if (!err)
+		*canAccessPeer = dev != peerDev;
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+/* ---- contexts: the primary context of each device, retained for ever ---- */
+
+CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+	DRV_CALL(cuDevicePrimaryCtxRelease_v2, dev);
+	return fakecuda_api_exit(&c, valid_device(dev), NULL);
+}
+
+CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+{
+	DRV_CALL(cuDevicePrimaryCtxGetState, dev, flags, active);
+	CUresult err = flags && active ? valid_device(dev) : CUDA_ERROR_INVALID_VALUE;
+
+	if (!err)
+		*flags = 0, *active = 1;
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags)
+{
+	DRV_CALL(cuDevicePrimaryCtxSetFlags_v2, dev, flags);
+	return fakecuda_api_exit(&c, valid_device(dev), NULL);
+}
+
+CUresult cuDevicePrimaryCtxReset(CUdevice dev)
+{
+	DRV_CALL(cuDevicePrimaryCtxReset_v2, dev);
+	return fakecuda_api_exit(&c, valid_device(dev), NULL);
+}
+
+/* A thread's context stack holds one context here: push and pop set and read the current one. */
+CUresult cuCtxPushCurrent(CUcontext ctx)
+{
+	DRV_CALL(cuCtxPushCurrent_v2, ctx);
+	CUresult err = fakecuda_drv_need_init();
+
+	if (!err && fakecuda_device_set(fakecuda_context_device(ctx)))
+		err = CUDA_ERROR_INVALID_CONTEXT;
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+CUresult cuCtxPopCurrent(CUcontext *pctx)
+{
+	DRV_CALL(cuCtxPopCurrent_v2, pctx);
+	CUresult err = fakecuda_drv_need_init();
+
+	if (!err && pctx)
+		*pctx = fakecuda_context_current();
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
+{
+	DRV_CALL(cuCtxGetApiVersion, ctx, version);
+	CUresult err = version ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+
+	if (!err)
+		*version = 3020;
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+CUresult cuCtxSetLimit(CUlimit limit, size_t value)
+{
+	DRV_CALL(cuCtxSetLimit, limit, value);
+	return fakecuda_api_exit(&c, fakecuda_drv_need_init(), NULL);
+}
+
+CUresult cuCtxGetCacheConfig(CUfunc_cache *pconfig)
+{
+	DRV_CALL(cuCtxGetCacheConfig, pconfig);
+	CUresult err = pconfig ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+
+	if (!err)
+		*pconfig = CU_FUNC_CACHE_PREFER_NONE;
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+CUresult cuCtxSetCacheConfig(CUfunc_cache config)
+{
+	DRV_CALL(cuCtxSetCacheConfig, config);
+	return fakecuda_api_exit(&c, fakecuda_drv_need_init(), NULL);
+}
+
+/* The device of `ctx` (NULL: the current one), or -1. */
+static int ctx_device(CUcontext ctx)
+{
+	return ctx ? fakecuda_context_device(ctx) : fakecuda_device_current();
+}
+
+CUresult cuCtxGetDevice(CUdevice *device)
+{
+	DRV_CALL(cuCtxGetDevice, device);
+	CUresult err = device ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+
+	if (!err)
+		*device = fakecuda_device_current();
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
+{
+	DRV_CALL(cuCtxGetDevice_v2, device, ctx);
+	CUresult err = device ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+
+	if (!err && ctx_device(ctx) < 0)
+		err = CUDA_ERROR_INVALID_CONTEXT;
+	if (!err)
+		*device = ctx_device(ctx);
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+	DRV_CALL(cuCtxSynchronize_v2, ctx);
+	CUresult err = fakecuda_drv_need_init();
+
+	if (!err && ctx_device(ctx) < 0)
+		err = CUDA_ERROR_INVALID_CONTEXT;
+	if (!err)
+		fakecuda_sync(NULL, ctx_device(ctx));
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
+{
+	DRV_CALL(cuCtxGetId, ctx, ctxId);
+	CUresult err = ctxId ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+
+	if (!err && ctx_device(ctx) < 0)
+		err = CUDA_ERROR_INVALID_CONTEXT;
+	if (!err)
+		*ctxId = fakecuda_context_id(ctx_device(ctx));
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+CUresult cuCtxGetFlags(unsigned int *flags)
+{
+	DRV_CALL(cuCtxGetFlags, flags);
+	CUresult err = flags ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+
+	if (!err)
+		*flags = 0;
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit)
+{
+	static const size_t limits[] = {
+	    [CU_LIMIT_STACK_SIZE] = 1024,
+	    [CU_LIMIT_PRINTF_FIFO_SIZE] = 1 << 20,
+	    [CU_LIMIT_MALLOC_HEAP_SIZE] = 8 << 20,
+	    [CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH] = 2,
+	    [CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT] = 2048,
+	    [CU_LIMIT_MAX_L2_FETCH_GRANULARITY] = 128,
+	    [CU_LIMIT_PERSISTING_L2_CACHE_SIZE] = 0,
+	};
+	DRV_CALL(cuCtxGetLimit, pvalue, limit);
+	CUresult err = pvalue ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+
+	if (!err && (size_t)limit >= sizeof(limits) / sizeof(limits[0]))
+		err = CUDA_ERROR_UNSUPPORTED_LIMIT;
+	if (!err)
+		*pvalue = limits[limit];
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+CUresult cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
+{
+	DRV_CALL(cuCtxGetStreamPriorityRange, leastPriority, greatestPriority);
+	CUresult err = fakecuda_drv_need_init();
+
+	if (!err && leastPriority)
+		*leastPriority = 0;
+	if (!err && greatestPriority)
+		*greatestPriority = -5;
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+/* ---- libraries and kernels: CUDA 13's runtime loads each registered fatbin as a library ---- */
+
+/* A CUlibrary points at one; the image is never looked at. */
+struct fakecuda_library {
+	const void *image;
+};
+
+CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
+{
+	DRV_CALL(cuModuleGetLoadingMode, mode);
+	CUresult err = mode ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+
+	if (!err)
+		*mode = CU_MODULE_LAZY_LOADING;
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
+			   void **jitOptionsValues, unsigned int numJitOptions,
+			   CUlibraryOption *libraryOptions, void **libraryOptionValues,
+			   unsigned int numLibraryOptions)
+{
+	DRV_CALL(cuLibraryLoadData, library, code, jitOptions, jitOptionsValues, numJitOptions,
+		 libraryOptions, libraryOptionValues, numLibraryOptions);
+	struct fakecuda_library *lib = NULL;
+	CUresult err = library && code ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+
+	if (!err && !(lib = calloc(1, sizeof(*lib))))
+		err = CUDA_ERROR_OUT_OF_MEMORY;
+	if (!err) {
+		lib->image = code;
+		*library = (CUlibrary)lib;
+	}
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+/* Kernels stay valid for the process's life, as the simulation keeps every kernel. */
+CUresult cuLibraryUnload(CUlibrary library)
+{
+	DRV_CALL(cuLibraryUnload, library);
+	CUresult err = library ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_HANDLE;
+
+	if (!err)
+		free(library);
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+/* Any name exists in any library: the kernel is named by what the runtime asked for. */
+CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name)
+{
+	DRV_CALL(cuLibraryGetKernel, pKernel, library, name);
+	const struct fakecuda_kernel *k = NULL;
+	CUresult err =
+	    pKernel && library && name ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+
+	if (!err && !(k = fakecuda_kernel_function(library, name)))
+		err = CUDA_ERROR_OUT_OF_MEMORY;
+	if (!err)
+		*pKernel = (CUkernel)k;
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+/*
+ * A module's __device__ variable: device memory of its own, the same for every lookup. Its size
+ * is in the cubin, which is not read here: every variable gets GLOBAL_BYTES.
+ */
+#define GLOBAL_BYTES 4096
+
+struct global {
+	const void *library;
+	char *name;
+	void *ptr;
+};
+
+static pthread_mutex_t globals_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct global *globals;
+static size_t n_globals;
+
+static CUresult global(CUdeviceptr *dptr, size_t *bytes, const void *library, const char *name)
+{
+	CUresult err = library && name ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+	struct global *g = NULL, *more;
+
+	if (err)
+		return err;
+	pthread_mutex_lock(&globals_lock);
+	for (size_t i = 0; i < n_globals && !g; i++)
+		if (globals[i].library == library && !strcmp(globals[i].name, name))
+			g = &globals[i];
+	if (!g && (more = realloc(globals, (n_globals + 1) * sizeof(*globals)))) {
+		globals = more;
+		g = &globals[n_globals];
+		*g = (struct global){library, strdup(name), NULL};
+		if (g->name &&
+		    !fakecuda_mem_module(&g->ptr, GLOBAL_BYTES, fakecuda_device_current()))
+			n_globals++;
+		else
+			free(g->name), g = NULL;
+	}
+	if (g && dptr)
+		*dptr = (CUdeviceptr)(uintptr_t)g->ptr;
+	if (g && bytes)
+		*bytes = GLOBAL_BYTES;
+	pthread_mutex_unlock(&globals_lock);
+	return g ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name)
+{
+	DRV_CALL(cuLibraryGetGlobal, dptr, bytes, library, name);
+	return fakecuda_api_exit(&c, global(dptr, bytes, library, name), NULL);
+}
+
+CUresult cuModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name)
+{
+	DRV_CALL(cuModuleGetGlobal_v2, dptr, bytes, hmod, name);
+	return fakecuda_api_exit(&c, global(dptr, bytes, hmod, name), NULL);
+}
+
+/* A CUkernel is a CUfunction of the current context here. */
+CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
+{
+	DRV_CALL(cuKernelGetFunction, pFunc, kernel);
+	CUresult err = pFunc ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+
+	if (!err && !fakecuda_kernel_find(kernel))
+		err = CUDA_ERROR_INVALID_HANDLE;
+	if (!err)
+		*pFunc = (CUfunction)kernel;
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+static CUresult kernel_name(const char **name, const void *handle)
+{
+	const struct fakecuda_kernel *k = fakecuda_kernel_find(handle);
+	CUresult err = name ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+
+	if (!err && !k)
+		err = CUDA_ERROR_INVALID_HANDLE;
+	if (!err)
+		*name = k->name;
+	return err;
+}
+
+CUresult cuKernelGetName(const char **name, CUkernel hfunc)
+{
+	DRV_CALL(cuKernelGetName, name, hfunc);
+	return fakecuda_api_exit(&c, kernel_name(name, hfunc), NULL);
+}
+
+CUresult cuFuncGetName(const char **name, CUfunction hfunc)
+{
+	DRV_CALL(cuFuncGetName, name, hfunc);
+	return fakecuda_api_exit(&c, kernel_name(name, hfunc), NULL);
+}
+
+/* What a small kernel compiled for sm_90 reports. */
+static CUresult function_attribute(int *pi, CUfunction_attribute attrib, const void *handle)
+{
+	const struct fakecuda_kernel *k = fakecuda_kernel_find(handle);
+	CUresult err = pi ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+
+	if (!err && !k)
+		err = CUDA_ERROR_INVALID_HANDLE;
+	if (err)
+		return err;
+	switch (attrib) {
+	case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+		*pi = 1024;
+		break;
+	case CU_FUNC_ATTRIBUTE_NUM_REGS:
+		*pi = k->registers;
+		break;
+	case CU_FUNC_ATTRIBUTE_PTX_VERSION:
+	case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
+		*pi = 90;
+		break;
+	case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+		*pi = 48 * KIB;
+		break;
+	case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+		*pi = -1;
+		break;
+	default:
+		*pi = 0;
+	}
+	return CUDA_SUCCESS;
+}
+
+CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc)
+{
+	DRV_CALL(cuFuncGetAttribute, pi, attrib, hfunc);
+	return fakecuda_api_exit(&c, function_attribute(pi, attrib, hfunc), NULL);
+}
+
+CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev)
+{
+	DRV_CALL(cuKernelGetAttribute, pi, attrib, kernel, dev);
+	CUresult err = valid_device(dev);
+
+	return fakecuda_api_exit(&c, err ? err : function_attribute(pi, attrib, kernel), NULL);
+}
+
+/* Settings are accepted and change nothing the simulation times. */
+CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev)
+{
+	DRV_CALL(cuKernelSetAttribute, attrib, val, kernel, dev);
+	CUresult err = valid_device(dev);
+
+	if (!err && !fakecuda_kernel_find(kernel))
+		err = CUDA_ERROR_INVALID_HANDLE;
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value)
+{
+	DRV_CALL(cuFuncSetAttribute, hfunc, attrib, value);
+	CUresult err = fakecuda_drv_need_init();
+
+	if (!err && !fakecuda_kernel_find(hfunc))
+		err = CUDA_ERROR_INVALID_HANDLE;
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+/* ---- occupancy: whole blocks of the block size fit in 2048 threads per SM, at most 32 ---- */
+
+static int blocks_per_sm(int block_size)
+{
+	int n = block_size > 0 ? 2048 / block_size : 0;
+
+	return n > 32 ? 32 : n;
+}
+
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CUfunction func,
+							      int blockSize, size_t dynamicSMemSize,
+							      unsigned int flags)
+{
+	DRV_CALL(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, numBlocks, func, blockSize,
+		 dynamicSMemSize, flags);
+	CUresult err = numBlocks ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+
+	if (!err)
+		*numBlocks = blocks_per_sm(blockSize);
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func, int blockSize,
+						     size_t dynamicSMemSize)
+{
+	DRV_CALL(cuOccupancyMaxActiveBlocksPerMultiprocessor, numBlocks, func, blockSize,
+		 dynamicSMemSize);
+	CUresult err = numBlocks ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+
+	if (!err)
+		*numBlocks = blocks_per_sm(blockSize);
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunction func,
+						 int numBlocks, int blockSize)
+{
+	DRV_CALL(cuOccupancyAvailableDynamicSMemPerBlock, dynamicSmemSize, func, numBlocks,
+		 blockSize);
+	CUresult err = dynamicSmemSize ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+
+	if (!err)
+		*dynamicSmemSize = numBlocks > 0 ? (size_t)(227 * KIB) / (size_t)numBlocks : 0;
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+/* Clusters of up to 8 blocks, 16 clusters of the largest size at once. */
+CUresult cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func,
+				      const CUlaunchConfig *config)
+{
+	DRV_CALL(cuOccupancyMaxActiveClusters, numClusters, func, config);
+	CUresult err = numClusters && config ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+	unsigned int size = 1;
+
+	for (unsigned int i = 0; !err && i < config->numAttrs; i++)
+		if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+			size = config->attrs[i].value.clusterDim.x *
+			       config->attrs[i].value.clusterDim.y *
+			       config->attrs[i].value.clusterDim.z;
+	if (!err)
+		*numClusters = size && size <= 8 ? (int)(132 / size) : 0;
+	return fakecuda_api_exit(&c, err, NULL);
+}

@@ -1,0 +1,89 @@
+/*
+ * Inside the fake libcuda.so.1: what its driver-API files share. Every entry point is one traced
+ * call (DRV_CALL ... fakecuda_api_exit), which is untraced when NVIDIA's runtime makes it inside
+ * one of its own calls (fakecuda_call.nested).
+ */
+#ifndef FAKECUDA_DRIVER_H
+#define FAKECUDA_DRIVER_H
+
+#pragma GCC visibility push(default)
+#include <cuda.h>
+#pragma GCC visibility pop
+
+#include "test/fakecuda/sim.h"
+
+#define DRV_CBID(fn)	    CUPTI_DRIVER_TRACE_CBID_##fn
+#define CUDA_VERSION_NUMBER 13000
+
+/*
+ * Opens the traced call `c` of driver entry point `fn` (its cbid, name and *_params struct,
+ * whose members are the remaining arguments).
+ */
+#define DRV_CALL(fn, ...)               \
+	fn##_params p_ = {__VA_ARGS__}; \
+	struct fakecuda_call c;         \
+	fakecuda_drv_enter(&c, DRV_CBID(fn), #fn, &p_, NULL, DRV_CALLER)
+
+/* Where the entry point (the function this is written in) returns to. */
+#define DRV_CALLER __builtin_return_address(0)
+
+/*
+ * Opens a driver call made from `caller`: untraced when that code is NVIDIA's runtime (the
+ * object that asked for its export tables), as CUPTI reports only the runtime's own calls.
+ */
+void fakecuda_drv_enter(struct fakecuda_call *c, CUpti_CallbackId cbid, const char *name,
+			const void *params, const char *symbol, const void *caller);
+/* Notes that `caller`'s object holds a CUDA runtime (driver-exports.c). */
+void fakecuda_drv_runtime_seen(const void *caller);
+
+/* CUDA_SUCCESS once cuInit has run, else CUDA_ERROR_NOT_INITIALIZED. */
+CUresult fakecuda_drv_need_init(void);
+/* A negative errno of the simulation as a CUresult. */
+CUresult fakecuda_drv_error(int err);
+
+/* The CUDA 13.0 device attributes of a simulated H200 (what cuDeviceGetAttribute answers). */
+int fakecuda_drv_attribute(CUdevice_attribute attr, int device);
+/* The UUID a device reports (cuDeviceGetUuid, and the runtime's integrity answer). */
+void fakecuda_drv_uuid(CUuuid *uuid, int device);
+
+/*
+ * The per-thread-default-stream forms, which cuda.h declares only to programs built for them;
+ * the simulated driver exports them all, as the real one does.
+ */
+#define FAKECUDA_COPY_DECL(name, dst_t, src_t) CUresult name(dst_t dst, src_t src, size_t n)
+#define FAKECUDA_ACOPY_DECL(name, dst_t, src_t) \
+	CUresult name(dst_t dst, src_t src, size_t n, CUstream s)
+FAKECUDA_COPY_DECL(cuMemcpyHtoD_v2_ptds, CUdeviceptr, const void *);
+FAKECUDA_COPY_DECL(cuMemcpyDtoH_v2_ptds, void *, CUdeviceptr);
+FAKECUDA_COPY_DECL(cuMemcpyDtoD_v2_ptds, CUdeviceptr, CUdeviceptr);
+FAKECUDA_COPY_DECL(cuMemcpy_ptds, CUdeviceptr, CUdeviceptr);
+FAKECUDA_ACOPY_DECL(cuMemcpyHtoDAsync_v2_ptsz, CUdeviceptr, const void *);
+FAKECUDA_ACOPY_DECL(cuMemcpyDtoHAsync_v2_ptsz, void *, CUdeviceptr);
+FAKECUDA_ACOPY_DECL(cuMemcpyDtoDAsync_v2_ptsz, CUdeviceptr, CUdeviceptr);
+FAKECUDA_ACOPY_DECL(cuMemcpyAsync_ptsz, CUdeviceptr, CUdeviceptr);
+CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n);
+CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n);
+CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream s);
+CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, CUstream s);
+CUresult cuStreamSynchronize_ptsz(CUstream hStream);
+CUresult cuStreamQuery_ptsz(CUstream hStream);
+CUresult cuStreamGetFlags_ptsz(CUstream hStream, unsigned int *flags);
+CUresult cuStreamGetId_ptsz(CUstream hStream, unsigned long long *streamId);
+CUresult cuStreamGetCtx_ptsz(CUstream hStream, CUcontext *pctx);
+CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus);
+CUresult cuStreamGetCaptureInfo_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+				     cuuint64_t *id_out, CUgraph *graph_out,
+				     const CUgraphNode **dependencies_out,
+				     const CUgraphEdgeData **edgeData_out,
+				     size_t *numDependencies_out);
+CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags);
+CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream);
+CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned int flags);
+CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+			     unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+			     unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+			     void **kernelParams, void **extra);
+CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+			       void **extra);
+
+#endif
