@@ -4,7 +4,6 @@
  * ground-truth log (FAKEGPU_LOG): which GPU work ran, launched by which call, on which stream.
  */
 #include <dirent.h>
-#include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -541,29 +540,6 @@ TEST(e2e_collector_nvcc_app)
 	}
 }
 
-/*
- * NVIDIA's runtime on the simulated driver (issue #13): the private tables it needs belong to
- * its version, so a toolkit of another version skips these tests.
- */
-static void need_real_runtime(const char *app)
-{
-	char path[PATH_MAX];
-	int (*version_of)(int *) = NULL;
-	int version = 0;
-	void *lib;
-
-	if (access(app, X_OK) != 0)
-		SKIP("no %s (nvcc missing)", app);
-	snprintf(path, sizeof(path), "%s/lib64/libcudart.so.13", getenv("CUDA_HOME"));
-	lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (lib)
-		*(void **)&version_of = dlsym(lib, "cudaRuntimeGetVersion");
-	if (!version_of || version_of(&version) || version != 13000)
-		SKIP("the toolkit's CUDA runtime is %d, not 13000, whose private tables the "
-		     "simulated driver has",
-		     version);
-}
-
 /* nvcc-app's GPU operations, in launch order, are 7 per step: those of steps 2-4. */
 static bool nvcc_app_scheduled(json_t *g, void *gt)
 {
@@ -596,7 +572,7 @@ TEST(e2e_collector_real_runtime)
 		struct proc_result plain;
 		struct e2e_run r;
 
-		need_real_runtime(argv[0]);
+		e2e_need_real_runtime(argv[0]);
 		ASSERT(proc_run(argv, NULL, 60, &plain) == 0);
 		e2e_run(&r, argv, e2e_cupti(true), NULL, true);
 		ASSERT_EQ(r.res.status, plain.status);

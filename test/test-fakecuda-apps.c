@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "task.h"
+#include "util/e2e.h"
 #include "util/gtlog.h"
 #include "util/proc.h"
 
@@ -234,6 +235,21 @@ TEST(fakecuda_nvcc_app)
 TEST(fakecuda_nvcc_app_per_thread_stream)
 {
 	check_nvcc_app("test/apps/nvcc-app-pt", true);
+}
+
+/*
+ * The same program and the same promises on NVIDIA's own runtime (shared, static, per-thread)
+ * over the simulated driver: the record streams of the two runtimes cannot drift apart.
+ */
+TEST(fakecuda_nvcc_app_real_runtime)
+{
+	const char *const apps[] = {"test/apps/nvcc-real", "test/apps/nvcc-real-static",
+				    "test/apps/nvcc-real-pt"};
+
+	for (size_t a = 0; a < sizeof(apps) / sizeof(apps[0]); a++) {
+		e2e_need_real_runtime(proc_build_path(apps[a]));
+		check_nvcc_app(apps[a], a == 2);
+	}
 }
 
 /* ---- rt-app -s 4 -t 3, through the ground-truth log ---- */

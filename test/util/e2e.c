@@ -1,5 +1,7 @@
 /* End-to-end runs on the simulated GPU (e2e.h). */
 #include <dirent.h>
+#include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,4 +138,23 @@ long long e2e_arg_int(const json_t *ev, const char *key)
 	json_t *v = json_object_get(json_object_get(ev, "args"), key);
 
 	return json_is_integer(v) ? json_integer_value(v) : -1;
+}
+
+void e2e_need_real_runtime(const char *app)
+{
+	char path[PATH_MAX];
+	int (*version_of)(int *) = NULL;
+	int version = 0;
+	void *lib;
+
+	if (access(app, X_OK) != 0)
+		SKIP("no %s (nvcc missing)", app);
+	snprintf(path, sizeof(path), "%s/lib64/libcudart.so.13", getenv("CUDA_HOME"));
+	lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (lib)
+		*(void **)&version_of = dlsym(lib, "cudaRuntimeGetVersion");
+	if (!version_of || version_of(&version) || version != 13000)
+		SKIP("the toolkit's CUDA runtime is %d, not 13000, whose private tables the "
+		     "simulated driver has",
+		     version);
 }

@@ -44,4 +44,10 @@ int e2e_count(const struct trace *t, const char *cat, const char *name);
 /* An integer argument of an event, or -1. */
 long long e2e_arg_int(const json_t *ev, const char *key);
 
+/*
+ * Skips the test unless `app` (a path) was built and the toolkit's CUDA runtime is 13000:
+ * NVIDIA's runtime on the simulated driver needs private tables that belong to its version.
+ */
+void e2e_need_real_runtime(const char *app);
+
 #endif
