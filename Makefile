@@ -123,10 +123,22 @@ $(DEMO_OUT)/train.o: scripts/demo/train.cu
 	@mkdir -p $(@D)
 	$(Q)$(CUDA_HOME)/bin/nvcc -cudart shared -O2 -c -o $@ $<
 
+# Without a GPU: NVIDIA's runtime on the simulated driver when the toolkit's is the 13.0 one
+# that the driver knows (test/fakecuda/README.md), else the simulation's own runtime.
+DEMO_REAL := $(shell grep -qs 'define CUDART_VERSION  *13000$$' \
+	       $(CUDA_HOME)/include/cuda_runtime_api.h && echo yes)
+ifeq ($(DEMO_REAL),yes)
+$(DEMO_OUT)/train-sim: $(DEMO_OUT)/train.o $(FAKE_DRIVER)
+	$(call quiet,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $< -Wl,--disable-new-dtags \
+		-Wl,-rpath,'$$ORIGIN/../fakecuda/driver' -Wl,-rpath,$(CUDA_HOME)/lib64 \
+		-L$(CUDA_HOME)/lib64 -l:libcudart.so.13 -lstdc++ -ldl -lpthread
+else
 $(DEMO_OUT)/train-sim: $(DEMO_OUT)/train.o $(FAKE_CUDART_LIB)
 	$(call quiet,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< -Wl,-rpath,'$$ORIGIN/../fakecuda' -L$(FAKECUDA_OUT) \
 		-l:libcudart.so.13 -lstdc++ -ldl -lpthread
+endif
 
 $(DEMO_OUT)/train-gpu: scripts/demo/train.cu
 	$(call quiet,NVCC,$@)

@@ -12,6 +12,11 @@ if [ -x "$build/demo/train-gpu" ] && nvidia-smi -L >/dev/null 2>&1; then
 else
 	echo "demo: no GPU here: running on the simulated GPU (test/fakecuda), which times"
 	echo "      kernels and copies with a model instead of running them"
+	if ldd "$build/demo/train-sim" | grep -q 'fakecuda/libcudart'; then
+		echo "      (on the simulation's own CUDA runtime)"
+	else
+		echo "      (on NVIDIA's CUDA runtime over a simulated driver)"
+	fi
 	app="$build/demo/train-sim"
 	export GPROF_CUPTI_LIB="$PWD/$build/fakecuda/libcupti.so.13"
 fi
