@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/compiler.h"
+#include "common/demangle.h"
 #include "task.h"
 #include "util/e2e.h"
 #include "util/gtlog.h"
@@ -588,6 +589,65 @@ TEST(e2e_collector_real_runtime)
 		proc_result_free(&plain);
 		e2e_free(&r);
 	}
+}
+
+/* blas-app's GPU work, in launch order, is the same each of its 6 steps: that of steps 2-4. */
+static bool blas_app_scheduled(json_t *g, void *gt)
+{
+	size_t i, per_step = gtlog_count(gt, "{\"type\":\"gpu\"}") / 6;
+	json_t *o;
+	size_t before = 0;
+
+	json_array_foreach((json_t *)gt, i, o)
+	{
+		if (!strcmp(gtlog_str(o, "type"), "gpu") &&
+		    gtlog_int(o, "corr") < gtlog_int(g, "corr"))
+			before++;
+	}
+	return per_step && before / per_step >= 2 && before / per_step <= 4;
+}
+
+/* A kernel's name as the summary prints it: demangled, cut to the summary's width. */
+static const char *summary_name(const char *mangled, char *out, size_t size)
+{
+	gprof_demangle(mangled, out, size);
+	out[strnlen(out, 60)] = '\0';
+	return out;
+}
+
+/*
+ * cuBLAS (fp32 and bf16 GEMMs each step) on NVIDIA's runtime and the simulated driver: the
+ * default schedule's steps hold exactly the kernels cuBLAS launched in them, by the names cuBLAS
+ * gave them, each linked to its launch, and the summary's top kernels are those.
+ */
+TEST(e2e_collector_cublas)
+{
+	const char *argv[] = {proc_build_path("test/apps/blas-app"), "6", NULL};
+	struct proc_result plain;
+	struct e2e_run r;
+	size_t i;
+	json_t *g;
+
+	e2e_need_real_runtime(argv[0]);
+	ASSERT(proc_run(argv, NULL, 120, &plain) == 0);
+	e2e_run(&r, argv, e2e_cupti(true), NULL, true);
+	ASSERT_EQ(plain.status, 0);
+	ASSERT_EQ(r.res.status, plain.status);
+	ASSERT_STR_EQ(r.res.out, plain.out);
+	ASSERT_EQ(r.n_traces, 1);
+	ASSERT_EQ(gtlog_count(r.gt, "{\"type\":\"gpu\"}") % 6, 0);
+	ASSERT_GE(check_gpu_work(&r.traces[0], r.gt, blas_app_scheduled, r.gt, true), 2 * 3);
+	json_array_foreach(r.gt, i, g)
+	{
+		char name[512];
+
+		if (!strcmp(gtlog_str(g, "type"), "gpu") && blas_app_scheduled(g, r.gt) &&
+		    !strcmp(gtlog_str(g, "kind"), "kernel"))
+			ASSERT_STR_CONTAINS(r.res.err,
+					    summary_name(gtlog_str(g, "name"), name, sizeof(name)));
+	}
+	proc_result_free(&plain);
+	e2e_free(&r);
 }
 
 /* 8 threads launching on their own streams while the main thread marks steps; rt-app. */

@@ -363,10 +363,10 @@ CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit)
 	DRV_CALL(cuCtxGetLimit, pvalue, limit);
 	CUresult err = pvalue ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
 
-	if (!err && (size_t)limit >= sizeof(limits) / sizeof(limits[0]))
+	if (!err && (unsigned int)limit >= CU_LIMIT_MAX)
 		err = CUDA_ERROR_UNSUPPORTED_LIMIT;
-	if (!err)
-		*pvalue = limits[limit];
+	if (!err) /* the others (shared memory, CIG) are 0 on a GPU not shared with graphics */
+		*pvalue = (size_t)limit < sizeof(limits) / sizeof(limits[0]) ? limits[limit] : 0;
 	return fakecuda_api_exit(&c, err, NULL);
 }
 
@@ -562,9 +562,6 @@ static CUresult function_attribute(int *pi, CUfunction_attribute attrib, const v
 	case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
 		*pi = 48 * KIB;
 		break;
-	case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
-		*pi = -1;
-		break;
 	default:
 		*pi = 0;
 	}
@@ -652,20 +649,44 @@ CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunc
 	return fakecuda_api_exit(&c, err, NULL);
 }
 
-/* Clusters of up to 8 blocks, 16 clusters of the largest size at once. */
+/*
+ * A cluster runs inside one GPC (graphics processing cluster): an H200's 132 SMs are split
+ * into GPCs of 18, 18, 18, 18, 16, 16, 14 and 14 SMs.
+ */
+static const int gpc_sms[] = {18, 18, 18, 18, 16, 16, 14, 14};
+
+static unsigned int cluster_blocks(const CUlaunchConfig *config)
+{
+	for (unsigned int i = 0; i < config->numAttrs; i++)
+		if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+			return config->attrs[i].value.clusterDim.x *
+			       config->attrs[i].value.clusterDim.y *
+			       config->attrs[i].value.clusterDim.z;
+	return 1;
+}
+
 CUresult cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func,
 				      const CUlaunchConfig *config)
 {
 	DRV_CALL(cuOccupancyMaxActiveClusters, numClusters, func, config);
 	CUresult err = numClusters && config ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
-	unsigned int size = 1;
+	unsigned int size = err ? 0 : cluster_blocks(config);
 
-	for (unsigned int i = 0; !err && i < config->numAttrs; i++)
-		if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
-			size = config->attrs[i].value.clusterDim.x *
-			       config->attrs[i].value.clusterDim.y *
-			       config->attrs[i].value.clusterDim.z;
 	if (!err)
-		*numClusters = size && size <= 8 ? (int)(132 / size) : 0;
+		*numClusters = 0;
+	for (size_t i = 0; size && i < sizeof(gpc_sms) / sizeof(gpc_sms[0]); i++)
+		*numClusters += gpc_sms[i] / (int)size;
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+/* 8 blocks, the portable cluster size. */
+CUresult cuOccupancyMaxPotentialClusterSize(int *clusterSize, CUfunction func,
+					    const CUlaunchConfig *config)
+{
+	DRV_CALL(cuOccupancyMaxPotentialClusterSize, clusterSize, func, config);
+	CUresult err = clusterSize ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+
+	if (!err)
+		*clusterSize = 8;
 	return fakecuda_api_exit(&c, err, NULL);
 }

@@ -7,8 +7,10 @@
  * cbids, parameters, return values and kernel names.
  */
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -33,38 +35,50 @@ static word nothing(void)
 	return CUDA_SUCCESS;
 }
 
-/* ---- which code is a CUDA runtime: the objects that asked for the tables ---- */
+/*
+ * ---- which code is a CUDA runtime: libcudart.so.13, or the program that holds the static
+ *      cudart, once it asks for the tables. Libraries that hold a runtime of their own and also
+ *      call the driver themselves (cuBLAS) are not: their driver calls are theirs, and traced.
+ */
 
 #define MAX_RUNTIMES 8
 
-static const void *runtimes[MAX_RUNTIMES]; /* their load addresses */
+static const struct link_map *runtimes[MAX_RUNTIMES];
 
-static const void *object_of(const void *code)
+static const struct link_map *object_of(const void *code)
 {
+	struct link_map *map = NULL;
 	Dl_info info;
 
-	return dladdr(code, &info) ? info.dli_fbase : NULL;
+	return dladdr1(code, &info, (void **)&map, RTLD_DL_LINKMAP) ? map : NULL;
 }
 
 void fakecuda_drv_runtime_seen(const void *caller)
 {
-	const void *base = object_of(caller), *none = NULL;
+	const struct link_map *map = object_of(caller), *none = NULL;
+	const char *base = map ? strrchr(map->l_name, '/') : NULL;
 
-	for (int i = 0; base && i < MAX_RUNTIMES; i++)
-		if (__atomic_load_n(&runtimes[i], __ATOMIC_ACQUIRE) == base ||
-		    __atomic_compare_exchange_n(&runtimes[i], &none, base, false, __ATOMIC_ACQ_REL,
+	if (!map || (map->l_name[0] && strncmp(base ? base + 1 : map->l_name, "libcudart.", 10)))
+		return;
+	for (int i = 0; i < MAX_RUNTIMES; i++, none = NULL)
+		if (__atomic_load_n(&runtimes[i], __ATOMIC_ACQUIRE) == map ||
+		    __atomic_compare_exchange_n(&runtimes[i], &none, map, false, __ATOMIC_ACQ_REL,
 						__ATOMIC_ACQUIRE))
 			return;
-		else
-			none = NULL;
 }
 
 static bool from_runtime(const void *caller)
 {
-	const void *base = object_of(caller);
+	static int trace_all = -1; /* FAKEGPU_DRIVER_TRACE_ALL=1: a debugging aid */
+	const struct link_map *map;
 
-	for (int i = 0; base && i < MAX_RUNTIMES; i++)
-		if (__atomic_load_n(&runtimes[i], __ATOMIC_ACQUIRE) == base)
+	if (trace_all < 0)
+		trace_all = getenv("FAKEGPU_DRIVER_TRACE_ALL") != NULL;
+	if (trace_all || !__atomic_load_n(&runtimes[0], __ATOMIC_ACQUIRE))
+		return false;
+	map = object_of(caller);
+	for (int i = 0; map && i < MAX_RUNTIMES; i++)
+		if (__atomic_load_n(&runtimes[i], __ATOMIC_ACQUIRE) == map)
 			return true;
 	return false;
 }
@@ -391,7 +405,7 @@ struct table {
 	const void *known[64];
 };
 
-static const void *tools_tls[4], *tools_hooks[7], *locals_table[4], *checks[4], *blas[95];
+static const void *tools_tls[4], *tools_hooks[7], *locals_table[4], *checks[4], *blas[95], *lt[16];
 
 static struct table tables[] = {
     {"6bd5fb6c-5bf4-e74a-8987-d93912fd9df9",
@@ -426,6 +440,8 @@ static struct table tables[] = {
      95,
      true,
      {[4] = blas_slot4, [39] = blas_slot39, [51] = blas_slot51}},
+    /* cuBLASLt's own, for bf16 GEMMs; [4](&out, &out, code) answered with success, untouched */
+    {"1734dc26-800d-4745-8726-c0f1e7dd8bca", lt, 16, true, {[4] = nothing}},
 };
 
 static void fill_tables(void)

@@ -115,6 +115,7 @@ static const struct proc {
     {"cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags", 7000,
      cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, NULL},
     {"cuOccupancyMaxActiveClusters", 11070, cuOccupancyMaxActiveClusters, NULL},
+    {"cuOccupancyMaxPotentialClusterSize", 11070, cuOccupancyMaxPotentialClusterSize, NULL},
     {"cuPointerGetAttribute", 4000, cuPointerGetAttribute, NULL},
     {"cuPointerGetAttributes", 7000, cuPointerGetAttributes, NULL},
     {"cuStreamCreate", 2000, cuStreamCreate, NULL},

@@ -50,6 +50,7 @@ void fakecuda_drv_uuid(CUuuid *uuid, int device);
  * The per-thread-default-stream forms, which cuda.h declares only to programs built for them;
  * the simulated driver exports them all, as the real one does.
  */
+#pragma GCC visibility push(default)
 #define FAKECUDA_COPY_DECL(name, dst_t, src_t) CUresult name(dst_t dst, src_t src, size_t n)
 #define FAKECUDA_ACOPY_DECL(name, dst_t, src_t) \
 	CUresult name(dst_t dst, src_t src, size_t n, CUstream s)
@@ -85,5 +86,6 @@ CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int g
 			     void **kernelParams, void **extra);
 CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
 			       void **extra);
+#pragma GCC visibility pop
 
 #endif
