@@ -267,16 +267,25 @@ static void push_linked(struct gprof_export_event *api, struct gprof_export_even
 		owed[n_owed++] = *gpu;
 }
 
-/* Writes (to w) or drops every GPU event of a chain, the first linked to api if given. */
+/*
+ * Writes (to w) or drops every GPU event of a chain; the earliest is linked to api if given
+ * (a CUDA graph's launch has one correlation id for all its work: the flow goes to the first).
+ */
 static void chain_release(uint32_t index1, struct gprof_coll_win *w, struct gprof_export_event *api)
 {
+	uint32_t earliest = index1;
+
 	if (w && api && !index1)
 		push(api, w, false);
-	for (bool first = true; index1; first = false) {
+	for (uint32_t i = index1; i; i = gprof_coll_held_gpus[i - 1].next)
+		if (gprof_coll_held_gpus[i - 1].ev.ts_ns <
+		    gprof_coll_held_gpus[earliest - 1].ev.ts_ns)
+			earliest = i;
+	while (index1) {
 		struct gprof_coll_held_gpu *h = &gprof_coll_held_gpus[index1 - 1];
 		uint32_t next = h->next;
 
-		if (w && api && first)
+		if (w && api && index1 == earliest)
 			push_linked(api, &h->ev, w);
 		else if (w)
 			push(&h->ev, w, false);

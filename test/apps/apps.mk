@@ -87,13 +87,15 @@ $(APPS_OUT)/nvcc-real-pt: $(APPS_OUT)/nvcc-app-pt.o
 $(APPS_OUT)/nvcc-real-static: $(APPS_OUT)/nvcc-app.o
 $(APPS_OUT)/nvcc-real $(APPS_OUT)/nvcc-real-pt: APP_LIBS = $(REAL_RPATH) -l:libcudart.so.13 -lstdc++
 $(APPS_OUT)/nvcc-real-static: APP_LIBS = $(REAL_RPATH) -l:libcudart_static.a -lrt -lstdc++
-# cuBLAS (the toolkit's) on the same.
-APPS += blas-app
+# A CUDA graph and cuBLAS (the toolkit's) on the same.
+APPS += graph-app blas-app
+$(APPS_OUT)/graph-app: $(APPS_OUT)/graph-app.o
+$(APPS_OUT)/graph-app: APP_LIBS = $(REAL_RPATH) -l:libcudart.so.13 -lstdc++
 $(APPS_OUT)/blas-app: $(APPS_OUT)/blas-app.o
 # It carries the C++ runtime, as every C++ program does, which libgprof demangles with.
 $(APPS_OUT)/blas-app: APP_LIBS = $(REAL_RPATH) -l:libcublas.so.13 -l:libcudart.so.13 \
 			       -Wl,--no-as-needed -lstdc++ -Wl,--as-needed
-$(addprefix $(APPS_OUT)/,nvcc-real nvcc-real-static nvcc-real-pt blas-app): $(FAKE_DRIVER)
+$(addprefix $(APPS_OUT)/,nvcc-real nvcc-real-static nvcc-real-pt graph-app blas-app): $(FAKE_DRIVER)
 	$(call quiet,LD,$@)
 	$(Q)$(link_app)
 endif

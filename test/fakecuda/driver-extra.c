@@ -133,6 +133,11 @@ CUresult capture_info_v2(CUstream hStream, CUstreamCaptureStatus *captureStatus_
 				      dependencies_out, NULL, numDependencies_out);
 }
 
+CUresult capture_info_v1(CUstream hStream, CUstreamCaptureStatus *captureStatus, cuuint64_t *id)
+{
+	return cuStreamGetCaptureInfo(hStream, captureStatus, id, NULL, NULL, NULL, NULL);
+}
+
 /* ---- not simulated ---- */
 
 static CUresult not_simulated(const char *name)
@@ -148,13 +153,10 @@ static CUresult not_simulated(const char *name)
 		return not_simulated(#name);          \
 	}
 
-NOT_SIMULATED(cuGraphDestroy)
-NOT_SIMULATED(cuGraphExecDestroy)
 NOT_SIMULATED(cuGraphExecKernelNodeSetParams)
 NOT_SIMULATED(cuGraphGetNodes)
 NOT_SIMULATED(cuGraphInstantiate)
 NOT_SIMULATED(cuGraphKernelNodeGetParams)
-NOT_SIMULATED(cuGraphLaunch)
 NOT_SIMULATED(cuGraphNodeGetType)
 NOT_SIMULATED(cuKernelGetLibrary)
 NOT_SIMULATED(cuLinkAddData_v2)
@@ -165,8 +167,6 @@ NOT_SIMULATED(cuLinkDestroy)
 NOT_SIMULATED(cuMemPrefetchAsync)
 NOT_SIMULATED(cuMemcpy2DAsync_v2)
 NOT_SIMULATED(cuStreamBatchMemOp)
-NOT_SIMULATED(cuStreamBeginCapture_v2)
-NOT_SIMULATED(cuStreamEndCapture)
 NOT_SIMULATED(cuStreamWaitValue32)
 
 #pragma GCC visibility pop

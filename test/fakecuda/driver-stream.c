@@ -109,13 +109,17 @@ static CUresult stream_ctx(CUstream h, bool per_thread, CUcontext *ctx)
 	return err;
 }
 
-/* Nothing is ever captured. */
-static CUresult capturing(CUstreamCaptureStatus *status)
+static CUresult capturing(CUstream h, bool per_thread, CUstreamCaptureStatus *status,
+			  cuuint64_t *id)
 {
 	CUresult err = status ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+	struct fakecuda_stream *s = err ? NULL : fakecuda_stream_get(h, per_thread);
 
 	if (!err)
-		*status = CU_STREAM_CAPTURE_STATUS_NONE;
+		*status = fakecuda_capturing(s) ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+						: CU_STREAM_CAPTURE_STATUS_NONE;
+	if (!err && id)
+		*id = *status == CU_STREAM_CAPTURE_STATUS_ACTIVE ? fakecuda_stream_id(s) : 0;
 	return err;
 }
 
@@ -182,13 +186,29 @@ CUresult cuStreamGetCtx_ptsz(CUstream hStream, CUcontext *pctx)
 CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
 {
 	DRV_CALL(cuStreamIsCapturing, hStream, captureStatus);
-	return fakecuda_api_exit(&c, capturing(captureStatus), NULL);
+	return fakecuda_api_exit(&c, capturing(hStream, false, captureStatus, NULL), NULL);
 }
 
 CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus)
 {
 	DRV_CALL(cuStreamIsCapturing_ptsz, hStream, captureStatus);
-	return fakecuda_api_exit(&c, capturing(captureStatus), NULL);
+	return fakecuda_api_exit(&c, capturing(hStream, true, captureStatus, NULL), NULL);
+}
+
+/* A capture's graph is not shown while it is made; it depends on nothing. */
+static CUresult capture_info(CUstream h, bool per_thread, CUstreamCaptureStatus *status,
+			     cuuint64_t *id, CUgraph *graph, const CUgraphNode **dependencies,
+			     const CUgraphEdgeData **edges, size_t *n_dependencies)
+{
+	if (graph)
+		*graph = NULL;
+	if (dependencies)
+		*dependencies = NULL;
+	if (edges)
+		*edges = NULL;
+	if (n_dependencies)
+		*n_dependencies = 0;
+	return capturing(h, per_thread, status, id);
 }
 
 CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
@@ -198,18 +218,24 @@ CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *capture
 {
 	DRV_CALL(cuStreamGetCaptureInfo_v3, hStream, captureStatus_out, id_out, graph_out,
 		 dependencies_out, edgeData_out, numDependencies_out);
-	return fakecuda_api_exit(&c, capturing(captureStatus_out), NULL);
+	return fakecuda_api_exit(&c,
+				 capture_info(hStream, false, captureStatus_out, id_out, graph_out,
+					      dependencies_out, edgeData_out, numDependencies_out),
+				 NULL);
 }
 
-CUresult cuStreamGetCaptureInfo_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-				     cuuint64_t *id_out, CUgraph *graph_out,
-				     const CUgraphNode **dependencies_out,
-				     const CUgraphEdgeData **edgeData_out,
-				     size_t *numDependencies_out)
+CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+					cuuint64_t *id_out, CUgraph *graph_out,
+					const CUgraphNode **dependencies_out,
+					const CUgraphEdgeData **edgeData_out,
+					size_t *numDependencies_out)
 {
 	DRV_CALL(cuStreamGetCaptureInfo_v3_ptsz, hStream, captureStatus_out, id_out, graph_out,
 		 dependencies_out, edgeData_out, numDependencies_out);
-	return fakecuda_api_exit(&c, capturing(captureStatus_out), NULL);
+	return fakecuda_api_exit(&c,
+				 capture_info(hStream, true, captureStatus_out, id_out, graph_out,
+					      dependencies_out, edgeData_out, numDependencies_out),
+				 NULL);
 }
 
 CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)

@@ -8,6 +8,20 @@
 
 #pragma GCC visibility push(default)
 #include <cuda.h>
+CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode);
+CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph);
+CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
+					   CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams);
+CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream);
+CUresult cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream);
+/* cuStreamGetCaptureInfo before 12.3, without edge data (driver-extra.c). */
+CUresult capture_info_v2(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+			 cuuint64_t *id_out, CUgraph *graph_out,
+			 const CUgraphNode **dependencies_out,
+			 size_t *numDependencies_out) __asm__("cuStreamGetCaptureInfo_v2");
+/* Before 11.3: the status and id only. */
+CUresult capture_info_v1(CUstream hStream, CUstreamCaptureStatus *captureStatus,
+			 cuuint64_t *id) __asm__("cuStreamGetCaptureInfo");
 #pragma GCC visibility pop
 
 #include "test/fakecuda/sim.h"
@@ -72,11 +86,11 @@ CUresult cuStreamGetFlags_ptsz(CUstream hStream, unsigned int *flags);
 CUresult cuStreamGetId_ptsz(CUstream hStream, unsigned long long *streamId);
 CUresult cuStreamGetCtx_ptsz(CUstream hStream, CUcontext *pctx);
 CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus);
-CUresult cuStreamGetCaptureInfo_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-				     cuuint64_t *id_out, CUgraph *graph_out,
-				     const CUgraphNode **dependencies_out,
-				     const CUgraphEdgeData **edgeData_out,
-				     size_t *numDependencies_out);
+CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+					cuuint64_t *id_out, CUgraph *graph_out,
+					const CUgraphNode **dependencies_out,
+					const CUgraphEdgeData **edgeData_out,
+					size_t *numDependencies_out);
 CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags);
 CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream);
 CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned int flags);

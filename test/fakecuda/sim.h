@@ -199,6 +199,26 @@ FAKECUDA_API void fakecuda_sync(struct fakecuda_stream *stream, int device);
 /* Makes later work on `stream` start no earlier than `time_ns` (cudaStreamWaitEvent). */
 FAKECUDA_API void fakecuda_stream_wait_until(struct fakecuda_stream *stream, uint64_t time_ns);
 
+/*
+ * CUDA graphs by stream capture: while a stream captures, what is queued on it goes into its
+ * graph instead of running; a launch of the graph queues those operations again, each with
+ * the launch's correlation id (as CUPTI reports a graph's kernels).
+ */
+struct fakecuda_graph;
+/* -EBUSY if the stream already captures, -ENOMEM. */
+FAKECUDA_API int fakecuda_capture_begin(struct fakecuda_stream *stream);
+/* The captured graph, or NULL if the stream was not capturing. */
+FAKECUDA_API struct fakecuda_graph *fakecuda_capture_end(struct fakecuda_stream *stream);
+FAKECUDA_API bool fakecuda_capturing(struct fakecuda_stream *stream);
+FAKECUDA_API size_t fakecuda_graph_size(const struct fakecuda_graph *graph);
+/* An instance (cuGraphInstantiate): a copy, or NULL. */
+FAKECUDA_API struct fakecuda_graph *fakecuda_graph_copy(const struct fakecuda_graph *graph);
+FAKECUDA_API void fakecuda_graph_free(struct fakecuda_graph *graph);
+/* Queues the graph's operations on `stream`; returns the sequence number of the last. */
+FAKECUDA_API uint64_t fakecuda_graph_launch(const struct fakecuda_graph *graph,
+					    struct fakecuda_stream *stream, uint32_t correlation,
+					    bool runtime);
+
 /* ---- records of completed operations (records.c; inside libcuda.so.1 only) ---- */
 
 /* Emits the activity record and the ground-truth log line of a completed operation. */

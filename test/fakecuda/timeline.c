@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,11 +21,18 @@ struct fakecuda_stream {
 	int device;
 	uint32_t id;
 	bool legacy;
-	bool blocking;		    /* serialises with the legacy stream */
-	uint64_t tail_ns;	    /* end of the last operation queued */
-	uint64_t not_before_ns;	    /* from cudaStreamWaitEvent */
-	uint64_t queued, completed; /* operations queued and completed so far */
+	bool blocking;			/* serialises with the legacy stream */
+	uint64_t tail_ns;		/* end of the last operation queued */
+	uint64_t not_before_ns;		/* from cudaStreamWaitEvent */
+	uint64_t queued, completed;	/* operations queued and completed so far */
+	struct fakecuda_graph *capture; /* while capturing: where its operations go */
 	struct fakecuda_stream *next;
+};
+
+/* A CUDA graph: the operations captured, in order; each replay queues them again. */
+struct fakecuda_graph {
+	struct fakecuda_op *ops;
+	size_t n, cap;
 };
 
 struct device_streams {
@@ -279,11 +287,36 @@ static uint64_t earliest_start(struct fakecuda_stream *s, uint64_t now)
 	return t;
 }
 
+/* Appends op to the graph being captured; under tl_lock. Markers take no part in a graph. */
+static void capture(struct fakecuda_graph *g, const struct fakecuda_op *op)
+{
+	struct fakecuda_op *more;
+
+	if (op->kind == FAKECUDA_OP_MARKER)
+		return;
+	if (g->n == g->cap) {
+		more = realloc(g->ops, (g->cap ? 2 * g->cap : 8) * sizeof(*more));
+		if (!more)
+			return; /* out of memory: the replay lacks it */
+		g->ops = more;
+		g->cap = g->cap ? 2 * g->cap : 8;
+	}
+	g->ops[g->n++] = *op;
+}
+
 uint64_t fakecuda_op_enqueue(struct fakecuda_stream *stream, struct fakecuda_op *op)
 {
-	struct pending *p = malloc(sizeof(*p));
+	struct pending *p;
 	uint64_t seq;
 
+	pthread_mutex_lock(&tl_lock);
+	if (stream->capture) {
+		capture(stream->capture, op);
+		pthread_mutex_unlock(&tl_lock);
+		return 0; /* nothing to wait for */
+	}
+	pthread_mutex_unlock(&tl_lock);
+	p = malloc(sizeof(*p));
 	pthread_once(&once, start_once);
 	op->queued_ns = fakegpu_timestamp();
 	pthread_mutex_lock(&tl_lock);
@@ -340,4 +373,84 @@ void fakecuda_stream_wait_until(struct fakecuda_stream *stream, uint64_t time_ns
 	if (time_ns > stream->not_before_ns)
 		stream->not_before_ns = time_ns;
 	pthread_mutex_unlock(&tl_lock);
+}
+
+int fakecuda_capture_begin(struct fakecuda_stream *stream)
+{
+	struct fakecuda_graph *g = calloc(1, sizeof(*g));
+	int err = g ? 0 : -ENOMEM;
+
+	pthread_mutex_lock(&tl_lock);
+	if (!err && stream->capture)
+		err = -EBUSY;
+	if (!err)
+		stream->capture = g;
+	pthread_mutex_unlock(&tl_lock);
+	if (err)
+		free(g);
+	return err;
+}
+
+struct fakecuda_graph *fakecuda_capture_end(struct fakecuda_stream *stream)
+{
+	struct fakecuda_graph *g;
+
+	pthread_mutex_lock(&tl_lock);
+	g = stream->capture;
+	stream->capture = NULL;
+	pthread_mutex_unlock(&tl_lock);
+	return g;
+}
+
+bool fakecuda_capturing(struct fakecuda_stream *stream)
+{
+	bool capturing;
+
+	pthread_mutex_lock(&tl_lock);
+	capturing = stream->capture != NULL;
+	pthread_mutex_unlock(&tl_lock);
+	return capturing;
+}
+
+size_t fakecuda_graph_size(const struct fakecuda_graph *graph)
+{
+	return graph->n;
+}
+
+struct fakecuda_graph *fakecuda_graph_copy(const struct fakecuda_graph *graph)
+{
+	struct fakecuda_graph *g = calloc(1, sizeof(*g));
+
+	if (g && graph->n && !(g->ops = malloc(graph->n * sizeof(*g->ops)))) {
+		free(g);
+		return NULL;
+	}
+	if (g && graph->n)
+		memcpy(g->ops, graph->ops, graph->n * sizeof(*g->ops));
+	if (g)
+		g->n = g->cap = graph->n;
+	return g;
+}
+
+void fakecuda_graph_free(struct fakecuda_graph *graph)
+{
+	if (graph)
+		free(graph->ops);
+	free(graph);
+}
+
+uint64_t fakecuda_graph_launch(const struct fakecuda_graph *graph, struct fakecuda_stream *stream,
+			       uint32_t correlation, bool runtime)
+{
+	uint64_t seq = 0;
+
+	for (size_t i = 0; i < graph->n; i++) {
+		struct fakecuda_op op = graph->ops[i];
+
+		op.correlation = correlation;
+		op.runtime = runtime;
+		op.async = true;
+		seq = fakecuda_op_enqueue(stream, &op);
+	}
+	return seq;
 }
