@@ -6,9 +6,11 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/compiler.h"
 #include "task.h"
 #include "util/e2e.h"
 #include "util/gtlog.h"
@@ -235,6 +237,88 @@ TEST(fakecuda_nvcc_app)
 TEST(fakecuda_nvcc_app_per_thread_stream)
 {
 	check_nvcc_app("test/apps/nvcc-app-pt", true);
+}
+
+/*
+ * What a record or callback of a dump says, without what differs from run to run (times,
+ * correlation ids, addresses, thread ids): its type and these members.
+ */
+static char *record_signature(json_t *e)
+{
+	static const char *const keys[] = {
+	    "domain",	"site",	    "cbid",  "func",  "name", "grid",	     "block", "copy_kind",
+	    "src_kind", "dst_kind", "bytes", "value", "op",   "memory_kind", "result"};
+	char buf[1024];
+	int n = snprintf(buf, sizeof(buf), "%s", gtlog_str(e, "type"));
+
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+		json_t *v = json_object_get(e, keys[i]);
+		char *text = v ? json_dumps(v, JSON_ENCODE_ANY) : NULL;
+
+		if (text && n < (int)sizeof(buf))
+			n += snprintf(buf + n, sizeof(buf) - (size_t)n, " %s=%s", keys[i], text);
+		free(text);
+	}
+	return strdup(buf);
+}
+
+static int compare_strings(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The dump's signatures, sorted; *n gets their number. Free each, then the array. */
+static char **signatures(json_t *dump, size_t *n)
+{
+	char **sigs = calloc(json_array_size(dump) + 1, sizeof(*sigs));
+	size_t i;
+	json_t *e;
+
+	ASSERT(sigs);
+	json_array_foreach(dump, i, e)
+	{
+		sigs[i] = record_signature(e);
+	}
+	*n = json_array_size(dump);
+	qsort(sigs, *n, sizeof(*sigs), compare_strings);
+	return sigs;
+}
+
+/*
+ * The fake runtime and NVIDIA's, on the same simulated GPU, running the same program: their
+ * record and callback streams agree, record for record (kinds, cbids, function and kernel
+ * names, dimensions, copy kinds, bytes, memory records, results), so the two cannot drift.
+ */
+TEST(fakecuda_runtimes_agree)
+{
+	const char *const pairs[][2] = {{"test/apps/nvcc-app", "test/apps/nvcc-real"},
+					{"test/apps/nvcc-app-pt", "test/apps/nvcc-real-pt"}};
+
+	for (size_t p = 0; p < ARRAY_SIZE(pairs); p++) {
+		const char *fake_argv[] = {proc_build_path(pairs[p][0]), "3", NULL};
+		const char *real_argv[] = {proc_build_path(pairs[p][1]), "3", NULL};
+		json_t *fake_dump, *real_dump;
+		char **fake, **real;
+		size_t n_fake, n_real;
+
+		e2e_need_real_runtime(real_argv[0]);
+		fake_dump = run_dumped(fake_argv, NULL);
+		real_dump = run_dumped(real_argv, NULL);
+		fake = signatures(fake_dump, &n_fake);
+		real = signatures(real_dump, &n_real);
+		for (size_t i = 0; i < n_fake && i < n_real; i++)
+			ASSERT_MSG(!strcmp(fake[i], real[i]), "%s: fake runtime %s, NVIDIA's %s",
+				   pairs[p][0], fake[i], real[i]);
+		ASSERT_EQ(n_fake, n_real);
+		for (size_t i = 0; i < n_fake; i++)
+			free(fake[i]);
+		for (size_t i = 0; i < n_real; i++)
+			free(real[i]);
+		free(fake);
+		free(real);
+		json_decref(fake_dump);
+		json_decref(real_dump);
+	}
 }
 
 /*

@@ -139,29 +139,25 @@ const char *cudaGetErrorString(cudaError_t error)
 	return i < 0 ? "unrecognized error code" : errors[i].string;
 }
 
-/* ---- registration of nvcc-compiled modules ---- */
+/*
+ * ---- registration of nvcc-compiled modules, and nvcc's launch plumbing: NVIDIA's 13.0
+ *      runtime reports none of these to tools, so neither does this one ----
+ */
 
 /* The fat binary's address is a fine module handle: nvcc only hands it back to us. */
 void **__cudaRegisterFatBinary(void *fatCubin)
 {
-	struct fakecuda_call c;
-
-	fakert_enter(&c, RT_CBID(__cudaRegisterFatBinary_v13000), "__cudaRegisterFatBinary", NULL,
-		     NULL);
-	fakecuda_api_exit(&c, 0, NULL);
 	return fatCubin;
 }
 
 void __cudaRegisterFatBinaryEnd(void **fatCubinHandle)
 {
 	(void)fatCubinHandle;
-	noop_call(RT_CBID(__cudaRegisterFatBinaryEnd_v13000), "__cudaRegisterFatBinaryEnd", NULL);
 }
 
 void __cudaUnregisterFatBinary(void **fatCubinHandle)
 {
 	(void)fatCubinHandle;
-	noop_call(RT_CBID(__cudaUnregisterFatBinary_v13000), "__cudaUnregisterFatBinary", NULL);
 }
 
 void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress,
@@ -169,7 +165,6 @@ void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress
 {
 	(void)fatCubinHandle, (void)hostVar, (void)deviceAddress, (void)deviceName;
 	(void)ext, (void)size, (void)constant, (void)global;
-	noop_call(RT_CBID(__cudaRegisterVar_v13000), "__cudaRegisterVar", NULL);
 }
 
 /* deviceName is the kernel's mangled name: what CUPTI records and cudaFuncGetName report. */
@@ -177,66 +172,48 @@ void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *de
 			    const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
 			    dim3 *bDim, dim3 *gDim, int *wSize)
 {
-	struct fakecuda_call c;
-
 	(void)fatCubinHandle, (void)deviceFun, (void)thread_limit, (void)tid, (void)bid;
 	(void)bDim, (void)gDim, (void)wSize;
-	fakert_enter(&c, RT_CBID(__cudaRegisterFunction_v13000), "__cudaRegisterFunction", NULL,
-		     deviceName);
 	fakecuda_kernel_register(hostFun, deviceName);
-	fakecuda_api_exit(&c, 0, NULL);
 }
 
 char __cudaInitModule(void **fatCubinHandle)
 {
 	(void)fatCubinHandle;
-	noop_call(RT_CBID(__cudaInitModule_v13000), "__cudaInitModule", NULL);
 	return 1;
 }
 
 cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun)
 {
 	const struct fakecuda_kernel *k = fakecuda_kernel_find(hostFun);
-	struct fakecuda_call c;
 
-	fakert_enter(&c, RT_CBID(__cudaGetKernel_v13000), "__cudaGetKernel", NULL, NULL);
 	if (k && kernel)
 		*kernel = (cudaKernel_t)k;
-	return fakert_exit(&c, k && kernel ? cudaSuccess : cudaErrorInvalidDeviceFunction, NULL);
+	return k && kernel ? cudaSuccess : cudaErrorInvalidDeviceFunction;
 }
 
 unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
 				     struct CUstream_st *stream)
 {
-	struct fakecuda_call c;
-	unsigned err = 0;
-
-	fakert_enter(&c, RT_CBID(__cudaPushCallConfiguration_v13000), "__cudaPushCallConfiguration",
-		     NULL, NULL);
-	if (n_configs < MAX_CALL_CONFIGS)
-		configs[n_configs++] = (struct call_config){gridDim, blockDim, sharedMem, stream};
-	else
-		err = cudaErrorLaunchOutOfResources;
-	fakecuda_api_exit(&c, (int)err, NULL);
-	return err;
+	if (n_configs == MAX_CALL_CONFIGS)
+		return cudaErrorLaunchOutOfResources;
+	configs[n_configs++] = (struct call_config){gridDim, blockDim, sharedMem, stream};
+	return 0;
 }
 
 cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem,
 				       void *stream)
 {
-	struct fakecuda_call c;
 	struct call_config *cfg;
 
-	fakert_enter(&c, RT_CBID(__cudaPopCallConfiguration_v13000), "__cudaPopCallConfiguration",
-		     NULL, NULL);
 	if (!n_configs)
-		return fakert_exit(&c, cudaErrorMissingConfiguration, NULL);
+		return cudaErrorMissingConfiguration;
 	cfg = &configs[--n_configs];
 	*gridDim = cfg->grid;
 	*blockDim = cfg->block;
 	*sharedMem = cfg->shared;
 	*(cudaStream_t *)stream = cfg->stream;
-	return fakert_exit(&c, cudaSuccess, NULL);
+	return cudaSuccess;
 }
 
 /* ---- launches ---- */
