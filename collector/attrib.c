@@ -268,10 +268,39 @@ static void push_linked(struct gprof_export_event *api, struct gprof_export_even
 }
 
 /*
+ * GPU work of a launch outside every window: a window whose span it ran in gets that part as
+ * EARLIER work (GPU busy time that no launch of the window's caused: the CPU ran ahead).
+ */
+static void earlier(const struct gprof_export_event *gpu)
+{
+	uint64_t end = gpu->ts_ns + gpu->dur_ns;
+
+	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
+		struct gprof_coll_win *w = &gprof_coll_wins[i];
+		uint64_t begin = __atomic_load_n(&w->begin_ns, __ATOMIC_ACQUIRE);
+		uint64_t w_end = __atomic_load_n(&w->end_ns, __ATOMIC_ACQUIRE);
+		struct gprof_export_event ev = *gpu;
+
+		if (!__atomic_load_n(&w->id, __ATOMIC_ACQUIRE) || end <= begin ||
+		    gpu->ts_ns >= w_end)
+			continue;
+		ev.kind = GPROF_EXPORT_EARLIER;
+		if (gpu->kind != GPROF_EXPORT_KERNEL)
+			ev.name = gprof_export_intern(gpu->kind == GPROF_EXPORT_MEMCPY ? "Memcpy"
+										       : "Memset");
+		ev.ts_ns = gpu->ts_ns > begin ? gpu->ts_ns : begin;
+		ev.dur_ns = (end < w_end ? end : w_end) - ev.ts_ns;
+		push(&ev, w, false);
+		return;
+	}
+}
+
+/*
  * Writes (to w) or drops every GPU event of a chain; the earliest is linked to api if given
  * (a CUDA graph's launch has one correlation id for all its work: the flow goes to the first).
  */
-static void chain_release(uint32_t index1, struct gprof_coll_win *w, struct gprof_export_event *api)
+static void chain_release(uint32_t index1, struct gprof_coll_win *w, struct gprof_export_event *api,
+			  bool api_outside)
 {
 	uint32_t earliest = index1;
 
@@ -289,6 +318,8 @@ static void chain_release(uint32_t index1, struct gprof_coll_win *w, struct gpro
 			push_linked(api, &h->ev, w);
 		else if (w)
 			push(&h->ev, w, false);
+		else if (api_outside)
+			earlier(&h->ev);
 		gprof_coll_held_free(GPROF_COLL_HELD_GPU, index1);
 		index1 = next;
 	}
@@ -342,7 +373,7 @@ static void on_api(struct gprof_coll_rec *r)
 		gprof_map_del(&gprof_coll_links, corr);
 	if (!w) {
 		if (waiting)
-			chain_release(LINK_HELD(link), NULL, NULL);
+			chain_release(LINK_HELD(link), NULL, NULL, true);
 		else if (r->launches & gprof_coll_activities)
 			gprof_coll_links_put(corr, LINK(LINK_OUTSIDE, 0, 0));
 		return;
@@ -351,7 +382,7 @@ static void on_api(struct gprof_coll_rec *r)
 	if (waiting) {
 		/* No chain: its GPU work was written unlinked (the table was full); so is it. */
 		w->unheld += api_wanted() && !LINK_HELD(link);
-		chain_release(LINK_HELD(link), w, api_wanted() ? &r->ev : NULL);
+		chain_release(LINK_HELD(link), w, api_wanted() ? &r->ev : NULL, false);
 	} else if (r->launches & gprof_coll_activities) {
 		hold_api(r, w);
 	} else if (api_wanted()) {
@@ -416,8 +447,10 @@ static void on_gpu(struct gprof_coll_rec *r)
 		return;
 	}
 	gprof_map_del(&gprof_coll_links, corr);
-	if (LINK_KIND(link) == LINK_OUTSIDE)
+	if (LINK_KIND(link) == LINK_OUTSIDE) {
+		earlier(&r->ev);
 		return;
+	}
 	w = &gprof_coll_wins[LINK_SLOT(link)];
 	w->pending--;
 	if (!LINK_HELD(link)) {
@@ -525,7 +558,7 @@ static bool sweep(uint64_t corr, uint64_t link, void *arg)
 			return true;
 		for (uint32_t i = LINK_HELD(link); mine && i; i = gprof_coll_held_gpus[i - 1].next)
 			w->unlinked++;
-		chain_release(LINK_HELD(link), mine ? w : NULL, NULL);
+		chain_release(LINK_HELD(link), mine ? w : NULL, NULL, false);
 		return false;
 	case LINK_OUTSIDE:
 		return !(w->hi && corr <= w->hi);
@@ -572,7 +605,7 @@ static bool expire(uint64_t corr, uint64_t link, void *arg)
 		w = window_of_corr((uint32_t)corr);
 		for (uint32_t i = LINK_HELD(link); w && i; i = gprof_coll_held_gpus[i - 1].next)
 			w->unlinked++;
-		chain_release(LINK_HELD(link), w, NULL);
+		chain_release(LINK_HELD(link), w, NULL, false);
 		return false;
 	case LINK_API:
 		w = &gprof_coll_wins[LINK_SLOT(link)];

@@ -80,6 +80,10 @@ const struct gprof_export_str *gprof_export_intern_n(const char *s, size_t len);
  *   MEMCPY      X gpu_memcpy on (device, stream), u.copy; name from kinds
  *   MEMSET      X gpu_memset on (device, stream), u.copy.dst_kind
  *   MEMORY      C gpu_memory on device: u.memory.allocated after an alloc/free
+ *   EARLIER     X gpu_earlier on (device, stream): GPU work launched before the window that ran
+ *               in it, cut to the window; name: the kernel's, or "Memcpy" / "Memset". No
+ *               correlation or stream argument, so readers count it as no launch's work; busy
+ *               time counts it
  */
 #define GPROF_EXPORT_KIND_TABLE(X)                   \
 	X(STEP, "step", emit_step)                   \
@@ -90,7 +94,8 @@ const struct gprof_export_str *gprof_export_intern_n(const char *s, size_t len);
 	X(KERNEL, "kernel", emit_kernel)             \
 	X(MEMCPY, "memcpy", emit_copy)               \
 	X(MEMSET, "memset", emit_copy)               \
-	X(MEMORY, "memory", emit_memory)
+	X(MEMORY, "memory", emit_memory)             \
+	X(EARLIER, "earlier", emit_earlier)
 
 enum gprof_export_kind {
 #define GPROF_EXPORT_KIND_ENUM(name, key, emitter) GPROF_EXPORT_##name,

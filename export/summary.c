@@ -169,6 +169,15 @@ static void add_gpu(struct gprof_export_summary *s, const struct gprof_export_ev
 	add_span(s, d, ev->ts_ns, ev->ts_ns + dur);
 }
 
+static void add_earlier(struct gprof_export_summary *s, const struct gprof_export_event *ev,
+			uint64_t dur)
+{
+	struct device *d = device_of(s, ev->device);
+
+	if (d)
+		add_span(s, d, ev->ts_ns, ev->ts_ns + dur);
+}
+
 static void add_copy(struct gprof_export_summary *s, const struct gprof_export_event *ev,
 		     uint64_t dur)
 {
@@ -241,6 +250,9 @@ void gprof_summary_events(struct gprof_export_summary *s, const struct gprof_exp
 			break;
 		case GPROF_EXPORT_MEMORY:
 			add_memory(s, e);
+			break;
+		case GPROF_EXPORT_EARLIER: /* busy time only: it is no work of the window's */
+			add_earlier(s, e, dur);
 			break;
 		}
 	}

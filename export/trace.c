@@ -369,6 +369,19 @@ static void emit_copy(struct gprof_trace *t, const struct gprof_export_event *ev
 	put_flow(t, ev, true);
 }
 
+static void emit_earlier(struct gprof_trace *t, const struct gprof_export_event *ev)
+{
+	struct gprof_jbuf *b = &t->out;
+
+	gprof_jbuf_lit(b, "{\"ph\":\"X\",\"cat\":\"gpu_earlier\",\"name\":\"");
+	put_text(b, ev->name);
+	gpu_track(t, ev);
+	gprof_jbuf_lit(b, ",\"args\":{\"device\":");
+	gprof_jbuf_u64(b, ev->device);
+	gprof_jbuf_lit(b, ",\"launched\":\"before the window\"}");
+	put_end(t, ev, true);
+}
+
 static void emit_memory(struct gprof_trace *t, const struct gprof_export_event *ev)
 {
 	struct gprof_jbuf *b = &t->out;

@@ -5,6 +5,7 @@
  */
 #include <dirent.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdbool.h>
@@ -534,6 +535,112 @@ TEST(e2e_collector_late_kernel)
 		ASSERT_GT(gtlog_int(slow, "end"), marker);
 		ASSERT_EQ(check_gpu_work(&r.traces[0], r.gt, in_steps, &steps, false),
 			  steps.late == 4 ? 13 : 12);
+		e2e_free(&r);
+	}
+}
+
+/* The union of gt's GPU operations (whatever launched them) within [lo, hi), in ns. */
+static long long gt_busy_ns(json_t *gt, long long lo, long long hi)
+{
+	long long total = 0, cur_b = 0, cur_e = 0;
+	json_t *spans = json_array(), *g;
+	size_t i;
+
+	json_array_foreach(gt, i, g)
+	{
+		long long b = gtlog_int(g, "start"), e = gtlog_int(g, "end");
+
+		if (strcmp(gtlog_str(g, "type"), "gpu") || e <= lo || b >= hi)
+			continue;
+		json_array_append_new(spans, json_pack("[II]", b > lo ? b : lo, e < hi ? e : hi));
+	}
+	/* few spans: a selection sort by start keeps this short */
+	while (json_array_size(spans)) {
+		size_t first = 0;
+
+		for (i = 1; i < json_array_size(spans); i++)
+			if (int_of(json_array_get(json_array_get(spans, i), 0)) <
+			    int_of(json_array_get(json_array_get(spans, first), 0)))
+				first = i;
+		long long b = int_of(json_array_get(json_array_get(spans, first), 0));
+		long long e = int_of(json_array_get(json_array_get(spans, first), 1));
+
+		if (b > cur_e) {
+			total += cur_e - cur_b;
+			cur_b = b, cur_e = e;
+		} else if (e > cur_e) {
+			cur_e = e;
+		}
+		json_array_remove(spans, first);
+	}
+	json_decref(spans);
+	return total + cur_e - cur_b;
+}
+
+/* The time in ns that `label` ("busy ", "busy after the last step: ") gives in summary text. */
+static double summary_time_ns(const char *text, const char *label)
+{
+	const char *p = strstr(text, label), *paren;
+	char unit[4] = "";
+	double v = -1;
+
+	ASSERT_MSG(p, "no \"%s\" in: %s", label, text);
+	p += strlen(label);
+	paren = strstr(p, "% of step time (");
+	if (paren && paren - p < 8)
+		p = paren + strlen("% of step time (");
+	ASSERT_MSG(sscanf(p, "%lf %3s", &v, unit) == 2, "%s", p);
+	return v * (!strncmp(unit, "ms", 2)   ? 1e6
+		    : !strncmp(unit, "us", 2) ? 1e3
+		    : !strncmp(unit, "s", 1)  ? 1e9
+					      : 1);
+}
+
+/*
+ * GPU busy time is the union of the device's GPU intervals within the steps' span, whatever
+ * step launched them (issue #15): a kernel launched in the warmup step that runs on into the
+ * window (the CPU ahead of the GPU) counts, and one launched in the last step that runs past it
+ * is said as busy after the last step. The library's summary and gprof-summary's reading of the
+ * trace say what the ground-truth log gives.
+ */
+TEST(e2e_collector_busy_cpu_ahead)
+{
+	const char *env[] = {"FAKEGPU_KERNEL_TABLE=slow=30000000", NULL}; /* 3 ms at 0.1 */
+	const char *const late[] = {"1", "4"};
+
+	for (size_t c = 0; c < ARRAY_SIZE(late); c++) {
+		const char *argv[] = {
+		    proc_build_path("test/apps/steps-app"), "-s", "8", "-l", late[c], NULL};
+		char path[PATH_MAX * 2];
+		const char *tool[] = {proc_build_path("gprof-summary"), path, NULL};
+		struct proc_result again;
+		long long lo, hi, want;
+		struct e2e_run r;
+
+		e2e_run(&r, argv, e2e_cupti(true), env, true);
+		ASSERT_EQ(r.res.status, 0);
+		ASSERT_EQ(r.n_traces, 1);
+		lo = step_time_ns(&r.traces[0], 2, false);
+		hi = step_time_ns(&r.traces[0], 4, true);
+		want = gt_busy_ns(r.gt, lo, hi);
+		snprintf(path, sizeof(path), "%s/%s", r.dir,
+			 trace_str(r.traces[0].root, "traceName"));
+		ASSERT(proc_run(tool, NULL, 60, &again) == 0);
+		ASSERT_EQ(again.status, 0);
+		for (int k = 0; k < 2; k++) {
+			const char *text = k ? again.out : r.res.err;
+
+			ASSERT_LE(fabs(summary_time_ns(text, "busy ") - (double)want),
+				  2000 + 0.001 * (double)want);
+			if (!strcmp(late[c], "4"))
+				ASSERT_LE(fabs(summary_time_ns(text, "busy after the last step: ") -
+					       (double)gt_busy_ns(r.gt, hi, LLONG_MAX)),
+					  2000 + 0.001 * (double)want);
+		}
+		/* the warmup kernel's part in the window is most of it */
+		if (!strcmp(late[c], "1"))
+			ASSERT_GT(want, (hi - lo) / 2);
+		proc_result_free(&again);
 		e2e_free(&r);
 	}
 }

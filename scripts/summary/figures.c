@@ -118,7 +118,8 @@ int tool_figures_add(struct tool_trace *t, const struct gprof_export_event *e)
 	}
 	if (e->kind == GPROF_EXPORT_MEMORY || !(d = device(t, e->device)))
 		return 0;
-	t->gpu_ns += e->dur_ns;
+	if (e->kind != GPROF_EXPORT_EARLIER) /* earlier work counts in busy time only */
+		t->gpu_ns += e->dur_ns;
 	if (e->kind == GPROF_EXPORT_KERNEL && !add_kernel(t, e->name->raw, e->dur_ns))
 		return -1;
 	if (t->spans_over)

@@ -244,6 +244,13 @@ static bool take_memset(const struct tool_fields *f, struct gprof_export_event *
 	return true;
 }
 
+static bool take_earlier(const struct tool_fields *f, struct gprof_export_event *e)
+{
+	e->kind = GPROF_EXPORT_EARLIER;
+	e->device = device_of(f);
+	return true;
+}
+
 static bool take_memory(const struct tool_fields *f, struct gprof_export_event *e)
 {
 	e->kind = GPROF_EXPORT_MEMORY;
@@ -265,7 +272,7 @@ static const struct {
 } kinds[] = {
     KIND('X', "user_annotation", take_step), KIND('X', "kernel", take_kernel),
     KIND('X', "gpu_memcpy", take_memcpy),    KIND('X', "gpu_memset", take_memset),
-    KIND('C', "gpu_memory", take_memory),
+    KIND('C', "gpu_memory", take_memory),    KIND('X', "gpu_earlier", take_earlier),
 };
 
 /* Which of kinds[] f is (ARRAY_SIZE(kinds) when none). */

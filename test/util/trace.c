@@ -340,6 +340,7 @@ static const struct {
     {"gpu_memset",
      true,
      {"device", "context", "stream", "correlation", "bytes", "memory bandwidth (GB/s)"}},
+    {"gpu_earlier", false, {"device", "launched"}},
     {"cuda_runtime", false, {"correlation", "cbid"}},
     {"cuda_driver", false, {"correlation", "cbid"}},
     {"user_annotation", false, {NULL}},
