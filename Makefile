@@ -111,6 +111,9 @@ include install.mk		  # make install
 TEST_ENV := TEST_BUILD=$(abspath $(BUILD)) TEST_SRC=$(abspath .) TEST_CLIENTS=$(abspath $(CLIENTS_VENV)) \
 	    TEST_SAN=$(SAN) CUDA_HOME=$(CUDA_HOME)
 
+# e2e_collector_demo_summary runs make demo's program too.
+TEST_DEPS += $(if $(wildcard $(CUDA_HOME)/bin/nvcc),$(BUILD)/demo/train-sim)
+
 test: $(TEST_DEPS)
 	$(Q)$(TEST_ENV) $(TEST_BIN) $(T)
 

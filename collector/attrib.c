@@ -69,8 +69,7 @@ static unsigned n_samples;
 static uint32_t corr_seen;
 static bool expiring; /* the last sweep let records go */
 
-static struct gprof_map allocs;	     /* device address -> bytes, for the memory counter */
-static uint64_t in_use[DEVICES_MAX]; /* device bytes CUPTI saw allocated and not yet freed */
+static struct gprof_map allocs; /* device address -> bytes, for the memory counter */
 
 /* libgprof's own calls: CUPTI's thread id and a time range (written by one thread, once). */
 static struct {
@@ -464,25 +463,42 @@ static void on_gpu(struct gprof_coll_rec *r)
 	push_linked(&api, &r->ev, w);
 }
 
-/* The gpu_memory counter: device bytes allocated and not freed, of the allocations seen. */
+void gprof_coll_attrib_memory_base(struct gprof_coll_win *w, const struct gprof_memory_base *base)
+{
+	memset(w->memory, 0, sizeof(w->memory));
+	w->memory_known = 0;
+	if (base && base->bytes >= 0 && base->device >= 0 &&
+	    base->device < GPROF_COLL_MEMORY_DEVICES) {
+		w->memory[base->device] = (uint64_t)base->bytes;
+		w->memory_known = 1ull << base->device;
+	}
+}
+
+/*
+ * The gpu_memory counter of the window: from what was in use at its opening, the allocations
+ * CUPTI reports and the releases of those it saw, or of any when the opening's figure is known
+ * (which holds the earlier ones).
+ */
 static void on_memory(struct gprof_coll_rec *r)
 {
 	uint32_t dev = r->ev.device;
-	struct gprof_coll_win *w;
-	uint64_t bytes;
+	struct gprof_coll_win *w = window_at(r->ev.ts_ns);
+	uint64_t bytes = 0;
+	int64_t delta;
 
-	if (dev >= DEVICES_MAX)
+	if (dev >= DEVICES_MAX || dev >= GPROF_COLL_MEMORY_DEVICES)
 		return;
-	if (r->delta > 0 && gprof_map_put(&allocs, r->address, (uint64_t)r->delta) == 0)
-		in_use[dev] += (uint64_t)r->delta;
-	else if (r->delta > 0 || !gprof_map_get(&allocs, r->address, &bytes))
-		return; /* not followed: the table is full, or it was allocated before */
-	else if (gprof_map_del(&allocs, r->address))
-		in_use[dev] -= bytes;
-	w = window_at(r->ev.ts_ns);
-	if (!w || !(gprof_coll_activities & GPROF_ACT_MEMORY))
+	if (r->delta > 0)
+		delta = gprof_map_put(&allocs, r->address, (uint64_t)r->delta) ? 0 : r->delta;
+	else if (gprof_map_get(&allocs, r->address, &bytes) && gprof_map_del(&allocs, r->address))
+		delta = -(int64_t)bytes;
+	else
+		delta = w && (w->memory_known >> dev & 1) ? r->delta : 0;
+	if (!delta || !w || !(gprof_coll_activities & GPROF_ACT_MEMORY))
 		return;
-	r->ev.u.allocated = in_use[dev];
+	w->memory[dev] =
+	    delta < 0 && (uint64_t)-delta > w->memory[dev] ? 0 : w->memory[dev] + (uint64_t)delta;
+	r->ev.u.allocated = w->memory[dev];
 	push(&r->ev, w, false);
 }
 
@@ -655,5 +671,4 @@ void gprof_coll_attrib_reset(void)
 	corr_seen = n_samples = n_owed = 0;
 	expiring = false;
 	gprof_map_clear(&allocs);
-	memset(in_use, 0, sizeof(in_use));
 }

@@ -54,9 +54,15 @@ void gprof_collector_discard(void);
 
 /*
  * ACTIVE: export window `id` (the stepper's window `number`) records API calls that start at
- * or after begin_ns; the collector holds the window until its GPU records are in.
+ * or after begin_ns; the collector holds the window until its GPU records are in. Its device
+ * memory counter goes on from `memory` (the session wrote the counter's first value).
  */
-void gprof_collector_window_begin(uint32_t id, uint64_t number, uint64_t begin_ns);
+struct gprof_memory_base {
+	int device;
+	int64_t bytes; /* device memory in use when the window opened; -1: unknown */
+};
+void gprof_collector_window_begin(uint32_t id, uint64_t number, uint64_t begin_ns,
+				  const struct gprof_memory_base *memory);
 /* SAVE: the window records no API call that starts at or after end_ns; drain, then release. */
 void gprof_collector_window_end(uint32_t id, uint64_t end_ns);
 

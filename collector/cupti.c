@@ -261,7 +261,8 @@ static bool usable(void)
 	       s == GPROF_COLL_ENABLED;
 }
 
-void gprof_collector_window_begin(uint32_t id, uint64_t number, uint64_t begin_ns)
+void gprof_collector_window_begin(uint32_t id, uint64_t number, uint64_t begin_ns,
+				  const struct gprof_memory_base *memory)
 {
 	pthread_mutex_lock(&gprof_coll.lock);
 	for (unsigned i = 0; usable() && i < GPROF_COLL_WINDOWS; i++) {
@@ -270,6 +271,7 @@ void gprof_collector_window_begin(uint32_t id, uint64_t number, uint64_t begin_n
 		if (__atomic_load_n(&w->id, __ATOMIC_ACQUIRE))
 			continue;
 		w->number = number;
+		gprof_coll_attrib_memory_base(w, memory);
 		__atomic_store_n(&w->begin_ns, begin_ns, __ATOMIC_RELAXED);
 		__atomic_store_n(&w->end_ns, UINT64_MAX, __ATOMIC_RELAXED);
 		gprof_export_window_hold(id);

@@ -175,6 +175,8 @@ void gprof_coll_held_reset(void);
 /* attrib.c: records -> events of windows (collector thread only). */
 #define GPROF_COLL_WINDOWS GPROF_EXPORT_WINDOWS
 
+#define GPROF_COLL_MEMORY_DEVICES 64
+
 struct gprof_coll_win {
 	/*
 	 * Claimed (id last) and ended by the session's threads, freed (id = 0) by the collector
@@ -193,6 +195,9 @@ struct gprof_coll_win {
 	uint64_t unlinked; /* GPU records written without their launch record */
 	uint64_t unheld;   /* events written without their link: the held table was full */
 	uint64_t no_gpu;   /* launches written without their GPU record, which took too long */
+	/* The device memory counter: what the driver said was in use at the opening, and on. */
+	uint64_t memory[GPROF_COLL_MEMORY_DEVICES];
+	uint64_t memory_known; /* bit d: memory[d] started from the driver's figure */
 };
 
 extern struct gprof_coll_win gprof_coll_wins[GPROF_COLL_WINDOWS];
@@ -201,6 +206,8 @@ extern struct gprof_coll_win gprof_coll_wins[GPROF_COLL_WINDOWS];
 extern unsigned gprof_coll_activities;
 
 int gprof_coll_attrib_init(void);
+/* A window's memory counter starts from the driver's figure, if known (before w is claimed). */
+void gprof_coll_attrib_memory_base(struct gprof_coll_win *w, const struct gprof_memory_base *base);
 /*
  * Whether CUPTI names threads by gettid() (cuptiSetThreadIdType SYSTEM, asked for before any
  * kind is enabled): its thread ids are then ours. Otherwise they are pthread_self() cut to 32

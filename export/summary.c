@@ -41,6 +41,7 @@ struct device {
 	struct gprof_spans busy; /* the union of the GPU intervals */
 	uint64_t folded_ns;	 /* the time of spans retired to bound memory */
 	uint64_t peak_bytes;
+	uint64_t first_ts_ns, first_bytes; /* the counter's earliest value */
 	bool has_memory;
 	uint64_t kind_ns[GPU_KINDS]; /* sum of durations */
 };
@@ -223,6 +224,10 @@ static void add_memory(struct gprof_export_summary *s, const struct gprof_export
 		return;
 	if (!d->has_memory || ev->u.allocated > d->peak_bytes)
 		d->peak_bytes = ev->u.allocated;
+	if (!d->has_memory || ev->ts_ns < d->first_ts_ns) {
+		d->first_ts_ns = ev->ts_ns;
+		d->first_bytes = ev->u.allocated;
+	}
 	d->has_memory = true;
 }
 
@@ -360,6 +365,22 @@ char *gprof_summary_fmt_stats(char *out, size_t len, const struct gprof_stats *s
 	return out;
 }
 
+/*
+ * "peak memory 3.00 MiB, 1.00 MiB at the start": the counter's highest value, and its value at
+ * the steps' start when it has one (what was in use when the window opened).
+ */
+static void put_memory(struct gprof_jbuf *b, const struct gprof_export_summary *s,
+		       const struct device *d, const char *sep)
+{
+	char t[2][32];
+
+	if (!d->has_memory)
+		return;
+	putf(b, "%speak memory %s", sep, fmt_bytes(t[0], d->peak_bytes));
+	if (s->steps && d->first_ts_ns <= s->step_begin)
+		putf(b, ", %s at the start", fmt_bytes(t[1], d->first_bytes));
+}
+
 /* "busy 12.5% of step time (1.000 ms)", or "busy 1.000 ms" without steps. */
 static void put_busy(struct gprof_jbuf *b, const struct gprof_export_summary *s,
 		     const struct device *d)
@@ -389,8 +410,7 @@ static void put_devices(struct gprof_jbuf *b, const struct gprof_export_summary 
 		     gprof_summary_fmt_time(t[0], d->kind_ns[GPU_KERNEL]),
 		     gprof_summary_fmt_time(t[1], d->kind_ns[GPU_MEMCPY]),
 		     gprof_summary_fmt_time(t[2], d->kind_ns[GPU_MEMSET]));
-		if (d->has_memory)
-			putf(b, "; peak memory %s", fmt_bytes(t[0], d->peak_bytes));
+		put_memory(b, s, d, "; ");
 		/* Work of the last steps (the CPU ran ahead) still running when they ended. */
 		uint64_t after =
 		    s->steps ? gprof_spans_within(&d->busy, 0, d->busy.n, s->step_end, UINT64_MAX)
@@ -530,8 +550,6 @@ static void put_written(struct gprof_jbuf *b, const struct gprof_export_result *
 static void put_one_line(struct gprof_jbuf *b, const struct gprof_export_result *r,
 			 const struct gprof_export_summary *s)
 {
-	char t[32];
-
 	put_written(b, r);
 	gprof_jbuf_lit(b, " (");
 	put_steps(b, r, s);
@@ -542,9 +560,10 @@ static void put_one_line(struct gprof_jbuf *b, const struct gprof_export_result 
 			putf(b, "; GPU %u ", s->dev[i].id);
 			put_busy(b, s, &s->dev[i]);
 		}
-		if (s->dev[i].has_memory)
-			putf(b, "; GPU %u peak memory %s", s->dev[i].id,
-			     fmt_bytes(t, s->dev[i].peak_bytes));
+		if (s->dev[i].has_memory) {
+			putf(b, "; GPU %u ", s->dev[i].id);
+			put_memory(b, s, &s->dev[i], "");
+		}
 	}
 	put_dropped(b, "; ", r);
 	gprof_jbuf_lit(b, ")\n");

@@ -1,6 +1,7 @@
 /*
  * Device memory from the hooks, while CUPTI does not record it: live allocations by pointer,
- * and the gpu_memory counter, bytes allocated in the current window minus those freed.
+ * and the gpu_memory counter: what was in use when the window opened, plus bytes allocated in
+ * it, minus those freed.
  */
 #include <cuda_runtime_api.h>
 
@@ -10,16 +11,16 @@
 
 /* Bytes by device pointer (0: freed), shared by the program's threads; never grows. */
 static struct gprof_map allocations;
-static uint64_t allocated_bytes; /* change since the window opened */
+static uint64_t allocated_bytes; /* in use: at the window's opening, and changes since */
 
 int gprof_memory_init(void)
 {
 	return gprof_map_init(&allocations, GPROF_PRELOAD_MAP_SLOTS);
 }
 
-void gprof_memory_reset(void)
+void gprof_memory_reset(uint64_t in_use)
 {
-	__atomic_store_n(&allocated_bytes, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&allocated_bytes, in_use, __ATOMIC_RELAXED);
 }
 
 void gprof_memory_event(uint32_t window, const struct gprof_api_call *c)

@@ -240,12 +240,19 @@ void gprof_events_nvtx(uint32_t window, uint32_t tid, const char *domain, const 
 /* From the session's init: 0 or -ENOMEM. */
 int gprof_memory_init(void);
 
-/* A window opens: the counter starts from 0. */
-void gprof_memory_reset(void);
+/* A window opens: the counter starts from what was in use then (0 if unknown). */
+void gprof_memory_reset(uint64_t in_use);
 /* An allocation or free: the counter's new value as an event, if it changed. */
 void gprof_memory_event(uint32_t window, const struct gprof_api_call *call);
 
 /* ---- runtime.c: what libgprof asks the CUDA runtime ---- */
+
+/*
+ * Device memory in use on the calling thread's current device (*device), as the driver counts
+ * it (total - free: this process's and others', the caching allocator's reserve included);
+ * -1 if the runtime cannot say.
+ */
+int64_t gprof_runtime_memory_in_use(int *device);
 
 /* A runtime function, looked up once into *cache (a race only looks it up twice). */
 void *gprof_runtime_fn(void **cache, const char *symbol);

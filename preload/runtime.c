@@ -1,10 +1,13 @@
 /*
  * What libgprof asks the CUDA runtime itself: its functions, looked up once; the versions and
- * devices every trace header shows; the current device. CUPTI sees these calls: the collector
- * is told they are ours, not the program's.
+ * devices every trace header shows; the current device; the memory in use. CUPTI sees these
+ * calls: the collector is told they are ours, not the program's. A program that links the
+ * static cudart (nvcc's default) has no runtime to ask: the driver it loaded answers.
  */
+#include <dlfcn.h>
 #include <stdio.h>
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include "collector/collector.h"
@@ -34,6 +37,45 @@ int gprof_runtime_device(void)
 	return device;
 }
 
+/* A driver function of the libcuda.so.1 the process has loaded (libgprof never loads it). */
+static void *driver_fn(const char *symbol)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD), *fn;
+
+	if (!h)
+		return NULL;
+	fn = dlsym(h, symbol);
+	dlclose(h);
+	return fn;
+}
+
+int64_t gprof_runtime_memory_in_use(int *device)
+{
+	typedef cudaError_t (*info_fn)(size_t *, size_t *);
+	typedef CUresult (*drv_info_fn)(size_t *, size_t *);
+	typedef CUresult (*drv_device_fn)(CUdevice *);
+	static void *cache;
+	info_fn info = (info_fn)gprof_runtime_fn(&cache, "cudaMemGetInfo");
+	drv_info_fn drv_info = info ? NULL : (drv_info_fn)driver_fn("cuMemGetInfo_v2");
+	drv_device_fn drv_device = info ? NULL : (drv_device_fn)driver_fn("cuCtxGetDevice");
+	size_t free_bytes = 0, total = 0;
+	bool ok = false;
+
+	gprof_collector_own_calls(true);
+	if (info) {
+		*device = gprof_runtime_device();
+		ok = info(&free_bytes, &total) == cudaSuccess;
+	} else if (drv_info && drv_device) { /* the thread's context, as the runtime set it */
+		CUdevice d = 0;
+
+		ok =
+		    drv_device(&d) == CUDA_SUCCESS && drv_info(&free_bytes, &total) == CUDA_SUCCESS;
+		*device = d;
+	}
+	gprof_collector_own_calls(false);
+	return ok && total >= free_bytes ? (int64_t)(total - free_bytes) : -1;
+}
+
 /* cudaDeviceProp -> the header's device fields. */
 static void device_of(const struct cudaDeviceProp *p, int id, struct gprof_export_device *d)
 {
@@ -55,7 +97,68 @@ static void device_of(const struct cudaDeviceProp *p, int id, struct gprof_expor
 	snprintf(d->name, sizeof(d->name), "%s", p->name);
 }
 
-/* Without a libcudart in the process they stay unknown. */
+/* The header's device fields from the driver's attributes; false if it cannot say. */
+static bool driver_device(int ordinal, struct gprof_export_device *d)
+{
+	typedef CUresult (*get_fn)(CUdevice *, int);
+	typedef CUresult (*attr_fn)(int *, CUdevice_attribute, CUdevice);
+	typedef CUresult (*name_fn)(char *, int, CUdevice);
+	typedef CUresult (*mem_fn)(size_t *, CUdevice);
+	get_fn get = (get_fn)driver_fn("cuDeviceGet");
+	attr_fn attr = (attr_fn)driver_fn("cuDeviceGetAttribute");
+	name_fn name = (name_fn)driver_fn("cuDeviceGetName");
+	mem_fn mem = (mem_fn)driver_fn("cuDeviceTotalMem_v2");
+	static const struct {
+		CUdevice_attribute attr;
+		size_t offset;
+	} attrs[] = {
+#define ATTR(a, field) {CU_DEVICE_ATTRIBUTE_##a, offsetof(struct gprof_export_device, field)}
+	    ATTR(COMPUTE_CAPABILITY_MAJOR, compute_major),
+	    ATTR(COMPUTE_CAPABILITY_MINOR, compute_minor),
+	    ATTR(MAX_THREADS_PER_BLOCK, max_threads_per_block),
+	    ATTR(MAX_THREADS_PER_MULTIPROCESSOR, max_threads_per_mp),
+	    ATTR(MAX_REGISTERS_PER_BLOCK, regs_per_block),
+	    ATTR(MAX_REGISTERS_PER_MULTIPROCESSOR, regs_per_mp),
+	    ATTR(WARP_SIZE, warp_size),
+	    ATTR(MAX_SHARED_MEMORY_PER_BLOCK, shared_mem_per_block),
+	    ATTR(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, shared_mem_per_block_optin),
+	    ATTR(MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, shared_mem_per_mp),
+	    ATTR(MULTIPROCESSOR_COUNT, num_sms),
+#undef ATTR
+	};
+	size_t total = 0;
+	CUdevice dev;
+
+	if (!get || !attr || !name || !mem || get(&dev, ordinal) != CUDA_SUCCESS ||
+	    name(d->name, (int)sizeof(d->name), dev) != CUDA_SUCCESS ||
+	    mem(&total, dev) != CUDA_SUCCESS)
+		return false;
+	d->id = ordinal;
+	d->total_global_mem = total;
+	for (size_t i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++)
+		if (attr((int *)((char *)d + attrs[i].offset), attrs[i].attr, dev) != CUDA_SUCCESS)
+			return false;
+	return true;
+}
+
+/* With the static cudart, no runtime to ask: the driver says the devices and its version. */
+static void driver_facts(struct gprof_export_process_info *rt)
+{
+	typedef CUresult (*int_fn)(int *);
+	int_fn drv_ver = (int_fn)driver_fn("cuDriverGetVersion");
+	int_fn count = (int_fn)driver_fn("cuDeviceGetCount");
+	int n = 0;
+
+	if (drv_ver)
+		drv_ver(&rt->cuda_driver_version);
+	if (!count || count(&n) != CUDA_SUCCESS)
+		n = 0;
+	for (int i = 0; i < n && rt->n_devices < GPROF_EXPORT_MAX_DEVICES; i++)
+		if (driver_device(i, &rt->devices[rt->n_devices]))
+			rt->n_devices++;
+}
+
+/* Without a libcudart or a libcuda in the process they stay unknown. */
 void gprof_runtime_facts(void)
 {
 	typedef cudaError_t (*int_fn)(int *);
@@ -84,6 +187,8 @@ void gprof_runtime_facts(void)
 	for (int i = 0; i < n && rt.n_devices < GPROF_EXPORT_MAX_DEVICES; i++)
 		if (props(&p, i) == cudaSuccess)
 			device_of(&p, i, &rt.devices[rt.n_devices++]);
+	if (!props)
+		driver_facts(&rt);
 	gprof_collector_own_calls(false);
 	gprof_collector_set_runtime_info(&rt);
 }

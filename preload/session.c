@@ -69,17 +69,44 @@ static bool window_get(uint32_t *id)
 	return true;
 }
 
-/* The runtime's facts, once, when CUDA is in use and calling it is safe (see no_own_calls). */
+/* CUDA is in use and calling it from this thread is safe now (see no_own_calls). */
+static bool own_calls_safe(void)
+{
+	return !no_own_calls && !__atomic_load_n(&exiting, __ATOMIC_ACQUIRE) &&
+	       __atomic_load_n(&cuda_ready, __ATOMIC_ACQUIRE);
+}
+
+/* The runtime's facts, once, when own calls are safe. */
 static void runtime_facts(void)
 {
 	static int done;
 
-	if (__atomic_load_n(&done, __ATOMIC_ACQUIRE) || no_own_calls ||
-	    __atomic_load_n(&exiting, __ATOMIC_ACQUIRE) ||
-	    !__atomic_load_n(&cuda_ready, __ATOMIC_ACQUIRE) ||
+	if (__atomic_load_n(&done, __ATOMIC_ACQUIRE) || !own_calls_safe() ||
 	    __atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
 		return;
 	gprof_runtime_facts();
+}
+
+/*
+ * Window `id` opens at begin_ns: its device memory counter starts from what the driver says is
+ * in use on this thread's device, as one gpu_memory event at the window's start.
+ */
+static void memory_at_open(uint32_t id, uint64_t begin_ns, struct gprof_memory_base *base)
+{
+	int device = 0;
+	int64_t in_use = (cfg->activities & GPROF_ACT_MEMORY) && own_calls_safe()
+			     ? gprof_runtime_memory_in_use(&device)
+			     : -1;
+	struct gprof_export_event e = {
+	    .kind = GPROF_EXPORT_MEMORY, .window = id, .ts_ns = begin_ns};
+
+	*base = (struct gprof_memory_base){.device = device, .bytes = in_use};
+	gprof_memory_reset(in_use > 0 ? (uint64_t)in_use : 0);
+	if (in_use < 0)
+		return;
+	e.device = (uint32_t)device;
+	e.u.allocated = (uint64_t)in_use;
+	gprof_export_push(&e);
 }
 
 /*
@@ -127,13 +154,14 @@ static int window_open_at(const struct gprof_sched_event *ev, uint64_t first_ste
 {
 	struct gprof_export_window_info info = {
 	    .number = ev->window, .first_step = first_step, .schedule = schedule_str};
+	struct gprof_memory_base base;
 	uint32_t id;
 	int err = gprof_export_window_open(&info, &id);
 
 	if (err)
 		return err;
-	gprof_memory_reset();
-	gprof_collector_window_begin(id, ev->window, begin_ns);
+	memory_at_open(id, begin_ns, &base);
+	gprof_collector_window_begin(id, ev->window, begin_ns, &base);
 	__atomic_store_n(&cur_window, id, __ATOMIC_RELAXED);
 	__atomic_store_n(&window_open, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&windows_opened, 1, __ATOMIC_RELAXED);

@@ -195,6 +195,7 @@ static const char *const runtime_exports[] = {
     "cudaMallocHost",
     "cudaHostAlloc",
     "cudaFreeHost",
+    "cudaMemGetInfo",
     "cudaMemcpy",
     "cudaMemcpy_ptds",
     "cudaMemcpyAsync",

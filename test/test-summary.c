@@ -36,6 +36,7 @@ struct sum_copy {
 struct sum_dev {
 	int id;
 	struct qty busy_pct, busy, kinds[3], peak; /* peak.v < 0: not printed */
+	struct qty start; /* memory in use at the steps' start; v < 0: not printed */
 	struct qty after; /* busy after the last step; v < 0: not printed */
 };
 
@@ -118,9 +119,14 @@ static bool parse_gpu(struct summary *s, const char *l)
 	for (int k = 0; k < 3; k++)
 		d->kinds[k] = qty_of(v[k + 1], u[k + 1]);
 	d->peak.v = -1;
+	d->start.v = -1;
 	d->after.v = -1;
-	if (sscanf(l + n, "; peak memory %lf %7[^;\n]%n", &peak, u[4], &m) == 2) {
+	if (sscanf(l + n, "; peak memory %lf %7[A-Za-z]%n", &peak, u[4], &m) == 2) {
 		d->peak = qty_of(peak, u[4]);
+		n += m;
+	}
+	if (sscanf(l + n, ", %lf %7[A-Za-z] at the start%n", &peak, u[4], &m) == 2) {
+		d->start = qty_of(peak, u[4]);
 		n += m;
 	}
 	if (sscanf(l + n, "; busy after the last step: %lf %7s", &peak, u[4]) == 2)
@@ -309,7 +315,8 @@ struct truth {
 	long long gpu_ns; /* every GPU event's duration, all devices */
 	int devices[MAX_ROWS], n_devices;
 	long long kind_ns[MAX_ROWS][3], peak[MAX_ROWS];
-	struct span *spans[MAX_ROWS]; /* per device, every GPU interval */
+	long long first_ts[MAX_ROWS], first[MAX_ROWS]; /* each gpu_memory counter's first value */
+	struct span *spans[MAX_ROWS];		       /* per device, every GPU interval */
 	size_t n_spans[MAX_ROWS];
 	long long dropped_buffer, dropped_cupti;
 };
@@ -335,6 +342,7 @@ static int device_index(struct truth *t, int dev)
 	ASSERT(t->n_devices < MAX_ROWS);
 	t->devices[t->n_devices] = dev;
 	t->peak[t->n_devices] = -1;
+	t->first[t->n_devices] = -1;
 	return t->n_devices++;
 }
 
@@ -417,6 +425,10 @@ static void truth_event(struct truth *t, const json_t *ev)
 		long long v = arg_int(ev, "allocated");
 
 		t->peak[d] = v > t->peak[d] ? v : t->peak[d];
+		if (t->first[d] < 0 || ns_of(ev, "ts") < t->first_ts[d]) {
+			t->first_ts[d] = ns_of(ev, "ts");
+			t->first[d] = v;
+		}
 	}
 }
 
@@ -495,6 +507,10 @@ static void compare_devices(const struct summary *s, struct truth *t)
 		ASSERT_EQ(d->peak.v >= 0, t->peak[k] >= 0);
 		if (t->peak[k] >= 0)
 			check_qty(d->peak, (double)t->peak[k], "peak memory");
+		/* what was in use at the start: the counter's value there, if it has one */
+		ASSERT_EQ(d->start.v >= 0, t->first[k] >= 0 && t->first_ts[k] <= t->step_b);
+		if (d->start.v >= 0)
+			check_qty(d->start, (double)t->first[k], "memory at the start");
 	}
 }
 

@@ -108,6 +108,21 @@ cudaError_t cudaFreeHost(void *ptr)
 	return do_free(&a, ptr);
 }
 
+/* free is what the current device's allocations leave of its memory. */
+cudaError_t cudaMemGetInfo(size_t *free, size_t *total)
+{
+	cudaMemGetInfo_v3020_params p = {free, total};
+	int device = fakecuda_device_current();
+	struct fakecuda_call c;
+
+	fakert_enter(&c, RT_CBID(cudaMemGetInfo_v3020), "cudaMemGetInfo", &p, NULL);
+	if (!free || !total)
+		return fakert_exit(&c, cudaErrorInvalidValue, NULL);
+	*total = fakecuda_device_total_mem(device);
+	*free = *total - fakecuda_mem_in_use(device);
+	return fakert_exit(&c, cudaSuccess, "\"free\":%zu,\"total\":%zu", *free, *total);
+}
+
 cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
 {
 	cudaMallocAsync_v11020_params p = {devPtr, size, hStream};

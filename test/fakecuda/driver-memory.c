@@ -102,8 +102,10 @@ CUresult cuMemGetInfo(size_t *free, size_t *total)
 	DRV_CALL(cuMemGetInfo_v2, free, total);
 	CUresult err = free && total ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
 
-	if (!err)
-		*free = *total = fakecuda_device_total_mem(fakecuda_device_current());
+	if (!err) {
+		*total = fakecuda_device_total_mem(fakecuda_device_current());
+		*free = *total - fakecuda_mem_in_use(fakecuda_device_current());
+	}
 	return fakecuda_api_exit(&c, err, NULL);
 }
 

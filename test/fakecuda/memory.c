@@ -132,7 +132,7 @@ static int mem_alloc(void **out, size_t bytes, CUpti_ActivityMemoryKind kind, in
 		free(p);
 		goto out;
 	}
-	if (device_mem)
+	if (device_mem && record) /* a module's memory: not the program's to count */
 		in_use[device] += bytes;
 	*out = p;
 	if (record)
@@ -153,6 +153,16 @@ int fakecuda_mem_module(void **out, size_t bytes, int device)
 {
 	return mem_alloc(out, bytes, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, device, 0,
 			 CUPTI_INVALID_STREAM_ID, false);
+}
+
+uint64_t fakecuda_mem_in_use(int device)
+{
+	uint64_t bytes;
+
+	pthread_mutex_lock(&mem_lock);
+	bytes = device >= 0 && device < FAKECUDA_MAX_DEVICES ? in_use[device] : 0;
+	pthread_mutex_unlock(&mem_lock);
+	return bytes;
 }
 
 int fakecuda_mem_range(const void *ptr, void **base, size_t *bytes)

@@ -98,8 +98,13 @@ FAKECUDA_API int fakecuda_mem_alloc(void **out, size_t bytes, CUpti_ActivityMemo
 /* Frees what fakecuda_mem_alloc returned with the same kind; -EINVAL if it did not. */
 FAKECUDA_API int fakecuda_mem_free(void *ptr, CUpti_ActivityMemoryKind kind, uint32_t correlation,
 				   uint32_t stream_id);
-/* Device memory of a loaded module (its __device__ variables): no record reports it. */
+/*
+ * Device memory of a loaded module (its __device__ variables): no record reports it, and it is
+ * not counted as in use (cudaMemGetInfo).
+ */
 FAKECUDA_API int fakecuda_mem_module(void **out, size_t bytes, int device);
+/* Device memory in use on `device` (what cudaMemGetInfo reports as taken). */
+FAKECUDA_API uint64_t fakecuda_mem_in_use(int device);
 /* The allocation `ptr` lies in; -EINVAL if none. */
 FAKECUDA_API int fakecuda_mem_range(const void *ptr, void **base, size_t *bytes);
 /* DEVICE or PINNED for memory inside one of our allocations, PAGEABLE for any other address. */

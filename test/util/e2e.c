@@ -158,3 +158,48 @@ void e2e_need_real_runtime(const char *app)
 		     "simulated driver has",
 		     version);
 }
+
+long long e2e_gt_in_use(json_t *gt, long long ns)
+{
+	long long bytes = 0;
+	size_t i;
+	json_t *g;
+
+	json_array_foreach(gt, i, g)
+	{
+		if (strcmp(gtlog_str(g, "type"), "memory") ||
+		    strcmp(gtlog_str(g, "memory_kind"), "device") || gtlog_int(g, "time") > ns)
+			continue;
+		bytes += strcmp(gtlog_str(g, "op"), "alloc") ? -gtlog_int(g, "bytes")
+							     : gtlog_int(g, "bytes");
+	}
+	return bytes;
+}
+
+int e2e_check_memory(const struct trace *t, json_t *gt)
+{
+	long long base = json_integer_value(json_object_get(t->root, "baseTimeNanoseconds"));
+	long long first = -1, first_step = -1;
+	size_t i;
+	json_t *ev;
+	int n = 0;
+
+	json_array_foreach(t->events, i, ev)
+	{
+		long long ts =
+		    base + (long long)(json_number_value(json_object_get(ev, "ts")) * 1000 + 0.5);
+
+		if (!strncmp(trace_str(ev, "name"), "ProfilerStep#", 13) &&
+		    (first_step < 0 || ts < first_step))
+			first_step = ts;
+		if (strcmp(trace_str(ev, "cat"), "gpu_memory"))
+			continue;
+		ASSERT_EQ(e2e_arg_int(ev, "allocated"), e2e_gt_in_use(gt, ts));
+		if (first < 0 || ts < first)
+			first = ts;
+		n++;
+	}
+	ASSERT_MSG(n > 0, "no gpu_memory event");
+	ASSERT_EQ(first, first_step);
+	return n;
+}

@@ -50,4 +50,13 @@ long long e2e_arg_int(const json_t *ev, const char *key);
  */
 void e2e_need_real_runtime(const char *app);
 
+/* Device memory in use at `ns` by gt's memory records (allocations and frees up to then). */
+long long e2e_gt_in_use(json_t *gt, long long ns);
+
+/*
+ * The trace's gpu_memory counter: each value is the device memory gt says was in use then, the
+ * first at the first step's start (what was in use when the window opened). Returns how many.
+ */
+int e2e_check_memory(const struct trace *t, json_t *gt);
+
 #endif
