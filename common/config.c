@@ -912,7 +912,9 @@ static void warn_unknown(const struct load *ld)
 		size_t len = strcspn(*e, "=");
 		struct quoted q;
 
-		if (strncmp(*e, "GPROF_", 6) || find_var(*e, len, false))
+		/* GPROF_RUN_DIR is gprof-run's, for the processes of its run (preload/run.c) */
+		if (strncmp(*e, "GPROF_", 6) || find_var(*e, len, false) ||
+		    (len == 13 && !strncmp(*e, "GPROF_RUN_DIR", 13)))
 			continue;
 		gprof_log(GPROF_LOG_WARN,
 			  "%s is not a libgprof variable and is ignored; did you mean %s?",

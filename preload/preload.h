@@ -245,6 +245,16 @@ void gprof_memory_reset(uint64_t in_use);
 /* An allocation or free: the counter's new value as an event, if it changed. */
 void gprof_memory_event(uint32_t window, const struct gprof_api_call *call);
 
+/* ---- run.c: the processes of one gprof-run (GPROF_RUN_DIR) ---- */
+
+/* This process uses CUDA: gprof-run's SIGUSR2 is to reach it too. */
+void gprof_run_register(void);
+/*
+ * The marker number the window of the run's `signal_number`-th SIGUSR2 begins at: the first
+ * process to ask sets it to `proposed`; without GPROF_RUN_DIR, `proposed`.
+ */
+uint64_t gprof_run_agree(unsigned signal_number, uint64_t proposed);
+
 /* ---- runtime.c: what libgprof asks the CUDA runtime ---- */
 
 /*

@@ -5,6 +5,8 @@
  * the hooks' calls and NVTX events of the current window on to preload/events.c.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define PR_FMT ""
@@ -269,21 +271,36 @@ static void on_sched_event(const struct gprof_sched_event *ev, void *ctx)
 }
 
 /* SIGUSR2s received meanwhile: under `all` each starts or ends recording, else one arms. */
+/*
+ * A window armed by the run's n-th SIGUSR2 begins at the next step marker; in a gprof-run
+ * (GPROF_RUN_DIR), at the step the run's first process to act chose, one after its next, so
+ * that processes a step apart record the same steps.
+ */
+static void arm_window(unsigned n)
+{
+	uint64_t next = gprof_stepper_next_marker(&stepper);
+	uint64_t at = gprof_run_agree(n, getenv("GPROF_RUN_DIR") ? next + 1 : next);
+
+	gprof_stepper_arm_from(&stepper, at > next ? at : next);
+	pr_info("SIGUSR2: a window of %u warmup and %u active steps begins at step %" PRIu64,
+		cfg->schedule.warmup, cfg->schedule.active, at > next ? at : next);
+}
+
 static void take_signals(void)
 {
+	static unsigned taken; /* SIGUSR2s acted on: the run's processes count them alike */
 	unsigned n = gprof_trigger_take_signals();
 	enum gprof_stepper_result r;
 
 	if (!n || (cfg->schedule.all && n % 2 == 0))
 		return;
+	taken += n;
 	r = gprof_stepper_request(&stepper, GPROF_STEPPER_TOGGLE, gprof_realtime_ns(), gprof_tid());
 	if (r == GPROF_STEPPER_BUSY || (!cfg->schedule.all && n > 1))
 		pr_warn("SIGUSR2 ignored: a window armed by an earlier one is still to come or "
 			"under way");
 	else if (r == GPROF_STEPPER_TAKEN && !cfg->schedule.all)
-		pr_info("SIGUSR2: a window of %u warmup and %u active steps begins at the next "
-			"step marker",
-			cfg->schedule.warmup, cfg->schedule.active);
+		arm_window(taken);
 	gprof_trigger_wake();
 }
 
@@ -346,6 +363,8 @@ int gprof_session_init(const struct gprof_config *config)
 static void first_call(void)
 {
 	gprof_collector_note_thread((uint32_t)gprof_tid());
+	if (cfg->trigger == GPROF_TRIGGER_SIGNAL)
+		gprof_run_register();
 	/* CUPTI first, so that `all`'s window, opened just below, finds it ready. */
 	no_own_calls = true;
 	gprof_collector_start();

@@ -134,6 +134,7 @@ struct gprof_stepper {
 	struct gprof_stepper_trigger trig;
 	bool want;		     /* MANUAL: a window is wanted */
 	bool armed, in_cycle;	     /* ARMED: a cycle waits for its marker / is under way */
+	uint64_t armed_from;	     /* ARMED: the first marker number the cycle may begin at */
 	struct gprof_schedule cycle; /* ARMED: the schedule's warmup and active, once */
 	uint64_t cycle_base;	     /* ARMED: the step the cycle under way began at */
 	uint64_t not_before_ns;	     /* the start plus the delay; UINT64_MAX before the start */
@@ -179,6 +180,13 @@ uint64_t gprof_stepper_deadline(struct gprof_stepper *s);
 
 /* ARMED: a window was armed and its marker has not come. */
 bool gprof_stepper_armed(struct gprof_stepper *s);
+
+/*
+ * ARMED: the armed window begins at marker number `marker` or the first after it (processes of
+ * one run agree on it). The number the next marker will have, for proposing one.
+ */
+void gprof_stepper_arm_from(struct gprof_stepper *s, uint64_t marker);
+uint64_t gprof_stepper_next_marker(struct gprof_stepper *s);
 
 /*
  * One step marker at ts_ns on thread tid, from any thread. Markers that arrive while another

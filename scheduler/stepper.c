@@ -225,7 +225,7 @@ static enum gprof_sched_action armed_action(struct gprof_stepper *s, uint64_t st
 {
 	enum gprof_sched_action a;
 
-	if (s->armed && !s->in_cycle && ts_ns >= s->not_before_ns) {
+	if (s->armed && !s->in_cycle && ts_ns >= s->not_before_ns && step >= s->armed_from) {
 		s->armed = false;
 		s->in_cycle = true;
 		s->cycle_base = step;
@@ -366,7 +366,7 @@ enum gprof_stepper_result gprof_stepper_request(struct gprof_stepper *s, enum gp
 		else if (s->armed || s->in_cycle)
 			res = GPROF_STEPPER_BUSY;
 		else
-			s->armed = true;
+			s->armed = true, s->armed_from = 0;
 	} else {
 		s->want = r == GPROF_STEPPER_TOGGLE ? !s->want : r == GPROF_STEPPER_ON;
 		evaluate(s, ts_ns, tid);
@@ -398,6 +398,19 @@ uint64_t gprof_stepper_deadline(struct gprof_stepper *s)
 		d = s->not_before_ns;
 	pthread_mutex_unlock(&s->lock);
 	return d;
+}
+
+void gprof_stepper_arm_from(struct gprof_stepper *s, uint64_t marker)
+{
+	pthread_mutex_lock(&s->lock);
+	if (s->armed)
+		s->armed_from = marker;
+	pthread_mutex_unlock(&s->lock);
+}
+
+uint64_t gprof_stepper_next_marker(struct gprof_stepper *s)
+{
+	return __atomic_load_n(&s->markers, __ATOMIC_ACQUIRE);
 }
 
 bool gprof_stepper_armed(struct gprof_stepper *s)

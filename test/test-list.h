@@ -264,6 +264,7 @@ X(tools_torch_steps_marks_optimizer_steps)
 X(tools_torch_steps_marker_and_off)
 X(tools_torch_steps_startup_hook)
 X(tools_install)
+X(tools_run_signal_reaches_workers)
 
 /* test-clients: HTA and TensorBoard's plugin on our traces (test/clients/) */
 X(clients_hta_one_rank)

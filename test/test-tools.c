@@ -335,11 +335,13 @@ TEST(tools_run_cannot_start)
 /* ---- gprof-run: exit status and signals ---- */
 
 /* gprof-run on /bin/sh -c script [arg], in the background, its output to /dev/null. */
-static pid_t spawn(const char *script, const char *arg)
+/* gprof-run [option] -- sh -c script sh arg, in the background, with the tests' environment. */
+static pid_t spawn_with(const char *option, const char *script, const char *arg, const char *tmpdir)
 {
 	const char *argv[] = {src_path("scripts/gprof-run"),
 			      "--lib",
 			      proc_build_path("libgprof.so"),
+			      option ? option : "--",
 			      "--",
 			      "/bin/sh",
 			      "-c",
@@ -350,7 +352,11 @@ static pid_t spawn(const char *script, const char *arg)
 	const char *env[MAX_ENV];
 	pid_t pid;
 
+	if (!option) /* "--" once */
+		memmove(&argv[3], &argv[4], sizeof(argv) - 4 * sizeof(argv[0]));
 	base_env(env);
+	if (tmpdir)
+		env_put(env, fmt("TMPDIR=%s", tmpdir));
 	pid = fork();
 	ASSERT(pid >= 0);
 	if (pid == 0) {
@@ -370,6 +376,11 @@ static pid_t spawn(const char *script, const char *arg)
 		_exit(126);
 	}
 	return pid;
+}
+
+static pid_t spawn(const char *script, const char *arg)
+{
+	return spawn_with(NULL, script, arg, NULL);
 }
 
 static int reap(pid_t pid)
@@ -927,4 +938,74 @@ TEST(tools_install)
 	check_installed(fmt("%s/stage/opt/gprof-install-test", tmp));
 	ASSERT(staged_there || access(staged, F_OK) != 0);
 	ASSERT_EQ(system(fmt("rm -rf '%s'", tmp)), 0);
+}
+
+/* How many files dir's subfolders whose names begin with `sub` hold that begin with `prefix`. */
+static int count_in_subdirs(const char *dir, const char *sub, const char *prefix)
+{
+	char names[8][NAME_MAX + 1], inner[8][NAME_MAX + 1];
+	int n = list_dir(dir, "", names, 8), count = 0;
+
+	for (int i = 0; i < n; i++)
+		if (!strncmp(names[i], sub, strlen(sub))) {
+			int m = list_dir(path_join(dir, names[i]), "", inner, 8);
+
+			for (int j = 0; j < m; j++)
+				count += !strncmp(inner[j], prefix, strlen(prefix));
+		}
+	return count;
+}
+
+/* Bit k for each ProfilerStep#k (k < 64) of t. */
+static uint64_t steps_of(const struct trace *t)
+{
+	uint64_t set = 0;
+	size_t i;
+	json_t *ev;
+	int k;
+
+	json_array_foreach(t->events, i, ev)
+	{
+		if (sscanf(trace_str(ev, "name"), "ProfilerStep#%d", &k) == 1 && k >= 0 && k < 64)
+			set |= 1ull << k;
+	}
+	return set;
+}
+
+/*
+ * Issue #15: a launcher that uses no CUDA starts two CUDA workers (as torchrun does) under
+ * gprof-run --trigger signal: one SIGUSR2 to gprof-run reaches both workers, and both record
+ * the same steps.
+ */
+TEST(tools_run_signal_reaches_workers)
+{
+	struct timespec pause = {.tv_nsec = 20 * 1000 * 1000};
+	char names[8][NAME_MAX + 1];
+	struct trace t[2];
+	struct run r;
+	char *script;
+	int status;
+	pid_t pid;
+
+	skip_under_tsan();
+	run_init(&r);
+	ASSERT(asprintf(&script, "cd \"$1\" && exec python3 '%s' '%s' -s 150 -d 20",
+			src_path("test/apps/launcher.py"),
+			proc_build_path("test/apps/trig-app")) > 0);
+	pid = spawn_with("--trigger=signal", script, r.dir, r.dir);
+	/* both workers made their first CUDA call: they are in the run */
+	while (count_in_subdirs(r.dir, "gprof-run.", "pid.") < 2)
+		nanosleep(&pause, NULL);
+	ASSERT_EQ(kill(pid, SIGUSR2), 0);
+	status = reap(pid);
+	ASSERT_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status 0x%x", status);
+	ASSERT_EQ(traces_in(path_join(r.dir, "gprof_traces"), names, t), 2);
+	ASSERT(steps_of(&t[0]));
+	ASSERT_EQ(steps_of(&t[0]), steps_of(&t[1]));
+	ASSERT_EQ(e2e_count(&t[0], "user_annotation", NULL),
+		  e2e_count(&t[1], "user_annotation", NULL));
+	trace_free(&t[0]);
+	trace_free(&t[1]);
+	free(script);
+	run_free(&r);
 }

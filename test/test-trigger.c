@@ -28,6 +28,7 @@ enum op_kind {
 	OP_DEADLINE, /* arg: gprof_stepper_deadline() */
 	OP_PHASE,    /* arg: gprof_stepper_phase() */
 	OP_ARMED,    /* arg: gprof_stepper_armed() */
+	OP_ARM_FROM, /* ts: the marker number; arg: gprof_stepper_next_marker() before */
 };
 
 struct op {
@@ -48,6 +49,7 @@ struct op {
 #define DEADLINE(d)       {OP_DEADLINE, 0, 0, (d)}
 #define PHASE(p)          {OP_PHASE, 0, 0, GPROF_PHASE_##p}
 #define ARMED(b)          {OP_ARMED, 0, 0, (b)}
+#define ARM_FROM(m, next) {OP_ARM_FROM, (m), 0, (next)}
 
 #define EW(w, k, ts) \
 	{.kind = GPROF_SCHED_EV_WARMUP, .window = (w), .first_step = (k), .begin_ns = (ts)}
@@ -196,6 +198,16 @@ static const struct script scripts[] = {
 	       ESAVE(0, 2, 3, 2, 3000, 5000), EW(1, 6, 7000), EDISC(1, 6, 6, 1, 7000, 7500)),
     },
     {
+	.what = "armed from marker 4 (a run's processes agree on it): markers 2 and 3 pass by",
+	.sched = {.warmup = 1, .active = 1},
+	.trig = {.mode = GPROF_STEPPER_ARMED},
+	OPS(START(500), MARK(1000, 100), MARK(2000, 100), ON(2500, OTHER, TAKEN), ARM_FROM(4, 2),
+	    MARK(3000, 100), ARMED(1), MARK(4000, 100), ARMED(1), MARK(5000, 100), ARMED(0),
+	    PHASE(WARMUP), MARK(6000, 100), MARK(7000, 100), PHASE(WAIT), FINISH(7500)),
+	EVENTS(EW(0, 4, 5000), EA(0, 5, 6000), ES(0, 5, 6000, 7000, 100),
+	       ESAVE(0, 5, 5, 1, 6000, 7000)),
+    },
+    {
 	.what = "armed: no warmup, active 1; before the delay's end a marker does not begin it",
 	.sched = {.warmup = 0, .active = 1},
 	.trig = {.mode = GPROF_STEPPER_ARMED, .delay_ns = 2000},
@@ -301,6 +313,12 @@ static uint64_t run_op(struct gprof_stepper *st, const struct op *op)
 		return gprof_stepper_phase(st);
 	case OP_ARMED:
 		return gprof_stepper_armed(st);
+	case OP_ARM_FROM: {
+		uint64_t next = gprof_stepper_next_marker(st);
+
+		gprof_stepper_arm_from(st, op->ts);
+		return next;
+	}
 	}
 	return op->arg;
 }
