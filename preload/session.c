@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define PR_FMT ""
 #include "collector/collector.h"
@@ -34,6 +35,7 @@ static bool is_inert(void)
 static uint32_t cur_window;
 static int window_open;
 static int cuda_used;
+static pid_t forked_from; /* a child of fork() that has not exec'd: its parent's pid */
 /*
  * The first CUDA call's set-up is done. Until then no thread of the program may call CUDA from
  * here: that call may be inside the runtime's initialisation (CUDA_INJECTION64_PATH), waiting
@@ -380,8 +382,18 @@ void gprof_session_cuda_call(void)
 	int saved_errno = errno;
 	int hot;
 
-	if (is_inert())
+	if (is_inert()) {
+		/* a forked child's first CUDA call: the one line that says it is not recorded */
+		if (forked_from &&
+		    (__atomic_fetch_and(&gprof_hot, ~GPROF_HOT_SESSION, __ATOMIC_ACQ_REL) &
+		     GPROF_HOT_FIRST_CALL))
+			pr_warn("process %ld, forked from %ld without exec, uses CUDA: libgprof "
+				"records a forked process only after it execs (as spawn start "
+				"methods do), so its CUDA work is in no trace",
+				(long)getpid(), (long)forked_from);
+		errno = saved_errno;
 		return;
+	}
 	hot = __atomic_fetch_and(&gprof_hot, ~GPROF_HOT_SESSION, __ATOMIC_ACQ_REL);
 	if ((hot & GPROF_HOT_FIRST_CALL) && !__atomic_exchange_n(&cuda_used, 1, __ATOMIC_ACQ_REL))
 		first_call();
@@ -501,10 +513,14 @@ void gprof_session_fini(int tid)
 
 void gprof_session_forked(void)
 {
-	/* The writer thread, CUPTI, the timer and the window belong to the parent. */
+	/*
+	 * The writer thread, CUPTI, the timer and the window belong to the parent. The child's
+	 * first CUDA call, if it makes one, says that it is not recorded.
+	 */
 	__atomic_store_n(&inert, true, __ATOMIC_RELEASE);
 	gprof_trigger_forked();
 	gprof_collector_forked();
-	__atomic_store_n(&gprof_hot, 0, __ATOMIC_RELAXED);
+	forked_from = getppid();
+	__atomic_store_n(&gprof_hot, GPROF_HOT_FIRST_CALL, __ATOMIC_RELAXED);
 	__atomic_store_n(&window_open, 0, __ATOMIC_RELAXED);
 }

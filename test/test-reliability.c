@@ -1031,6 +1031,17 @@ TEST(rel_fork_and_exec)
 				ASSERT(trace_pid(&r.traces[j]) != pid);
 		}
 		ASSERT(parent_seen);
+		/* a worker forked before CUDA that runs CUDA itself says it is not recorded */
+		for (int p = 0; p < n_pids; p++) {
+			char line[128];
+
+			snprintf(line, sizeof(line),
+				 "gprof: process %ld, forked from %ld without exec", pids[p],
+				 parent);
+			ASSERT_MSG((strstr(r.res.err, line) != NULL) ==
+				       (pids[p] != parent && !strcmp(cases[c].mode, "before")),
+				   "%s: %s", cases[c].mode, r.res.err);
+		}
 		e2e_free(&r);
 	}
 	free(asan);
