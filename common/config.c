@@ -912,9 +912,10 @@ static void warn_unknown(const struct load *ld)
 		size_t len = strcspn(*e, "=");
 		struct quoted q;
 
-		/* GPROF_RUN_DIR is gprof-run's, for the processes of its run (preload/run.c) */
+		/* gprof-run's own, for the processes it runs (preload/run.c, preload/report.c) */
 		if (strncmp(*e, "GPROF_", 6) || find_var(*e, len, false) ||
-		    (len == 13 && !strncmp(*e, "GPROF_RUN_DIR", 13)))
+		    (len == 13 && !strncmp(*e, "GPROF_RUN_DIR", 13)) ||
+		    (len == 17 && !strncmp(*e, "GPROF_TORCH_STEPS", 17)))
 			continue;
 		gprof_log(GPROF_LOG_WARN,
 			  "%s is not a libgprof variable and is ignored; did you mean %s?",

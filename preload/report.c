@@ -97,6 +97,21 @@ void gprof_report_window_done(const struct gprof_export_result *r, void *arg)
 	free(text);
 }
 
+/*
+ * gprof-run --torch-steps asked for the start-up hook (GPROF_TORCH_STEPS=requested), this is a
+ * Python, and the hook did not run in it (it writes "hooked <its pid>").
+ */
+static bool torch_steps_unhooked(void)
+{
+	const char *v = getenv("GPROF_TORCH_STEPS");
+	char hooked[32];
+
+	if (!v || strncmp(program_invocation_short_name, "python", 6))
+		return false;
+	snprintf(hooked, sizeof(hooked), "hooked %ld", (long)getpid());
+	return strcmp(v, hooked) != 0;
+}
+
 void gprof_report_exit(const struct gprof_config *cfg, const struct gprof_report_exit *e)
 {
 	bool timed = cfg->delay.set || cfg->duration.set;
@@ -108,6 +123,14 @@ void gprof_report_exit(const struct gprof_config *cfg, const struct gprof_report
 	    e->nvtx_foreign)
 		pr_warn("no step marker reached libgprof, as NVTX_INJECTION64_PATH names another "
 			"tool, so nothing was recorded: unset it, or set GPROF_SCHEDULE=all");
+	else if (cfg->trigger == GPROF_TRIGGER_STEPS && !s->all && !timed && !e->marked &&
+		 torch_steps_unhooked())
+		pr_warn(
+		    "--torch-steps: its start-up hook never ran in this Python (python -E or -I "
+		    "ignores PYTHONPATH, where gprof-run puts it), so no step was marked and "
+		    "nothing was recorded: run python without -E and -I, or mark steps in the "
+		    "program (torch.cuda.nvtx.mark(\"%s\"))",
+		    cfg->step_marker);
 	else if (cfg->trigger == GPROF_TRIGGER_STEPS && !s->all && !timed && !e->marked)
 		pr_warn("the program used CUDA but never marked a step ('%s'), so nothing was "
 			"recorded: mark steps (e.g. torch.cuda.nvtx.mark(\"%s\")) or set "

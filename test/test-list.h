@@ -263,6 +263,7 @@ X(tools_rank_folders)
 X(tools_torch_steps_marks_optimizer_steps)
 X(tools_torch_steps_marker_and_off)
 X(tools_torch_steps_startup_hook)
+X(tools_torch_steps_under_python_E)
 X(tools_install)
 X(tools_run_signal_reaches_workers)
 

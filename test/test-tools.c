@@ -821,6 +821,38 @@ TEST(tools_torch_steps_startup_hook)
 	run_free(&r);
 }
 
+/*
+ * Issue #15: under python -E, which ignores PYTHONPATH, the start-up hook never runs and no step
+ * is marked; libgprof says why at exit, not only that no step was marked.
+ */
+TEST(tools_torch_steps_under_python_E)
+{
+	char *code = NULL;
+	struct run r;
+
+	require_python();
+	ASSERT(asprintf(&code,
+			"import sys; sys.path.insert(0, '%s'); sys.argv = ['train.py', '4']; "
+			"exec(open('%s').read())",
+			src_path("test/stand-ins"), src_path("test/stand-ins/train.py")) > 0);
+	for (int plain = 0; plain < 2; plain++) {
+		const char *args[] = {"--torch-steps", "--", "python3", "-E", "-c", code, NULL};
+		const char *env[] = {"PYTHONPATH", tool_lib_env(), NULL};
+
+		if (plain) /* without -E */
+			memmove(&args[3], &args[4], 3 * sizeof(args[0]));
+		run_init(&r);
+		run_tool(&r, NULL, args, env);
+		ASSERT_MSG(r.res.status == 0, "status %d: %s", r.res.status, r.res.err);
+		ASSERT_MSG(
+		    (strstr(r.res.err, "gprof: --torch-steps: its start-up hook never ran") !=
+		     NULL) == !plain,
+		    "%s", r.res.err);
+		run_free(&r);
+	}
+	free(code);
+}
+
 /* ---- make install ---- */
 
 /* make -C TEST_SRC target for this build (SAN) without rebuilding anything (-o all). */

@@ -106,6 +106,9 @@ def _chain():
     spec.loader.exec_module(module)
 
 
+# libgprof, at the exit of a process that marked no step, tells a Python this hook never ran in
+# (python -E or -I ignores PYTHONPATH) by this variable, which gprof-run sets to "requested".
+os.environ["GPROF_TORCH_STEPS"] = "hooked %d" % os.getpid()
 if _MODULE in sys.modules:
     _register(sys.modules[_MODULE])
 else:
