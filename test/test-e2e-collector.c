@@ -717,6 +717,24 @@ TEST(e2e_collector_nvcc_app)
 	}
 }
 
+/*
+ * argv (a program on NVIDIA's runtime) under libgprof with the default schedule: it prints the
+ * same and exits alike (0) with and without libgprof, and writes one trace.
+ */
+static void run_real(const char *const *argv, struct e2e_run *r)
+{
+	struct proc_result plain;
+
+	e2e_need_real_runtime(argv[0]);
+	ASSERT(proc_run(argv, NULL, 120, &plain) == 0);
+	e2e_run(r, argv, e2e_cupti(true), NULL, true);
+	ASSERT_EQ(plain.status, 0);
+	ASSERT_EQ(r->res.status, plain.status);
+	ASSERT_STR_EQ(r->res.out, plain.out);
+	ASSERT_EQ(r->n_traces, 1);
+	proc_result_free(&plain);
+}
+
 /* nvcc-app's GPU operations, in launch order, are 7 per step: those of steps 2-4. */
 static bool nvcc_app_scheduled(json_t *g, void *gt)
 {
@@ -746,16 +764,9 @@ TEST(e2e_collector_real_runtime)
 
 	for (size_t a = 0; a < ARRAY_SIZE(apps); a++) {
 		const char *argv[] = {proc_build_path(apps[a]), "6", NULL};
-		struct proc_result plain;
 		struct e2e_run r;
 
-		e2e_need_real_runtime(argv[0]);
-		ASSERT(proc_run(argv, NULL, 60, &plain) == 0);
-		e2e_run(&r, argv, e2e_cupti(true), NULL, true);
-		ASSERT_EQ(r.res.status, plain.status);
-		ASSERT_EQ(plain.status, 0);
-		ASSERT_STR_EQ(r.res.out, plain.out);
-		ASSERT_EQ(r.n_traces, 1);
+		run_real(argv, &r);
 		ASSERT_EQ(check_gpu_work(&r.traces[0], r.gt, nvcc_app_scheduled, r.gt, true), 21);
 		/*
 		 * NVIDIA's runtime reports its calls; the driver calls it makes are its own (and
@@ -769,7 +780,6 @@ TEST(e2e_collector_real_runtime)
 		/* the 3 allocations before the loop were in use when the window opened */
 		ASSERT_EQ(e2e_check_memory(&r.traces[0], r.gt), 1);
 		ASSERT_STR_CONTAINS(r.res.err, "peak memory 12.00 KiB, 12.00 KiB at the start");
-		proc_result_free(&plain);
 		e2e_free(&r);
 	}
 }
@@ -809,18 +819,11 @@ static const char *summary_name(const char *mangled, char *out, size_t size)
 TEST(e2e_collector_cublas)
 {
 	const char *argv[] = {proc_build_path("test/apps/blas-app"), "6", NULL};
-	struct proc_result plain;
 	struct e2e_run r;
 	size_t i;
 	json_t *g;
 
-	e2e_need_real_runtime(argv[0]);
-	ASSERT(proc_run(argv, NULL, 120, &plain) == 0);
-	e2e_run(&r, argv, e2e_cupti(true), NULL, true);
-	ASSERT_EQ(plain.status, 0);
-	ASSERT_EQ(r.res.status, plain.status);
-	ASSERT_STR_EQ(r.res.out, plain.out);
-	ASSERT_EQ(r.n_traces, 1);
+	run_real(argv, &r);
 	ASSERT_EQ(gtlog_count(r.gt, "{\"type\":\"gpu\"}") % 6, 0);
 	ASSERT_GE(check_gpu_work(&r.traces[0], r.gt, blas_app_scheduled, r.gt, true), 2 * 3);
 	json_array_foreach(r.gt, i, g)
@@ -832,7 +835,6 @@ TEST(e2e_collector_cublas)
 			ASSERT_STR_CONTAINS(r.res.err,
 					    summary_name(gtlog_str(g, "name"), name, sizeof(name)));
 	}
-	proc_result_free(&plain);
 	e2e_free(&r);
 }
 
@@ -844,19 +846,12 @@ TEST(e2e_collector_cublas)
 TEST(e2e_collector_cuda_graph)
 {
 	const char *argv[] = {proc_build_path("test/apps/graph-app"), "6", NULL};
-	struct proc_result plain;
 	struct e2e_run r;
 	json_t *s, *f, *first;
 	size_t i;
 	json_t *g;
 
-	e2e_need_real_runtime(argv[0]);
-	ASSERT(proc_run(argv, NULL, 60, &plain) == 0);
-	e2e_run(&r, argv, e2e_cupti(true), NULL, true);
-	ASSERT_EQ(plain.status, 0);
-	ASSERT_EQ(r.res.status, plain.status);
-	ASSERT_STR_EQ(r.res.out, plain.out);
-	ASSERT_EQ(r.n_traces, 1);
+	run_real(argv, &r);
 	/* per step: HtoD, fill, scale, DtoD (graph-app.cu), one graph launch */
 	ASSERT_EQ(gtlog_count(r.gt, "{\"type\":\"gpu\"}"), 6 * 4);
 	ASSERT_EQ(check_gpu_work(&r.traces[0], r.gt, blas_app_scheduled, r.gt, true), 3 * 4);
@@ -871,7 +866,6 @@ TEST(e2e_collector_cuda_graph)
 		ASSERT_EQ(find_gpu(&r.traces[0], g, &first), 1);
 		ASSERT_EQ(ts_ns(f, "ts"), ts_ns(first, "ts"));
 	}
-	proc_result_free(&plain);
 	e2e_free(&r);
 }
 

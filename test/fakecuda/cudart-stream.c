@@ -2,17 +2,10 @@
  * The fake runtime's streams and events. An event record is a zero-length marker queued on its
  * stream: it completes, and takes its time, when all work queued before it has.
  */
+#include <errno.h>
 #include <stdlib.h>
 
 #include "test/fakecuda/cudart.h"
-
-/* A cudaEvent_t points at one. */
-struct fakecuda_event {
-	unsigned int flags;
-	struct fakecuda_stream *stream; /* NULL until recorded */
-	uint64_t seq;			/* the marker's sequence number on `stream` */
-	uint64_t time_ns;		/* when the marker completes */
-};
 
 #define EVENT(e) ((struct fakecuda_event *)(e))
 
@@ -169,17 +162,13 @@ static cudaError_t event_record(CUpti_CallbackId cbid, const char *name, const v
 				cudaEvent_t event, cudaStream_t stream, bool per_thread)
 {
 	struct fakecuda_stream *s = fakecuda_stream_get(stream, per_thread);
-	struct fakecuda_op marker = {.kind = FAKECUDA_OP_MARKER, .runtime = true};
 	struct fakecuda_event *e = EVENT(event);
 	struct fakecuda_call c;
 
 	fakert_enter(&c, cbid, name, params, NULL);
 	if (!e)
 		return fakert_exit(&c, cudaErrorInvalidResourceHandle, NULL);
-	marker.correlation = c.correlation;
-	e->seq = fakecuda_op_enqueue(s, &marker);
-	e->stream = s;
-	e->time_ns = marker.end_ns;
+	fakecuda_event_record(e, s, c.correlation, true);
 	return fakert_exit(&c, cudaSuccess, "\"stream\":%u", fakecuda_stream_id(s));
 }
 
@@ -208,8 +197,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event)
 	fakert_enter(&c, RT_CBID(cudaEventSynchronize_v3020), "cudaEventSynchronize", &p, NULL);
 	if (!e)
 		return fakert_exit(&c, cudaErrorInvalidResourceHandle, NULL);
-	if (e->stream)
-		fakecuda_stream_wait(e->stream, e->seq);
+	fakecuda_event_sync(e);
 	return fakert_exit(&c, cudaSuccess, NULL);
 }
 
@@ -222,7 +210,7 @@ cudaError_t cudaEventQuery(cudaEvent_t event)
 	fakert_enter(&c, RT_CBID(cudaEventQuery_v3020), "cudaEventQuery", &p, NULL);
 	if (!e)
 		return fakert_exit(&c, cudaErrorInvalidResourceHandle, NULL);
-	if (e->stream && !fakecuda_stream_done(e->stream, e->seq))
+	if (!fakecuda_event_done(e))
 		return fakecuda_api_exit(&c, cudaErrorNotReady, NULL); /* not a sticky error */
 	return fakert_exit(&c, cudaSuccess, NULL);
 }
@@ -236,10 +224,11 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
 	fakert_enter(&c, RT_CBID(cudaEventElapsedTime_v12080), "cudaEventElapsedTime", &p, NULL);
 	if (!ms || !s || !e)
 		return fakert_exit(&c, cudaErrorInvalidValue, NULL);
-	if (!s->stream || !e->stream || ((s->flags | e->flags) & cudaEventDisableTiming))
+	switch (fakecuda_event_elapsed(s, e, ms)) {
+	case -EINVAL:
 		return fakert_exit(&c, cudaErrorInvalidResourceHandle, NULL);
-	if (!fakecuda_stream_done(s->stream, s->seq) || !fakecuda_stream_done(e->stream, e->seq))
+	case -EAGAIN:
 		return fakert_exit(&c, cudaErrorNotReady, NULL);
-	*ms = (float)((double)((int64_t)(e->time_ns - s->time_ns)) / 1e6);
+	}
 	return fakert_exit(&c, cudaSuccess, "\"ms\":%.6f", (double)*ms);
 }

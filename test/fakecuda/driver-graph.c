@@ -24,17 +24,8 @@ static CUresult begin_capture(CUstream stream, bool per_thread)
 	return e == -EBUSY ? CUDA_ERROR_ILLEGAL_STATE : fakecuda_drv_error(e);
 }
 
-CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
-{
-	DRV_CALL(cuStreamBeginCapture_v2, hStream, mode);
-	return fakecuda_api_exit(&c, begin_capture(hStream, false), NULL);
-}
-
-CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode)
-{
-	DRV_CALL(cuStreamBeginCapture_v2_ptsz, hStream, mode);
-	return fakecuda_api_exit(&c, begin_capture(hStream, true), NULL);
-}
+DRV_PAIR(cuStreamBeginCapture_v2, (CUstream hStream, CUstreamCaptureMode mode),
+	 begin_capture(hStream, per_thread), hStream, mode)
 
 static CUresult end_capture(CUstream stream, bool per_thread, CUgraph *graph)
 {
@@ -50,17 +41,8 @@ static CUresult end_capture(CUstream stream, bool per_thread, CUgraph *graph)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
-{
-	DRV_CALL(cuStreamEndCapture, hStream, phGraph);
-	return fakecuda_api_exit(&c, end_capture(hStream, false, phGraph), NULL);
-}
-
-CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
-{
-	DRV_CALL(cuStreamEndCapture_ptsz, hStream, phGraph);
-	return fakecuda_api_exit(&c, end_capture(hStream, true, phGraph), NULL);
-}
+DRV_PAIR(cuStreamEndCapture, (CUstream hStream, CUgraph *phGraph),
+	 end_capture(hStream, per_thread, phGraph), hStream, phGraph)
 
 static CUresult instantiate(CUgraphExec *exec, CUgraph graph)
 {
@@ -110,32 +92,17 @@ static CUresult launch_graph(const struct fakecuda_call *c, CUgraphExec exec, CU
 	return err;
 }
 
-CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
-{
-	DRV_CALL(cuGraphLaunch, hGraphExec, hStream);
-	return fakecuda_api_exit(&c, launch_graph(&c, hGraphExec, hStream, false), NULL);
-}
-
-CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
-{
-	DRV_CALL(cuGraphLaunch_ptsz, hGraphExec, hStream);
-	return fakecuda_api_exit(&c, launch_graph(&c, hGraphExec, hStream, true), NULL);
-}
+DRV_PAIR(cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream),
+	 launch_graph(&c, hGraphExec, hStream, per_thread), hGraphExec, hStream)
 
 /* Uploading makes the first launch no faster here. */
-CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream)
+static CUresult upload(CUgraphExec exec)
 {
-	DRV_CALL(cuGraphUpload, hGraphExec, hStream);
-	return fakecuda_api_exit(
-	    &c, hGraphExec ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE, NULL);
+	return exec ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
 }
 
-CUresult cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream)
-{
-	DRV_CALL(cuGraphUpload_ptsz, hGraphExec, hStream);
-	return fakecuda_api_exit(
-	    &c, hGraphExec ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE, NULL);
-}
+DRV_PAIR(cuGraphUpload, (CUgraphExec hGraphExec, CUstream hStream), upload(hGraphExec), hGraphExec,
+	 hStream)
 
 CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
 {

@@ -254,131 +254,31 @@ static CUresult set(const struct fakecuda_call *c, const struct target *t, CUdev
 	return CUDA_SUCCESS;
 }
 
-/* Each copy entry point in its legacy and per-thread form: NAME and NAME##SUFFIX. */
-#define COPY_SYNC(name, suffix, dst_t, dst_e, src_t, src_e, dev)                                 \
-	static CUresult name##_any(const struct target *t, dst_t dst, src_t src, size_t n,       \
-				   CUpti_CallbackId id, const char *fn, const void *params,      \
-				   const void *caller)                                           \
-	{                                                                                        \
-		struct fakecuda_call c;                                                          \
-		fakecuda_drv_enter(&c, id, fn, params, NULL, caller);                            \
-		return fakecuda_api_exit(&c, copy(&c, t, dst_e, src_e, n, dev), "\"bytes\":%zu", \
-					 n);                                                     \
-	}                                                                                        \
-	CUresult name(dst_t dst, src_t src, size_t n)                                            \
-	{                                                                                        \
-		name##_params p = {dst, src, n};                                                 \
-		return name##_any(&(struct target){0}, dst, src, n, DRV_CBID(name), #name, &p,   \
-				  DRV_CALLER);                                                   \
-	}                                                                                        \
-	CUresult name##suffix(dst_t dst, src_t src, size_t n)                                    \
-	{                                                                                        \
-		name##suffix##_params p = {dst, src, n};                                         \
-		return name##_any(&(struct target){.per_thread = true}, dst, src, n,             \
-				  DRV_CBID(name##suffix), #name #suffix, &p, DRV_CALLER);        \
-	}
+/* The copies: synchronous on the legacy or per-thread stream, or Async. */
+#define COPY(name, dst_t, dst_e, src_t, src_e, dev)                                            \
+	DRV_PAIR_AS(name, _ptds, (dst_t dst, src_t src, size_t n),                             \
+		    copy(&c, &(struct target){NULL, per_thread, false}, dst_e, src_e, n, dev), \
+		    dst, src, n)
+#define COPY_ASYNC(name, dst_t, dst_e, src_t, src_e, dev)                                         \
+	DRV_PAIR(name, (dst_t dst, src_t src, size_t n, CUstream s),                              \
+		 copy(&c, &(struct target){s, per_thread, true}, dst_e, src_e, n, dev), dst, src, \
+		 n, s)
 
-#define COPY_ASYNC(name, dst_t, dst_e, src_t, src_e, dev)                                 \
-	CUresult name(dst_t dst, src_t src, size_t n, CUstream s)                         \
-	{                                                                                 \
-		name##_params p = {dst, src, n, s};                                       \
-		struct fakecuda_call c;                                                   \
-		fakecuda_drv_enter(&c, DRV_CBID(name), #name, &p, NULL, DRV_CALLER);      \
-		return fakecuda_api_exit(                                                 \
-		    &c, copy(&c, &(struct target){s, false, true}, dst_e, src_e, n, dev), \
-		    "\"bytes\":%zu", n);                                                  \
-	}                                                                                 \
-	CUresult name##_ptsz(dst_t dst, src_t src, size_t n, CUstream s)                  \
-	{                                                                                 \
-		name##_ptsz_params p = {dst, src, n, s};                                  \
-		struct fakecuda_call c;                                                   \
-		fakecuda_drv_enter(&c, DRV_CBID(name##_ptsz), #name "_ptsz", &p, NULL,    \
-				   DRV_CALLER);                                           \
-		return fakecuda_api_exit(                                                 \
-		    &c, copy(&c, &(struct target){s, true, true}, dst_e, src_e, n, dev),  \
-		    "\"bytes\":%zu", n);                                                  \
-	}
-
-COPY_SYNC(cuMemcpyHtoD_v2, _ptds, CUdeviceptr, PTR(dst), const void *, src, TO_DEV)
-COPY_SYNC(cuMemcpyDtoH_v2, _ptds, void *, dst, CUdeviceptr, PTR(src), FROM_DEV)
-COPY_SYNC(cuMemcpyDtoD_v2, _ptds, CUdeviceptr, PTR(dst), CUdeviceptr, PTR(src), TO_DEV | FROM_DEV)
-COPY_SYNC(cuMemcpy, _ptds, CUdeviceptr, PTR(dst), CUdeviceptr, PTR(src), ANY)
+COPY(cuMemcpyHtoD_v2, CUdeviceptr, PTR(dst), const void *, src, TO_DEV)
+COPY(cuMemcpyDtoH_v2, void *, dst, CUdeviceptr, PTR(src), FROM_DEV)
+COPY(cuMemcpyDtoD_v2, CUdeviceptr, PTR(dst), CUdeviceptr, PTR(src), TO_DEV | FROM_DEV)
+COPY(cuMemcpy, CUdeviceptr, PTR(dst), CUdeviceptr, PTR(src), ANY)
 COPY_ASYNC(cuMemcpyHtoDAsync_v2, CUdeviceptr, PTR(dst), const void *, src, TO_DEV)
 COPY_ASYNC(cuMemcpyDtoHAsync_v2, void *, dst, CUdeviceptr, PTR(src), FROM_DEV)
 COPY_ASYNC(cuMemcpyDtoDAsync_v2, CUdeviceptr, PTR(dst), CUdeviceptr, PTR(src), TO_DEV | FROM_DEV)
 COPY_ASYNC(cuMemcpyAsync, CUdeviceptr, PTR(dst), CUdeviceptr, PTR(src), ANY)
 
-/* The traced call of one memset entry point, per element type. */
-#define SET(name, value_t, elem)                                                               \
-	static CUresult name##_any(const struct target *t, CUdeviceptr d, value_t v, size_t n, \
-				   CUpti_CallbackId id, const char *fn, const void *params,    \
-				   const void *caller)                                         \
-	{                                                                                      \
-		struct fakecuda_call c;                                                        \
-		fakecuda_drv_enter(&c, id, fn, params, NULL, caller);                          \
-		return fakecuda_api_exit(&c, set(&c, t, d, v, elem, n), "\"bytes\":%zu",       \
-					 n * (elem));                                          \
-	}
-
-SET(cuMemsetD8_v2, unsigned char, 1)
-SET(cuMemsetD32_v2, unsigned int, 4)
-
-CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n)
-{
-	cuMemsetD8_v2_params p = {d, v, n};
-	return cuMemsetD8_v2_any(&(struct target){0}, d, v, n, DRV_CBID(cuMemsetD8_v2),
-				 "cuMemsetD8_v2", &p, DRV_CALLER);
-}
-
-CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n)
-{
-	cuMemsetD8_v2_ptds_params p = {d, v, n};
-	return cuMemsetD8_v2_any(&(struct target){.per_thread = true}, d, v, n,
-				 DRV_CBID(cuMemsetD8_v2_ptds), "cuMemsetD8_v2_ptds", &p,
-				 DRV_CALLER);
-}
-
-CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n)
-{
-	cuMemsetD32_v2_params p = {d, v, n};
-	return cuMemsetD32_v2_any(&(struct target){0}, d, v, n, DRV_CBID(cuMemsetD32_v2),
-				  "cuMemsetD32_v2", &p, DRV_CALLER);
-}
-
-CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n)
-{
-	cuMemsetD32_v2_ptds_params p = {d, v, n};
-	return cuMemsetD32_v2_any(&(struct target){.per_thread = true}, d, v, n,
-				  DRV_CBID(cuMemsetD32_v2_ptds), "cuMemsetD32_v2_ptds", &p,
-				  DRV_CALLER);
-}
-
-CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s)
-{
-	cuMemsetD8Async_params p = {d, v, n, s};
-	return cuMemsetD8_v2_any(&(struct target){s, false, true}, d, v, n,
-				 DRV_CBID(cuMemsetD8Async), "cuMemsetD8Async", &p, DRV_CALLER);
-}
-
-CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream s)
-{
-	cuMemsetD8Async_ptsz_params p = {d, v, n, s};
-	return cuMemsetD8_v2_any(&(struct target){s, true, true}, d, v, n,
-				 DRV_CBID(cuMemsetD8Async_ptsz), "cuMemsetD8Async_ptsz", &p,
-				 DRV_CALLER);
-}
-
-CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream s)
-{
-	cuMemsetD32Async_params p = {d, v, n, s};
-	return cuMemsetD32_v2_any(&(struct target){s, false, true}, d, v, n,
-				  DRV_CBID(cuMemsetD32Async), "cuMemsetD32Async", &p, DRV_CALLER);
-}
-
-CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, CUstream s)
-{
-	cuMemsetD32Async_ptsz_params p = {d, v, n, s};
-	return cuMemsetD32_v2_any(&(struct target){s, true, true}, d, v, n,
-				  DRV_CBID(cuMemsetD32Async_ptsz), "cuMemsetD32Async_ptsz", &p,
-				  DRV_CALLER);
-}
+/* The memsets: bytes, 32-bit words; synchronous on the legacy or per-thread stream, or Async. */
+DRV_PAIR_AS(cuMemsetD8_v2, _ptds, (CUdeviceptr d, unsigned char v, size_t n),
+	    set(&c, &(struct target){NULL, per_thread, false}, d, v, 1, n), d, v, n)
+DRV_PAIR_AS(cuMemsetD32_v2, _ptds, (CUdeviceptr d, unsigned int v, size_t n),
+	    set(&c, &(struct target){NULL, per_thread, false}, d, v, 4, n), d, v, n)
+DRV_PAIR(cuMemsetD8Async, (CUdeviceptr d, unsigned char v, size_t n, CUstream s),
+	 set(&c, &(struct target){s, per_thread, true}, d, v, 1, n), d, v, n, s)
+DRV_PAIR(cuMemsetD32Async, (CUdeviceptr d, unsigned int v, size_t n, CUstream s),
+	 set(&c, &(struct target){s, per_thread, true}, d, v, 4, n), d, v, n, s)

@@ -3,19 +3,12 @@
  * (_ptsz) forms. An event record is a zero-length marker queued on its stream: it completes,
  * and takes its time, when all the work queued before it has.
  */
+#include <errno.h>
 #include <stdlib.h>
 
 #include "test/fakecuda/driver.h"
 
-/* A CUevent points at one. */
-struct drv_event {
-	unsigned int flags;
-	struct fakecuda_stream *stream; /* NULL until recorded */
-	uint64_t seq;			/* the marker's sequence number on `stream` */
-	uint64_t time_ns;		/* when the marker completes */
-};
-
-#define EVENT(e) ((struct drv_event *)(e))
+#define EVENT(e) ((struct fakecuda_event *)(e))
 
 /* ---- streams ---- */
 
@@ -123,77 +116,21 @@ static CUresult capturing(CUstream h, bool per_thread, CUstreamCaptureStatus *st
 	return err;
 }
 
-CUresult cuStreamSynchronize(CUstream hStream)
-{
-	DRV_CALL(cuStreamSynchronize, hStream);
-	return fakecuda_api_exit(&c, stream_sync(hStream, false), NULL);
-}
+DRV_PAIR(cuStreamSynchronize, (CUstream hStream), stream_sync(hStream, per_thread), hStream)
 
-CUresult cuStreamSynchronize_ptsz(CUstream hStream)
-{
-	DRV_CALL(cuStreamSynchronize_ptsz, hStream);
-	return fakecuda_api_exit(&c, stream_sync(hStream, true), NULL);
-}
+DRV_PAIR(cuStreamQuery, (CUstream hStream), stream_query(hStream, per_thread), hStream)
 
-CUresult cuStreamQuery(CUstream hStream)
-{
-	DRV_CALL(cuStreamQuery, hStream);
-	return fakecuda_api_exit(&c, stream_query(hStream, false), NULL);
-}
+DRV_PAIR(cuStreamGetFlags, (CUstream hStream, unsigned int *flags), stream_flags(hStream, flags),
+	 hStream, flags)
 
-CUresult cuStreamQuery_ptsz(CUstream hStream)
-{
-	DRV_CALL(cuStreamQuery_ptsz, hStream);
-	return fakecuda_api_exit(&c, stream_query(hStream, true), NULL);
-}
+DRV_PAIR(cuStreamGetId, (CUstream hStream, unsigned long long *streamId),
+	 stream_id(hStream, per_thread, streamId), hStream, streamId)
 
-CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags)
-{
-	DRV_CALL(cuStreamGetFlags, hStream, flags);
-	return fakecuda_api_exit(&c, stream_flags(hStream, flags), NULL);
-}
+DRV_PAIR(cuStreamGetCtx, (CUstream hStream, CUcontext *pctx), stream_ctx(hStream, per_thread, pctx),
+	 hStream, pctx)
 
-CUresult cuStreamGetFlags_ptsz(CUstream hStream, unsigned int *flags)
-{
-	DRV_CALL(cuStreamGetFlags_ptsz, hStream, flags);
-	return fakecuda_api_exit(&c, stream_flags(hStream, flags), NULL);
-}
-
-CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId)
-{
-	DRV_CALL(cuStreamGetId, hStream, streamId);
-	return fakecuda_api_exit(&c, stream_id(hStream, false, streamId), NULL);
-}
-
-CUresult cuStreamGetId_ptsz(CUstream hStream, unsigned long long *streamId)
-{
-	DRV_CALL(cuStreamGetId_ptsz, hStream, streamId);
-	return fakecuda_api_exit(&c, stream_id(hStream, true, streamId), NULL);
-}
-
-CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
-{
-	DRV_CALL(cuStreamGetCtx, hStream, pctx);
-	return fakecuda_api_exit(&c, stream_ctx(hStream, false, pctx), NULL);
-}
-
-CUresult cuStreamGetCtx_ptsz(CUstream hStream, CUcontext *pctx)
-{
-	DRV_CALL(cuStreamGetCtx_ptsz, hStream, pctx);
-	return fakecuda_api_exit(&c, stream_ctx(hStream, true, pctx), NULL);
-}
-
-CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
-{
-	DRV_CALL(cuStreamIsCapturing, hStream, captureStatus);
-	return fakecuda_api_exit(&c, capturing(hStream, false, captureStatus, NULL), NULL);
-}
-
-CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus)
-{
-	DRV_CALL(cuStreamIsCapturing_ptsz, hStream, captureStatus);
-	return fakecuda_api_exit(&c, capturing(hStream, true, captureStatus, NULL), NULL);
-}
+DRV_PAIR(cuStreamIsCapturing, (CUstream hStream, CUstreamCaptureStatus *captureStatus),
+	 capturing(hStream, per_thread, captureStatus, NULL), hStream, captureStatus)
 
 /* A capture's graph is not shown while it is made; it depends on nothing. */
 static CUresult capture_info(CUstream h, bool per_thread, CUstreamCaptureStatus *status,
@@ -211,32 +148,14 @@ static CUresult capture_info(CUstream h, bool per_thread, CUstreamCaptureStatus 
 	return capturing(h, per_thread, status, id);
 }
 
-CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-				cuuint64_t *id_out, CUgraph *graph_out,
-				const CUgraphNode **dependencies_out,
-				const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out)
-{
-	DRV_CALL(cuStreamGetCaptureInfo_v3, hStream, captureStatus_out, id_out, graph_out,
-		 dependencies_out, edgeData_out, numDependencies_out);
-	return fakecuda_api_exit(&c,
-				 capture_info(hStream, false, captureStatus_out, id_out, graph_out,
-					      dependencies_out, edgeData_out, numDependencies_out),
-				 NULL);
-}
-
-CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-					cuuint64_t *id_out, CUgraph *graph_out,
-					const CUgraphNode **dependencies_out,
-					const CUgraphEdgeData **edgeData_out,
-					size_t *numDependencies_out)
-{
-	DRV_CALL(cuStreamGetCaptureInfo_v3_ptsz, hStream, captureStatus_out, id_out, graph_out,
-		 dependencies_out, edgeData_out, numDependencies_out);
-	return fakecuda_api_exit(&c,
-				 capture_info(hStream, true, captureStatus_out, id_out, graph_out,
-					      dependencies_out, edgeData_out, numDependencies_out),
-				 NULL);
-}
+DRV_PAIR(cuStreamGetCaptureInfo_v3,
+	 (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out,
+	  CUgraph *graph_out, const CUgraphNode **dependencies_out,
+	  const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out),
+	 capture_info(hStream, per_thread, captureStatus_out, id_out, graph_out, dependencies_out,
+		      edgeData_out, numDependencies_out),
+	 hStream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out,
+	 numDependencies_out)
 
 CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
 {
@@ -250,7 +169,7 @@ CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
 CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
 {
 	DRV_CALL(cuEventCreate, phEvent, Flags);
-	struct drv_event *e = NULL;
+	struct fakecuda_event *e = NULL;
 	CUresult err = phEvent ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
 
 	if (!err && !(e = calloc(1, sizeof(*e))))
@@ -275,61 +194,39 @@ CUresult cuEventDestroy(CUevent hEvent)
 static CUresult event_record(const struct fakecuda_call *c, CUevent h, CUstream stream,
 			     bool per_thread)
 {
-	struct fakecuda_op marker = {.kind = FAKECUDA_OP_MARKER, .correlation = c->correlation};
-	struct drv_event *e = EVENT(h);
+	struct fakecuda_event *e = EVENT(h);
 	CUresult err = e ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_HANDLE;
 
-	if (err)
-		return err;
-	marker.runtime = c->nested;
-	e->stream = fakecuda_stream_get(stream, per_thread);
-	e->seq = fakecuda_op_enqueue(e->stream, &marker);
-	e->time_ns = marker.end_ns;
-	return CUDA_SUCCESS;
+	if (!err)
+		fakecuda_event_record(e, fakecuda_stream_get(stream, per_thread), c->correlation,
+				      c->nested);
+	return err;
 }
 
-CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
-{
-	DRV_CALL(cuEventRecord, hEvent, hStream);
-	return fakecuda_api_exit(&c, event_record(&c, hEvent, hStream, false), NULL);
-}
+DRV_PAIR(cuEventRecord, (CUevent hEvent, CUstream hStream),
+	 event_record(&c, hEvent, hStream, per_thread), hEvent, hStream)
 
-CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
-{
-	DRV_CALL(cuEventRecord_ptsz, hEvent, hStream);
-	return fakecuda_api_exit(&c, event_record(&c, hEvent, hStream, true), NULL);
-}
-
-CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
-{
-	DRV_CALL(cuEventRecordWithFlags, hEvent, hStream, flags);
-	return fakecuda_api_exit(&c, event_record(&c, hEvent, hStream, false), NULL);
-}
-
-CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned int flags)
-{
-	DRV_CALL(cuEventRecordWithFlags_ptsz, hEvent, hStream, flags);
-	return fakecuda_api_exit(&c, event_record(&c, hEvent, hStream, true), NULL);
-}
+DRV_PAIR(cuEventRecordWithFlags, (CUevent hEvent, CUstream hStream, unsigned int flags),
+	 event_record(&c, hEvent, hStream, per_thread), hEvent, hStream, flags)
 
 CUresult cuEventSynchronize(CUevent hEvent)
 {
 	DRV_CALL(cuEventSynchronize, hEvent);
-	struct drv_event *e = EVENT(hEvent);
+	struct fakecuda_event *e = EVENT(hEvent);
 	CUresult err = e ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_HANDLE;
 
-	if (!err && e->stream)
-		fakecuda_stream_wait(e->stream, e->seq);
+	if (!err)
+		fakecuda_event_sync(e);
 	return fakecuda_api_exit(&c, err, NULL);
 }
 
 CUresult cuEventQuery(CUevent hEvent)
 {
 	DRV_CALL(cuEventQuery, hEvent);
-	struct drv_event *e = EVENT(hEvent);
+	struct fakecuda_event *e = EVENT(hEvent);
 	CUresult err = e ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_HANDLE;
 
-	if (!err && e->stream && !fakecuda_stream_done(e->stream, e->seq))
+	if (!err && !fakecuda_event_done(e))
 		err = CUDA_ERROR_NOT_READY;
 	return fakecuda_api_exit(&c, err, NULL);
 }
@@ -337,23 +234,23 @@ CUresult cuEventQuery(CUevent hEvent)
 CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
 {
 	DRV_CALL(cuEventElapsedTime_v2, pMilliseconds, hStart, hEnd);
-	struct drv_event *s = EVENT(hStart), *e = EVENT(hEnd);
+	struct fakecuda_event *s = EVENT(hStart), *e = EVENT(hEnd);
 	CUresult err =
 	    pMilliseconds && s && e ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_HANDLE;
 
-	if (!err && (!s->stream || !e->stream || ((s->flags | e->flags) & CU_EVENT_DISABLE_TIMING)))
-		err = CUDA_ERROR_INVALID_HANDLE;
-	if (!err &&
-	    (!fakecuda_stream_done(s->stream, s->seq) || !fakecuda_stream_done(e->stream, e->seq)))
-		err = CUDA_ERROR_NOT_READY;
-	if (!err)
-		*pMilliseconds = (float)((double)((int64_t)(e->time_ns - s->time_ns)) / 1e6);
+	if (!err) {
+		int rc = fakecuda_event_elapsed(s, e, pMilliseconds);
+
+		err = rc == -EINVAL ? CUDA_ERROR_INVALID_HANDLE
+		      : rc	    ? CUDA_ERROR_NOT_READY
+				    : CUDA_SUCCESS;
+	}
 	return fakecuda_api_exit(&c, err, NULL);
 }
 
 static CUresult stream_wait_event(CUstream stream, CUevent h, bool per_thread)
 {
-	struct drv_event *e = EVENT(h);
+	struct fakecuda_event *e = EVENT(h);
 	CUresult err = e ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_HANDLE;
 
 	if (!err && e->stream)
@@ -361,14 +258,5 @@ static CUresult stream_wait_event(CUstream stream, CUevent h, bool per_thread)
 	return err;
 }
 
-CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
-{
-	DRV_CALL(cuStreamWaitEvent, hStream, hEvent, Flags);
-	return fakecuda_api_exit(&c, stream_wait_event(hStream, hEvent, false), NULL);
-}
-
-CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags)
-{
-	DRV_CALL(cuStreamWaitEvent_ptsz, hStream, hEvent, Flags);
-	return fakecuda_api_exit(&c, stream_wait_event(hStream, hEvent, true), NULL);
-}
+DRV_PAIR(cuStreamWaitEvent, (CUstream hStream, CUevent hEvent, unsigned int Flags),
+	 stream_wait_event(hStream, hEvent, per_thread), hStream, hEvent, Flags)

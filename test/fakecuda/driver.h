@@ -38,6 +38,29 @@ CUresult capture_info_v1(CUstream hStream, CUstreamCaptureStatus *captureStatus,
 	struct fakecuda_call c;         \
 	fakecuda_drv_enter(&c, DRV_CBID(fn), #fn, &p_, NULL, DRV_CALLER)
 
+/*
+ * Entry point `fn` and its per-thread-default-stream form fn##_ptsz, both of parameters `decl`:
+ * each is the traced call of `result`, an expression that may use `per_thread`; the remaining
+ * arguments are the members of their *_params structs.
+ */
+#define DRV_PAIR(fn, decl, result, ...) DRV_PAIR_AS(fn, _ptsz, decl, result, __VA_ARGS__)
+/* The same where the per-thread form is fn##_ptds (synchronous copies and memsets). */
+#define DRV_PAIR_AS(fn, suffix, decl, result, ...)          \
+	CUresult fn decl                                    \
+	{                                                   \
+		const bool per_thread = false;              \
+		(void)per_thread;                           \
+		DRV_CALL(fn, __VA_ARGS__);                  \
+		return fakecuda_api_exit(&c, result, NULL); \
+	}                                                   \
+	CUresult fn##suffix decl                            \
+	{                                                   \
+		const bool per_thread = true;               \
+		(void)per_thread;                           \
+		DRV_CALL(fn##suffix, __VA_ARGS__);          \
+		return fakecuda_api_exit(&c, result, NULL); \
+	}
+
 /* Where the entry point (the function this is written in) returns to. */
 #define DRV_CALLER __builtin_return_address(0)
 

@@ -205,6 +205,27 @@ FAKECUDA_API void fakecuda_sync(struct fakecuda_stream *stream, int device);
 FAKECUDA_API void fakecuda_stream_wait_until(struct fakecuda_stream *stream, uint64_t time_ns);
 
 /*
+ * Events (cudaEvent_t and CUevent point at one): a record is a zero-length marker queued on its
+ * stream; it completes, and takes its time, when all the work queued before it has.
+ */
+struct fakecuda_event {
+	unsigned int flags;		/* cudaEventDisableTiming (2) as CU_EVENT_DISABLE_TIMING */
+	struct fakecuda_stream *stream; /* NULL until recorded */
+	uint64_t seq;			/* the marker's sequence number on `stream` */
+	uint64_t time_ns;		/* when the marker completes */
+};
+
+FAKECUDA_API void fakecuda_event_record(struct fakecuda_event *event,
+					struct fakecuda_stream *stream, uint32_t correlation,
+					bool runtime);
+/* Waits for the recorded marker (nothing to wait for before a record). */
+FAKECUDA_API void fakecuda_event_sync(const struct fakecuda_event *event);
+FAKECUDA_API bool fakecuda_event_done(const struct fakecuda_event *event);
+/* end - start in ms: 0, -EINVAL (not recorded, or without timing), -EAGAIN (not done yet). */
+FAKECUDA_API int fakecuda_event_elapsed(const struct fakecuda_event *start,
+					const struct fakecuda_event *end, float *ms);
+
+/*
  * CUDA graphs by stream capture: while a stream captures, what is queued on it goes into its
  * graph instead of running; a launch of the graph queues those operations again, each with
  * the launch's correlation id (as CUPTI reports a graph's kernels).

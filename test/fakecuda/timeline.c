@@ -454,3 +454,36 @@ uint64_t fakecuda_graph_launch(const struct fakecuda_graph *graph, struct fakecu
 	}
 	return seq;
 }
+
+void fakecuda_event_record(struct fakecuda_event *event, struct fakecuda_stream *stream,
+			   uint32_t correlation, bool runtime)
+{
+	struct fakecuda_op marker = {
+	    .kind = FAKECUDA_OP_MARKER, .correlation = correlation, .runtime = runtime};
+
+	event->seq = fakecuda_op_enqueue(stream, &marker);
+	event->stream = stream;
+	event->time_ns = marker.end_ns;
+}
+
+void fakecuda_event_sync(const struct fakecuda_event *event)
+{
+	if (event->stream)
+		fakecuda_stream_wait(event->stream, event->seq);
+}
+
+bool fakecuda_event_done(const struct fakecuda_event *event)
+{
+	return !event->stream || fakecuda_stream_done(event->stream, event->seq);
+}
+
+int fakecuda_event_elapsed(const struct fakecuda_event *start, const struct fakecuda_event *end,
+			   float *ms)
+{
+	if (!start->stream || !end->stream || ((start->flags | end->flags) & 2 /* no timing */))
+		return -EINVAL;
+	if (!fakecuda_event_done(start) || !fakecuda_event_done(end))
+		return -EAGAIN;
+	*ms = (float)((double)((int64_t)(end->time_ns - start->time_ns)) / 1e6);
+	return 0;
+}
