@@ -495,6 +495,25 @@ CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
 	return fakecuda_api_exit(&c, global(dptr, bytes, library, name), NULL);
 }
 
+/* A library is its own module here. */
+CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
+{
+	DRV_CALL(cuLibraryGetModule, pMod, library);
+	CUresult err = pMod && library ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+
+	if (!err)
+		*pMod = (CUmodule)library;
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
+/* No variable is __managed__ here. */
+CUresult cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name)
+{
+	DRV_CALL(cuLibraryGetManaged, dptr, bytes, library, name);
+	return fakecuda_api_exit(
+	    &c, library && name ? CUDA_ERROR_NOT_FOUND : CUDA_ERROR_INVALID_VALUE, NULL);
+}
+
 CUresult cuModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name)
 {
 	DRV_CALL(cuModuleGetGlobal_v2, dptr, bytes, hmod, name);

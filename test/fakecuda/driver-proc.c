@@ -87,6 +87,8 @@ static const struct proc {
     {"cuLaunchKernel", 4000, cuLaunchKernel, cuLaunchKernel_ptsz},
     {"cuLaunchKernelEx", 11060, cuLaunchKernelEx, cuLaunchKernelEx_ptsz},
     {"cuLibraryGetGlobal", 12000, cuLibraryGetGlobal, NULL},
+    {"cuLibraryGetManaged", 12000, cuLibraryGetManaged, NULL},
+    {"cuLibraryGetModule", 12000, cuLibraryGetModule, NULL},
     {"cuLibraryGetKernel", 12000, cuLibraryGetKernel, NULL},
     {"cuLibraryLoadData", 12000, cuLibraryLoadData, NULL},
     {"cuLibraryUnload", 12000, cuLibraryUnload, NULL},
