@@ -596,6 +596,53 @@ static double summary_time_ns(const char *text, const char *label)
 					      : 1);
 }
 
+/* The steps' times of steps-app's marks in gt ("type":"mark"): steps 2-4, sorted. */
+static void gt_step_times(json_t *gt, double d[3])
+{
+	long long marks[6] = {0};
+	size_t i;
+	json_t *g;
+
+	json_array_foreach(gt, i, g)
+	{
+		long long k = gtlog_int(g, "step");
+
+		if (!strcmp(gtlog_str(g, "type"), "mark") && k >= 2 && k <= 5)
+			marks[k] = gtlog_int(g, "time");
+	}
+	for (int k = 2; k <= 4; k++) {
+		ASSERT_MSG(marks[k] && marks[k + 1], "no mark of step %d or %d", k, k + 1);
+		d[k - 2] = (double)(marks[k + 1] - marks[k]);
+	}
+	for (int a = 0; a < 3; a++)
+		for (int b = a + 1; b < 3; b++)
+			if (d[b] < d[a]) {
+				double t = d[a];
+
+				d[a] = d[b], d[b] = t;
+			}
+}
+
+/*
+ * The summary's step statistics (default schedule: steps 2-4) against the program's own marks
+ * in the ground-truth log: mean, median, min, p90 (nearest rank: the largest of three), max.
+ */
+static void check_step_stats(const char *text, json_t *gt)
+{
+	static const char *const labels[] = {"median ", "min ", "p90 ", "max "};
+	double d[3];
+
+	gt_step_times(gt, d);
+	const double want[] = {d[1], d[0], d[2], d[2]}, mean = (d[0] + d[1] + d[2]) / 3;
+
+	ASSERT_LE(fabs(summary_time_ns(text, "mean step ") - mean), 50000 + 0.02 * mean);
+	for (size_t i = 0; i < ARRAY_SIZE(labels); i++)
+		ASSERT_MSG(fabs(summary_time_ns(text, labels[i]) - want[i]) <=
+			       50000 + 0.02 * want[i],
+			   "%s: %.0f ns vs %.0f in %s", labels[i], summary_time_ns(text, labels[i]),
+			   want[i], text);
+}
+
 /*
  * GPU busy time is the union of the device's GPU intervals within the steps' span, whatever
  * step launched them (issue #15): a kernel launched in the warmup step that runs on into the
@@ -640,6 +687,7 @@ TEST(e2e_collector_busy_cpu_ahead)
 		/* the warmup kernel's part in the window is most of it */
 		if (!strcmp(late[c], "1"))
 			ASSERT_GT(want, (hi - lo) / 2);
+		check_step_stats(r.res.err, r.gt);
 		proc_result_free(&again);
 		e2e_free(&r);
 	}
