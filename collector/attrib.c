@@ -474,6 +474,24 @@ void gprof_coll_attrib_memory_base(struct gprof_coll_win *w, const struct gprof_
 	}
 }
 
+/* One change of the window's gpu_memory counter, written. */
+static void push_memory(struct gprof_coll_win *w, const struct gprof_coll_mem *m)
+{
+	uint64_t *now = &w->memory[m->device];
+	struct gprof_export_event ev = {
+	    .kind = GPROF_EXPORT_MEMORY,
+	    .ts_ns = m->ts_ns,
+	    .device = m->device,
+	    .tid = (uint32_t)getpid(), /* CUPTI does not say which thread: the main one */
+	};
+
+	*now = m->delta < 0 && (uint64_t)-m->delta > *now ? 0 : *now + (uint64_t)m->delta;
+	ev.u.memory.allocated = *now;
+	ev.u.memory.address = m->address;
+	ev.u.memory.bytes = m->delta;
+	push(&ev, w, false);
+}
+
 /*
  * The gpu_memory counter of the window: from what was in use at its opening, the allocations
  * CUPTI reports and the releases of those it saw, or of any when the opening's figure is known
@@ -496,10 +514,36 @@ static void on_memory(struct gprof_coll_rec *r)
 		delta = w && (w->memory_known >> dev & 1) ? r->delta : 0;
 	if (!delta || !w || !(gprof_coll_activities & GPROF_ACT_MEMORY))
 		return;
-	w->memory[dev] =
-	    delta < 0 && (uint64_t)-delta > w->memory[dev] ? 0 : w->memory[dev] + (uint64_t)delta;
-	r->ev.u.allocated = w->memory[dev];
-	push(&r->ev, w, false);
+	if (w->n_mem == w->cap_mem && w->cap_mem < GPROF_COLL_MEM_MAX) {
+		size_t cap = w->cap_mem ? 2 * w->cap_mem : 64;
+		struct gprof_coll_mem *more = realloc(w->mem, cap * sizeof(*more));
+
+		if (more)
+			w->mem = more, w->cap_mem = cap;
+	}
+	if (w->n_mem < w->cap_mem)
+		w->mem[w->n_mem++] = (struct gprof_coll_mem){r->ev.ts_ns, r->address, delta, dev};
+	else
+		push_memory(w, &(struct gprof_coll_mem){r->ev.ts_ns, r->address, delta, dev});
+}
+
+static int by_time(const void *a, const void *b)
+{
+	const struct gprof_coll_mem *x = a, *y = b;
+
+	return (x->ts_ns > y->ts_ns) - (x->ts_ns < y->ts_ns);
+}
+
+/* The window's held allocations and frees, in time order, as its gpu_memory counter. */
+static void release_memory(struct gprof_coll_win *w)
+{
+	if (w->n_mem)
+		qsort(w->mem, w->n_mem, sizeof(*w->mem), by_time);
+	for (size_t i = 0; i < w->n_mem; i++)
+		push_memory(w, &w->mem[i]);
+	free(w->mem);
+	w->mem = NULL;
+	w->n_mem = w->cap_mem = 0;
 }
 
 static void on_record(const CUpti_Activity *rec)
@@ -587,6 +631,7 @@ void gprof_coll_attrib_finish(struct gprof_coll_win *w)
 	const struct timespec pause = {.tv_nsec = OWED_PAUSE_NS};
 
 	gprof_map_filter(&gprof_coll_links, sweep, w);
+	release_memory(w);
 	/* The window's owed events must be in before it is released. */
 	for (unsigned i = 0; i < OWED_TRIES && !pay_owed(); i++)
 		nanosleep(&pause, NULL);

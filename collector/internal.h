@@ -57,7 +57,7 @@ struct gprof_coll_rec {
 	uint32_t thread;   /* API: CUPTI's threadId (gettid(), or pthread_self() cut) */
 	int64_t delta;	   /* MEMORY: +bytes allocated, -bytes released */
 	uint64_t address;  /* MEMORY */
-	/* Every field but window (and, for MEMORY, u.allocated); API's tid is `thread`. */
+	/* Every field but window (and, for MEMORY, u.memory.allocated); API's tid is `thread`. */
 	struct gprof_export_event ev;
 };
 
@@ -198,7 +198,23 @@ struct gprof_coll_win {
 	/* The device memory counter: what the driver said was in use at the opening, and on. */
 	uint64_t memory[GPROF_COLL_MEMORY_DEVICES];
 	uint64_t memory_known; /* bit d: memory[d] started from the driver's figure */
+	/*
+	 * Its allocations and frees, held until it finishes: records come in per-thread buffers,
+	 * out of time order, and the counter must follow time (collector thread's own).
+	 */
+	struct gprof_coll_mem *mem;
+	size_t n_mem, cap_mem;
 };
+
+/* An allocation (delta > 0) or free of device memory, held for its window. */
+struct gprof_coll_mem {
+	uint64_t ts_ns, address;
+	int64_t delta;
+	uint32_t device;
+};
+
+/* Allocations and frees held per window at most; past it they count in the order they came. */
+#define GPROF_COLL_MEM_MAX 16384
 
 extern struct gprof_coll_win gprof_coll_wins[GPROF_COLL_WINDOWS];
 

@@ -79,7 +79,9 @@ const struct gprof_export_str *gprof_export_intern_n(const char *s, size_t len);
  *   KERNEL      X kernel on (device, stream), name = demangled, u.kernel
  *   MEMCPY      X gpu_memcpy on (device, stream), u.copy; name from kinds
  *   MEMSET      X gpu_memset on (device, stream), u.copy.dst_kind
- *   MEMORY      C gpu_memory on device: u.memory.allocated after an alloc/free
+ *   MEMORY      C gpu_memory on device: u.memory.allocated after an alloc/free; with an
+ *               address also i "[memory]" (PyTorch's allocator event, which TensorBoard's
+ *               memory view reads) on the process's thread tid
  *   EARLIER     X gpu_earlier on (device, stream): GPU work launched before the window that ran
  *               in it, cut to the window; name: the kernel's, or "Memcpy" / "Memset". No
  *               correlation or stream argument, so readers count it as no launch's work; busy
@@ -195,7 +197,11 @@ struct gprof_export_event {
 		struct gprof_export_api api;	       /* RUNTIME, DRIVER */
 		struct gprof_export_kernel kernel;     /* KERNEL */
 		struct gprof_export_copy copy;	       /* MEMCPY, MEMSET */
-		uint64_t allocated;		       /* MEMORY: device bytes in use */
+		struct {
+			uint64_t allocated; /* device bytes in use after this change */
+			uint64_t address;   /* what was allocated or freed; 0: none (a base) */
+			int64_t bytes;	    /* + allocated, - freed */
+		} memory;				       /* MEMORY */
 	} u;
 };
 

@@ -222,11 +222,11 @@ static void add_memory(struct gprof_export_summary *s, const struct gprof_export
 
 	if (!d)
 		return;
-	if (!d->has_memory || ev->u.allocated > d->peak_bytes)
-		d->peak_bytes = ev->u.allocated;
+	if (!d->has_memory || ev->u.memory.allocated > d->peak_bytes)
+		d->peak_bytes = ev->u.memory.allocated;
 	if (!d->has_memory || ev->ts_ns < d->first_ts_ns) {
 		d->first_ts_ns = ev->ts_ns;
-		d->first_bytes = ev->u.allocated;
+		d->first_bytes = ev->u.memory.allocated;
 	}
 	d->has_memory = true;
 }

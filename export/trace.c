@@ -391,7 +391,24 @@ static void emit_memory(struct gprof_trace *t, const struct gprof_export_event *
 	gprof_jbuf_lit(b, "{\"ph\":\"C\",\"cat\":\"gpu_memory\",\"name\":\"GPU memory\",\"pid\":");
 	gprof_jbuf_u64(b, ev->device);
 	gprof_jbuf_lit(b, ",\"args\":{\"allocated\":");
-	gprof_jbuf_u64(b, ev->u.allocated);
+	gprof_jbuf_u64(b, ev->u.memory.allocated);
+	gprof_jbuf_lit(b, "}");
+	put_end(t, ev, false);
+	if (!ev->u.memory.address)
+		return;
+	/* PyTorch's allocator event: "Device Type" 1 is CUDA; nothing is held in reserve here */
+	gprof_jbuf_lit(b, "{\"ph\":\"i\",\"cat\":\"cpu_instant_event\",\"name\":\"[memory]");
+	host_track(t, ev);
+	gprof_jbuf_lit(b, ",\"s\":\"t\",\"args\":{\"Device Type\":1,\"Device Id\":");
+	gprof_jbuf_u64(b, ev->device);
+	gprof_jbuf_lit(b, ",\"Addr\":");
+	gprof_jbuf_u64(b, ev->u.memory.address);
+	gprof_jbuf_lit(b, ",\"Bytes\":");
+	gprof_jbuf_i64(b, ev->u.memory.bytes);
+	gprof_jbuf_lit(b, ",\"Total Allocated\":");
+	gprof_jbuf_u64(b, ev->u.memory.allocated);
+	gprof_jbuf_lit(b, ",\"Total Reserved\":");
+	gprof_jbuf_u64(b, ev->u.memory.allocated);
 	gprof_jbuf_lit(b, "}");
 	put_end(t, ev, false);
 }

@@ -43,7 +43,11 @@ void gprof_memory_event(uint32_t window, const struct gprof_api_call *c)
 	    .window = window,
 	    .ts_ns = c->end_ns,
 	    .device = (uint32_t)gprof_runtime_device(),
-	    .u.allocated = __atomic_add_fetch(&allocated_bytes, (uint64_t)delta, __ATOMIC_RELAXED),
+	    .tid = gprof_tid(),
+	    .u.memory.allocated =
+		__atomic_add_fetch(&allocated_bytes, (uint64_t)delta, __ATOMIC_RELAXED),
+	    .u.memory.address = (uintptr_t)c->ptr,
+	    .u.memory.bytes = delta,
 	};
 	gprof_export_push(&e);
 }

@@ -109,7 +109,7 @@ static void memory_at_open(uint32_t id, uint64_t begin_ns, struct gprof_memory_b
 	if (in_use < 0)
 		return;
 	e.device = (uint32_t)device;
-	e.u.allocated = (uint64_t)in_use;
+	e.u.memory.allocated = (uint64_t)in_use;
 	gprof_export_push(&e);
 }
 

@@ -267,7 +267,7 @@ static size_t every_kind(uint32_t w, uint32_t tid, struct gprof_export_event *ev
 					      .window = w,
 					      .device = 0,
 					      .ts_ns = BASE_NS + US(1001450),
-					      .u.allocated = 1 << 20};
+					      .u.memory.allocated = 1 << 20};
 	return n;
 }
 

@@ -838,7 +838,7 @@ static void truth_add(struct truth *t, const struct gprof_export_event *ev)
 			      ev->kind == GPROF_EXPORT_STEP ? "user_annotation" : "gpu_memory",
 			      "name", "ProfilerStep#1", "pid", (json_int_t)ev->device, "ts",
 			      (double)b / 1000.0, "dur", (double)(e - b) / 1000.0, "args",
-			      "allocated", (json_int_t)ev->u.allocated);
+			      "allocated", (json_int_t)ev->u.memory.allocated);
 		truth_event(t, j);
 		json_decref(j);
 		return;
@@ -926,7 +926,7 @@ TEST(summary_random_events)
 			ev[i] = (struct gprof_export_event){.kind = GPROF_EXPORT_MEMORY,
 							    .ts_ns = ts,
 							    .device = i % 100 ? 0 : 3,
-							    .u.allocated = (uint64_t)rand() << 12};
+							    .u.memory.allocated = (uint64_t)rand() << 12};
 	}
 	/* Steps from 5 ms to 35 ms: GPU work before and after is outside. */
 	for (size_t k = 0; k < 3; k++)
@@ -969,8 +969,8 @@ TEST(summary_text_edges)
 	    .path = "p", .summary = sum, .first_step = 5, .last_step = 5, .dropped = 3};
 	struct gprof_export_event ev[] = {
 	    {.kind = GPROF_EXPORT_STEP, .ts_ns = 10, .dur_ns = 1000},
-	    {.kind = GPROF_EXPORT_MEMORY, .ts_ns = 20, .device = 1, .u.allocated = 2048},
-	    {.kind = GPROF_EXPORT_MEMORY, .ts_ns = 30, .device = 1, .u.allocated = 1024},
+	    {.kind = GPROF_EXPORT_MEMORY, .ts_ns = 20, .device = 1, .u.memory.allocated = 2048},
+	    {.kind = GPROF_EXPORT_MEMORY, .ts_ns = 30, .device = 1, .u.memory.allocated = 1024},
 	};
 	char *text, *row;
 

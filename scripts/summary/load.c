@@ -255,7 +255,7 @@ static bool take_memory(const struct tool_fields *f, struct gprof_export_event *
 {
 	e->kind = GPROF_EXPORT_MEMORY;
 	e->device = (uint32_t)u64_of(f->pid);
-	e->u.allocated = u64_of(f->allocated);
+	e->u.memory.allocated = u64_of(f->allocated);
 	return true;
 }
 

@@ -21,7 +21,8 @@
  * own that nothing waits for until the next step's cudaFree (make it long with
  * FAKEGPU_KERNEL_TABLE=slow=<ns> to have it end after the next step marker).
  * The main thread marks NVTX "step" at the start of each step, then the workers run it; on
- * the simulated GPU each mark is also a ground-truth line {"type":"mark","step":k,"time":ns}.
+ * the simulated GPU each mark is also a ground-truth line {"type":"mark","step":k,"before":ns,
+ * "after":ns}, with the clock read just before and just after it.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -145,17 +146,19 @@ static void *worker(void *arg)
 static void mark_step(int k)
 {
 	static void (*gt_log)(const char *, ...);
-	struct timespec now;
+	struct timespec before, after;
 	char msg[32];
 
 	if (!gt_log) /* the simulated GPU's ground-truth log, when it is there */
 		*(void **)&gt_log = dlsym(RTLD_DEFAULT, "fakecuda_log");
-	clock_gettime(CLOCK_REALTIME, &now);
-	if (gt_log)
-		gt_log("\"type\":\"mark\",\"step\":%d,\"time\":%lld", k,
-		       (long long)now.tv_sec * 1000000000 + now.tv_nsec);
 	snprintf(msg, sizeof(msg), "step#%d", k);
+	clock_gettime(CLOCK_REALTIME, &before);
 	nvtxMarkA(numbered ? msg : "step");
+	clock_gettime(CLOCK_REALTIME, &after);
+	if (gt_log)
+		gt_log("\"type\":\"mark\",\"step\":%d,\"before\":%lld,\"after\":%lld", k,
+		       (long long)before.tv_sec * 1000000000 + before.tv_nsec,
+		       (long long)after.tv_sec * 1000000000 + after.tv_nsec);
 }
 
 /* Calls that fail on the simulated runtime (FAKEGPU_MALLOC_FAIL_ABOVE) and on any runtime. */

@@ -70,6 +70,13 @@ class Window:
         self.ops = [g for g in ops if g["corr"] in corrs]
         self.kernels = [g for g in self.ops if g["kind"] == "kernel"]
         self.call_of = {g["corr"]: g for g in self.calls}
+        # device memory in use after each allocation and free the window saw
+        in_use, self.memory = 0, []
+        for g in sorted((g for g in log if g["type"] == "memory" and
+                         g["memory_kind"] == "device"), key=lambda g: g["time"]):
+            in_use += g["bytes"] if g["op"] == "alloc" else -g["bytes"]
+            if self.begin <= g["time"] < self.end:
+                self.memory.append(in_use)
 
     def kernel_totals(self):
         """demangled name -> (count, total ns) of the window's kernels."""

@@ -28,7 +28,12 @@ class Complaints(logging.Handler):
 def check_profile(c, p, w):
     who = f"worker {p.worker}"
     c.equal(f"{who} views", [v.display_name for v in p.views],
-            ["Overview", "Operator", "Kernel", "Trace"])
+            ["Overview", "Operator", "Kernel", "Trace"] + (["Memory"] if w.memory else []))
+
+    # memory view: the GPU's peak of the allocations in the window
+    if w.memory:
+        peaks = {f"{dev.name}{i}": v for (dev, i), v in p.memory_snapshot.get_peak_memory().items()}
+        c.equal(f"{who} memory view peak bytes", peaks.get("CUDA0"), max(w.memory))
 
     # overview: one row per recorded step, the time kernels ran within each (overlaps once)
     # adding up to that within the steps (a kernel running past the last one is cut there)

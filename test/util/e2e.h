@@ -55,7 +55,8 @@ long long e2e_gt_in_use(json_t *gt, long long ns);
 
 /*
  * The trace's gpu_memory counter: each value is the device memory gt says was in use then, the
- * first at the first step's start (what was in use when the window opened). Returns how many.
+ * first at the window's opening (the first step's start, or the first CUDA call's under
+ * GPROF_SCHEDULE=all) or before. Returns how many.
  */
 int e2e_check_memory(const struct trace *t, json_t *gt);
 
