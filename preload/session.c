@@ -272,7 +272,6 @@ static void on_sched_event(const struct gprof_sched_event *ev, void *ctx)
 	}
 }
 
-/* SIGUSR2s received meanwhile: under `all` each starts or ends recording, else one arms. */
 /*
  * A window armed by the run's n-th SIGUSR2 begins at the next step marker; in a gprof-run
  * (GPROF_RUN_DIR), at the step the run's first process to act chose, one after its next, so
@@ -288,21 +287,22 @@ static void arm_window(unsigned n)
 		cfg->schedule.warmup, cfg->schedule.active, at > next ? at : next);
 }
 
+/* SIGUSR2s received meanwhile: under `all` each starts or ends recording, else one arms. */
 static void take_signals(void)
 {
 	static unsigned taken; /* SIGUSR2s acted on: the run's processes count them alike */
-	unsigned n = gprof_trigger_take_signals();
+	unsigned n = gprof_trigger_take_signals(), nth;
 	enum gprof_stepper_result r;
 
 	if (!n || (cfg->schedule.all && n % 2 == 0))
 		return;
-	taken += n;
+	nth = __atomic_add_fetch(&taken, n, __ATOMIC_RELAXED);
 	r = gprof_stepper_request(&stepper, GPROF_STEPPER_TOGGLE, gprof_realtime_ns(), gprof_tid());
 	if (r == GPROF_STEPPER_BUSY || (!cfg->schedule.all && n > 1))
 		pr_warn("SIGUSR2 ignored: a window armed by an earlier one is still to come or "
 			"under way");
 	else if (r == GPROF_STEPPER_TAKEN && !cfg->schedule.all)
-		arm_window(taken);
+		arm_window(nth);
 	gprof_trigger_wake();
 }
 
