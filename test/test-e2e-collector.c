@@ -639,17 +639,16 @@ static void gt_step_bounds(json_t *gt, double lo[3], double hi[3])
 }
 
 /*
- * The summary's step statistics (default schedule: steps 2-4) within what the program's own
- * marks in the ground-truth log allow: mean, median, min, p90 (nearest rank: the largest of
- * three), max; 1 us for the printed digits.
+ * The summary's step statistics (default schedule: steps 2-4) within what the ground truth
+ * allows (lo[i], hi[i] bound the i-th shortest step): mean, median, min, p90 (nearest rank: the
+ * largest of three), max; 1 us for the printed digits.
  */
-static void check_step_stats(const char *text, json_t *gt)
+static void check_step_stats(const char *text, const double lo[3], const double hi[3])
 {
 	static const char *const labels[] = {"min ", "median ", "p90 ", "max "};
 	static const int rank[] = {0, 1, 2, 2};
-	double lo[3], hi[3], v;
+	double v;
 
-	gt_step_bounds(gt, lo, hi);
 	v = summary_time_ns(text, "mean step ");
 	ASSERT_MSG(v >= (lo[0] + lo[1] + lo[2]) / 3 - 1000 &&
 		       v <= (hi[0] + hi[1] + hi[2]) / 3 + 1000,
@@ -680,6 +679,7 @@ TEST(e2e_collector_busy_cpu_ahead)
 		char path[PATH_MAX * 2];
 		const char *tool[] = {proc_build_path("gprof-summary"), path, NULL};
 		struct proc_result again;
+		double step_lo[3], step_hi[3];
 		long long lo, hi, want;
 		struct e2e_run r;
 
@@ -707,22 +707,66 @@ TEST(e2e_collector_busy_cpu_ahead)
 		/* the warmup kernel's part in the window is most of it */
 		if (!strcmp(late[c], "1"))
 			ASSERT_GT(want, (hi - lo) / 2);
-		check_step_stats(r.res.err, r.gt);
+		gt_step_bounds(r.gt, step_lo, step_hi);
+		check_step_stats(r.res.err, step_lo, step_hi);
 		proc_result_free(&again);
 		e2e_free(&r);
 	}
 }
 
 /*
+ * Bounds of steps 2-4's times of make demo's program from its calls in gt: each step's first
+ * call is a cudaMemcpyAsync followed by a launch (train.cu), its marker comes after the last
+ * call of the step before (the loop's calls; libgprof's own at the markers are left out), so step k lies within (last end of k - first start of k,
+ * first start of k+1 - last end of k-1). Sorted, as gt_step_bounds.
+ */
+static void demo_step_bounds(json_t *gt, double lo[3], double hi[3])
+{
+	long long first[8] = {0}, last[8] = {0};
+	json_t *calls = json_array(), *g, *next;
+	size_t i;
+	int step = -1;
+
+	json_array_foreach(gt, i, g)
+	{
+		const char *name = gtlog_str(g, "name");
+
+		/* the loop's calls (not libgprof's own: cudaMemGetInfo, cudaGetDeviceProperties) */
+		if (!strcmp(gtlog_str(g, "type"), "api") &&
+		    (!strncmp(name, "cudaMemcpy", 10) || !strcmp(name, "cudaLaunchKernel") ||
+		     !strcmp(name, "cudaMemsetAsync") || !strcmp(name, "cudaStreamSynchronize")))
+			json_array_append(calls, g);
+	}
+	json_array_foreach(calls, i, g) /* in the order of their records: by their ends */
+	{
+		next = json_array_get(calls, i + 1);
+		if (!strcmp(gtlog_str(g, "name"), "cudaMemcpyAsync") && next &&
+		    !strcmp(gtlog_str(next, "name"), "cudaLaunchKernel") && step < 7)
+			first[++step] = gtlog_int(g, "start");
+		if (step >= 0)
+			last[step] = gtlog_int(g, "end");
+	}
+	json_decref(calls);
+	ASSERT_MSG(step >= 5, "%d steps", step + 1);
+	for (int k = 2; k <= 4; k++) {
+		lo[k - 2] = (double)(last[k] - first[k]);
+		hi[k - 2] = (double)(first[k + 1] - last[k - 1]);
+	}
+	qsort(lo, 3, sizeof(*lo), cmp_double);
+	qsort(hi, 3, sizeof(*hi), cmp_double);
+}
+
+/*
  * make demo's program (scripts/demo/train.cu, 768 KiB allocated before its loop) under the
- * default schedule: the summary's busy time and the memory in use at the window's start are
- * what the ground-truth log gives (issue #15).
+ * default schedule: the summary's busy time, the memory in use at the window's start and its
+ * step statistics are what the ground-truth log gives (issue #15).
  */
 TEST(e2e_collector_demo_summary)
 {
 	const char *argv[] = {proc_build_path("demo/train-sim"), "20", NULL};
 	char start[64];
 	long long lo, hi, in_use;
+	double lo_step[3], hi_step[3];
 	struct e2e_run r;
 
 	if (access(argv[0], X_OK))
@@ -740,6 +784,8 @@ TEST(e2e_collector_demo_summary)
 	e2e_check_memory(&r.traces[0], r.gt);
 	snprintf(start, sizeof(start), ", %.2f KiB at the start", (double)in_use / 1024);
 	ASSERT_STR_CONTAINS(r.res.err, start);
+	demo_step_bounds(r.gt, lo_step, hi_step);
+	check_step_stats(r.res.err, lo_step, hi_step);
 	e2e_free(&r);
 }
 
