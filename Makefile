@@ -128,9 +128,7 @@ $(DEMO_OUT)/train.o: scripts/demo/train.cu
 
 # Without a GPU: NVIDIA's runtime on the simulated driver when the toolkit's is the 13.0 one
 # that the driver knows (test/fakecuda/README.md), else the simulation's own runtime.
-DEMO_REAL := $(shell grep -qs 'define CUDART_VERSION  *13000$$' \
-	       $(CUDA_HOME)/include/cuda_runtime_api.h && echo yes)
-ifeq ($(DEMO_REAL),yes)
+ifeq ($(REAL_RUNTIME),yes)
 $(DEMO_OUT)/train-sim: $(DEMO_OUT)/train.o $(FAKE_DRIVER)
 	$(call quiet,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< -Wl,--disable-new-dtags \

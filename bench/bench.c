@@ -34,6 +34,7 @@
 /* The build's programs and the scratch folder; set once by main. */
 static struct {
 	char self[PATH_MAX], lib[PATH_MAX], hook_loop[PATH_MAX], steps_loop[PATH_MAX];
+	char steps_loop_real[PATH_MAX];
 	char tmp[1024], err_log[1024 + 16], preload[PATH_MAX + 16], cupti[PATH_MAX + 32];
 	int failures;
 } g;
@@ -424,40 +425,53 @@ struct b4_mode {
 
 static const struct b4_mode b4_modes[] = {
     {.name = "no profiler"},
+    {.name = "libgprof, idle (`wait=1000000`)", .schedule = "wait=1000000"},
     {.name = "libgprof, default schedule", .schedule = "wait=1,warmup=1,active=3,repeat=1"},
     {.name = "libgprof, GPROF_SCHEDULE=all", .schedule = "all"},
 };
 #define B4_MODES (sizeof(b4_modes) / sizeof(b4_modes[0]))
 
-/* [mode][round]: the loop's own time and the process's */
-static double b4_loop[B4_MODES][MAX_ROUNDS], b4_proc[B4_MODES][MAX_ROUNDS];
+/* steps-loop on the simulation's runtime, and on NVIDIA's over the simulated driver */
+#define B4_PROGS 2
+static const char *const b4_prog_names[B4_PROGS] = {
+    "the simulation's runtime", "NVIDIA's runtime (libcudart.so.13) on the simulated driver"};
 
-static void b4_run(size_t m, int round)
+/* [program][mode][round]: the loop's own time and the process's */
+static double b4_loop[B4_PROGS][B4_MODES][MAX_ROUNDS], b4_proc[B4_PROGS][B4_MODES][MAX_ROUNDS];
+
+static void b4_run(int prog, size_t m, int round)
 {
 	char sched[64], out_env[PATH_MAX + 32];
-	const char *argv[] = {g.steps_loop, B4_STEPS, NULL};
-	const char *env[] = {sched, output_env(out_env, sizeof(out_env), "b4", round),
-			     "GPROF_SUMMARY=off", g.preload, NULL};
-	struct bench_out out;
+	const char *argv[] = {prog ? g.steps_loop_real : g.steps_loop, B4_STEPS, NULL};
+	/* NVIDIA's runtime has NVIDIA's libcupti beside it: the simulation's is named */
+	const char *env[] = {sched,
+			     output_env(out_env, sizeof(out_env), "b4", round),
+			     "GPROF_SUMMARY=off",
+			     g.preload,
+			     prog ? g.cupti : NULL,
+			     NULL};
 
 	snprintf(sched, sizeof(sched), "GPROF_SCHEDULE=%s", b4_modes[m].schedule);
-	b4_loop[m][round] = b4_proc[m][round] = NAN;
+	b4_loop[prog][m][round] = b4_proc[prog][m][round] = NAN;
+	struct bench_out out;
+
 	if (run(b4_modes[m].name, argv, b4_modes[m].schedule ? env : NULL, &out))
 		return;
-	b4_loop[m][round] = bench_value(&out, "wall_ms");
-	b4_proc[m][round] = out.wall_ms;
+	b4_loop[prog][m][round] = bench_value(&out, "wall_ms");
+	b4_proc[prog][m][round] = out.wall_ms;
 }
 
-static void b4_row(size_t m)
+static void b4_row(int prog, size_t m)
 {
 	double rl[MAX_ROUNDS], rp[MAX_ROUNDS];
-	struct bench_stat l = stat_of(b4_loop[m], B4_ROUNDS), p = stat_of(b4_proc[m], B4_ROUNDS);
+	struct bench_stat l = stat_of(b4_loop[prog][m], B4_ROUNDS),
+			  p = stat_of(b4_proc[prog][m], B4_ROUNDS);
 	struct bench_stat sl, sp;
 	char a[CELL_MAX], b[CELL_MAX], c[CELL_MAX], d[CELL_MAX];
 
 	for (int r = 0; r < B4_ROUNDS; r++) {
-		rl[r] = b4_loop[m][r] / b4_loop[0][r];
-		rp[r] = b4_proc[m][r] / b4_proc[0][r];
+		rl[r] = b4_loop[prog][m][r] / b4_loop[prog][0][r];
+		rp[r] = b4_proc[prog][m][r] / b4_proc[prog][0][r];
 	}
 	sl = stat_of(rl, B4_ROUNDS);
 	sp = stat_of(rp, B4_ROUNDS);
@@ -467,20 +481,27 @@ static void b4_row(size_t m)
 
 static void b4(void)
 {
+	int progs = access(g.steps_loop_real, X_OK) == 0 ? 2 : 1;
+
 	for (int r = 0; r < B4_ROUNDS; r++) {
 		fprintf(stderr, "bench: B4 round %d/%d\n", r + 1, B4_ROUNDS);
-		for (size_t i = 0; i < B4_MODES; i++)
-			b4_run((i + (size_t)r) % B4_MODES, r);
+		for (int prog = 0; prog < progs; prog++)
+			for (size_t i = 0; i < B4_MODES; i++)
+				b4_run(prog, (i + (size_t)r) % B4_MODES, r);
 	}
 	printf("\n## B4 end to end on the simulated GPU\n\nbench/steps-loop: %s steps of a "
 	       "copy in, 8 launches, a memset, a copy out and a synchronisation, on the "
 	       "simulated GPU (its CUPTI in use); median (range) of %d rounds, ratios to no "
 	       "profiler in the same round. The loop's time excludes start-up and exit (where "
-	       "`all` writes its window); the process's includes them.\n\n"
-	       "| run | loop ms | ratio | process ms | ratio |\n| --- | --- | --- | --- | --- |\n",
+	       "`all` writes its window); the process's includes them.\n",
 	       B4_STEPS, B4_ROUNDS);
-	for (size_t m = 0; m < B4_MODES; m++)
-		b4_row(m);
+	for (int prog = 0; prog < progs; prog++) {
+		printf("\nOn %s:\n\n| run | loop ms | ratio | process ms | ratio |\n"
+		       "| --- | --- | --- | --- | --- |\n",
+		       b4_prog_names[prog]);
+		for (size_t m = 0; m < B4_MODES; m++)
+			b4_row(prog, m);
+	}
 }
 
 /* ---- the machine, the targets, main ---- */
@@ -583,6 +604,7 @@ static int setup(const char *build, const char *argv0)
 	}
 	snprintf(g.hook_loop, sizeof(g.hook_loop), "%s/bench/hook-loop", build);
 	snprintf(g.steps_loop, sizeof(g.steps_loop), "%s/bench/steps-loop", build);
+	snprintf(g.steps_loop_real, sizeof(g.steps_loop_real), "%s/bench/steps-loop-real", build);
 	snprintf(g.preload, sizeof(g.preload), "LD_PRELOAD=%s", g.lib);
 	snprintf(g.cupti, sizeof(g.cupti), "GPROF_CUPTI_LIB=%s", g.lib);
 	strcpy(strrchr(g.cupti, '/'), "/fakecuda/libcupti.so.13");

@@ -3,6 +3,8 @@
 BENCH_OUT  := $(BUILD)/bench
 BENCH_STUB := $(BENCH_OUT)/stub/libcudart.so.13
 BENCH_BINS := $(BENCH_OUT)/bench $(BENCH_OUT)/hook-loop $(BENCH_OUT)/steps-loop
+# B4 on NVIDIA's runtime over the simulated driver, too, where that runs.
+BENCH_BINS += $(if $(REAL_RUNTIME),$(BENCH_OUT)/steps-loop-real)
 BENCH_OBJS := $(addprefix $(BUILD)/bench/,bench.o run.o export-bench.o)
 
 .PHONY: bench
@@ -24,6 +26,13 @@ $(BENCH_OUT)/%: APPS_RPATH = -Wl,-rpath,'$$ORIGIN/../fakecuda' -L$(FAKECUDA_OUT)
 $(BENCH_OUT)/hook-loop: $(BENCH_STUB)
 $(BENCH_OUT)/hook-loop: APP_LIBS = -Wl,-rpath,'$$ORIGIN/stub' -L$(BENCH_OUT)/stub \
 				   -l:libcudart.so.13 -lz
+
+$(BENCH_OUT)/steps-loop-real: $(BENCH_OUT)/steps-loop.o $(FAKE_DRIVER)
+	$(call quiet,LD,$@)
+	$(Q)$(link_app)
+$(BENCH_OUT)/steps-loop-real: APP_LIBS = -Wl,--disable-new-dtags \
+	-Wl,-rpath,'$$ORIGIN/../fakecuda/driver' -Wl,-rpath,$(CUDA_HOME)/lib64 \
+	-L$(CUDA_HOME)/lib64 -l:libcudart.so.13
 
 $(BENCH_OUT)/bench: $(BENCH_OBJS) $(CORE_LIB)
 	$(call quiet,LD,$@)

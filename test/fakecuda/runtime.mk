@@ -31,7 +31,10 @@ $(FAKE_CUDART_LIB): $(FAKE_CUDART_OBJS) test/fakecuda/cudart.map $(FAKE_CUDA_LIB
 		-lpthread
 
 # NVIDIA's runtime on the simulated driver: the driver alone in a folder, so that a program
-# finds the toolkit's libcudart.so.13 and this libcuda.so.1 (test/fakecuda/README.md).
+# finds the toolkit's libcudart.so.13 and this libcuda.so.1 (test/fakecuda/README.md). Only
+# the 13.0 runtime, whose private tables the driver has: REAL_RUNTIME says whether it is here.
+REAL_RUNTIME := $(shell grep -qs 'define CUDART_VERSION  *13000$$' \
+		  $(CUDA_HOME)/include/cuda_runtime_api.h && echo yes)
 FAKE_DRIVER_DIR := $(FAKECUDA_OUT)/driver
 FAKE_DRIVER     := $(FAKE_DRIVER_DIR)/libcuda.so.1
 
