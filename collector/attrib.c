@@ -466,11 +466,12 @@ static void on_gpu(struct gprof_coll_rec *r)
 void gprof_coll_attrib_memory_base(struct gprof_coll_win *w, const struct gprof_memory_base *base)
 {
 	memset(w->memory, 0, sizeof(w->memory));
-	w->memory_known = 0;
+	w->memory_known = w->memory_ns = 0;
 	if (base && base->bytes >= 0 && base->device >= 0 &&
 	    base->device < GPROF_COLL_MEMORY_DEVICES) {
 		w->memory[base->device] = (uint64_t)base->bytes;
 		w->memory_known = 1ull << base->device;
+		w->memory_ns = base->ts_ns;
 	}
 }
 
@@ -512,6 +513,9 @@ static void on_memory(struct gprof_coll_rec *r)
 		delta = -(int64_t)bytes;
 	else
 		delta = w && (w->memory_known >> dev & 1) ? r->delta : 0;
+	/* a change the driver's figure at the opening already holds */
+	if (w && (w->memory_known >> dev & 1) && r->ev.ts_ns < w->memory_ns)
+		delta = 0;
 	if (!delta || !w || !(gprof_coll_activities & GPROF_ACT_MEMORY))
 		return;
 	if (w->n_mem == w->cap_mem && w->cap_mem < GPROF_COLL_MEM_MAX) {

@@ -59,7 +59,8 @@ void gprof_collector_discard(void);
  */
 struct gprof_memory_base {
 	int device;
-	int64_t bytes; /* device memory in use when the window opened; -1: unknown */
+	int64_t bytes;	/* device memory in use when the window opened; -1: unknown */
+	uint64_t ts_ns; /* when that was so: earlier changes are in it, later ones are not */
 };
 void gprof_collector_window_begin(uint32_t id, uint64_t number, uint64_t begin_ns,
 				  const struct gprof_memory_base *memory);

@@ -198,6 +198,7 @@ struct gprof_coll_win {
 	/* The device memory counter: what the driver said was in use at the opening, and on. */
 	uint64_t memory[GPROF_COLL_MEMORY_DEVICES];
 	uint64_t memory_known; /* bit d: memory[d] started from the driver's figure */
+	uint64_t memory_ns;    /* when that figure was taken: changes before it are in it */
 	/*
 	 * Its allocations and frees, held until it finishes: records come in per-thread buffers,
 	 * out of time order, and the counter must follow time (collector thread's own).

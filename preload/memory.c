@@ -12,15 +12,17 @@
 /* Bytes by device pointer (0: freed), shared by the program's threads; never grows. */
 static struct gprof_map allocations;
 static uint64_t allocated_bytes; /* in use: at the window's opening, and changes since */
+static uint64_t counted_from_ns; /* calls that began before it are in the opening's figure */
 
 int gprof_memory_init(void)
 {
 	return gprof_map_init(&allocations, GPROF_PRELOAD_MAP_SLOTS);
 }
 
-void gprof_memory_reset(uint64_t in_use)
+void gprof_memory_reset(uint64_t in_use, uint64_t since_ns)
 {
 	__atomic_store_n(&allocated_bytes, in_use, __ATOMIC_RELAXED);
+	__atomic_store_n(&counted_from_ns, since_ns, __ATOMIC_RELAXED);
 }
 
 void gprof_memory_event(uint32_t window, const struct gprof_api_call *c)
@@ -36,7 +38,8 @@ void gprof_memory_event(uint32_t window, const struct gprof_api_call *c)
 		delta = -(int64_t)gprof_map_get_shared(&allocations, (uintptr_t)c->ptr);
 		gprof_map_put_shared(&allocations, (uintptr_t)c->ptr, 0);
 	}
-	if (!delta)
+	/* a call that began before the opening's figure was taken: it is in that figure */
+	if (!delta || c->start_ns < __atomic_load_n(&counted_from_ns, __ATOMIC_RELAXED))
 		return;
 	struct gprof_export_event e = {
 	    .kind = GPROF_EXPORT_MEMORY,

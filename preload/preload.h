@@ -240,8 +240,11 @@ void gprof_events_nvtx(uint32_t window, uint32_t tid, const char *domain, const 
 /* From the session's init: 0 or -ENOMEM. */
 int gprof_memory_init(void);
 
-/* A window opens: the counter starts from what was in use then (0 if unknown). */
-void gprof_memory_reset(uint64_t in_use);
+/*
+ * A window opens: the counter starts from what was in use then (0 if unknown), a figure taken
+ * at since_ns: calls that began before it are in it already.
+ */
+void gprof_memory_reset(uint64_t in_use, uint64_t since_ns);
 /* An allocation or free: the counter's new value as an event, if it changed. */
 void gprof_memory_event(uint32_t window, const struct gprof_api_call *call);
 

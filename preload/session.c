@@ -104,8 +104,9 @@ static void memory_at_open(uint32_t id, uint64_t begin_ns, struct gprof_memory_b
 	struct gprof_export_event e = {
 	    .kind = GPROF_EXPORT_MEMORY, .window = id, .ts_ns = begin_ns};
 
-	*base = (struct gprof_memory_base){.device = device, .bytes = in_use};
-	gprof_memory_reset(in_use > 0 ? (uint64_t)in_use : 0);
+	*base = (struct gprof_memory_base){
+	    .device = device, .bytes = in_use, .ts_ns = gprof_realtime_ns()};
+	gprof_memory_reset(in_use > 0 ? (uint64_t)in_use : 0, in_use < 0 ? 0 : base->ts_ns);
 	if (in_use < 0)
 		return;
 	e.device = (uint32_t)device;
