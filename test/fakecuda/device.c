@@ -56,6 +56,12 @@ static void init_once(void)
 		n_devices = FAKECUDA_MAX_DEVICES;
 	for (int i = 0; i < FAKECUDA_MAX_DEVICES; i++)
 		contexts[i].device = i;
+	/*
+	 * The rest of the FAKEGPU_* configuration too, now: a program may change its environment
+	 * from another thread later (rel-own -e), and getenv is not safe against that.
+	 */
+	fakecuda_timeline_init();
+	fakecuda_mem_init();
 	__atomic_store_n(&initialised, true, __ATOMIC_RELEASE);
 	load_injection();
 }

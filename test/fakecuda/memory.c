@@ -64,13 +64,22 @@ static int table_insert(const struct alloc *a)
 	return 0;
 }
 
-/* FAKEGPU_MALLOC_FAIL_ABOVE=bytes: device allocations larger than this fail. */
-static bool injected_failure(size_t bytes, CUpti_ActivityMemoryKind kind)
+/* FAKEGPU_MALLOC_FAIL_ABOVE=bytes: device allocations larger than this fail (0: none). */
+static uint64_t fail_above;
+
+void fakecuda_mem_init(void)
 {
 	const char *env = getenv("FAKEGPU_MALLOC_FAIL_ABOVE");
 
-	return kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE && env && *env &&
-	       bytes > strtoull(env, NULL, 0);
+	if (env && *env)
+		__atomic_store_n(&fail_above, strtoull(env, NULL, 0) + 1, __ATOMIC_RELAXED);
+}
+
+static bool injected_failure(size_t bytes, CUpti_ActivityMemoryKind kind)
+{
+	uint64_t above = __atomic_load_n(&fail_above, __ATOMIC_RELAXED);
+
+	return kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE && above && bytes > above - 1;
 }
 
 static void emit_memory(const struct alloc *a, CUpti_ActivityMemoryOperationType op,

@@ -86,6 +86,9 @@ FAKECUDA_API char *fakecuda_log_str(char *buf, size_t size, const char *s);
 
 /* ---- device and pinned host memory (memory.c) ---- */
 
+/* Reads FAKEGPU_MALLOC_FAIL_ABOVE (fakecuda_init calls it). */
+FAKECUDA_API void fakecuda_mem_init(void);
+
 struct fakecuda_op;
 
 /*
@@ -193,6 +196,8 @@ FAKECUDA_API void fakecuda_stream_destroy(struct fakecuda_stream *stream);
 FAKECUDA_API uint32_t fakecuda_stream_id(const struct fakecuda_stream *stream);
 FAKECUDA_API int fakecuda_stream_device(const struct fakecuda_stream *stream);
 
+/* Reads the cost model (FAKEGPU_TIME_SCALE, ...) and starts the completion thread, once. */
+FAKECUDA_API void fakecuda_timeline_init(void);
 /* Queues `op` (copied) on `stream`, fills its times, returns its sequence number there. */
 FAKECUDA_API uint64_t fakecuda_op_enqueue(struct fakecuda_stream *stream, struct fakecuda_op *op);
 /* Waits until the operation `seq` of `stream` and all before it have completed. */

@@ -304,6 +304,11 @@ static void capture(struct fakecuda_graph *g, const struct fakecuda_op *op)
 	g->ops[g->n++] = *op;
 }
 
+void fakecuda_timeline_init(void)
+{
+	pthread_once(&once, start_once);
+}
+
 uint64_t fakecuda_op_enqueue(struct fakecuda_stream *stream, struct fakecuda_op *op)
 {
 	struct pending *p;
