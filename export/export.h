@@ -201,7 +201,7 @@ struct gprof_export_event {
 			uint64_t allocated; /* device bytes in use after this change */
 			uint64_t address;   /* what was allocated or freed; 0: none (a base) */
 			int64_t bytes;	    /* + allocated, - freed */
-		} memory;				       /* MEMORY */
+		} memory;		    /* MEMORY */
 	} u;
 };
 

@@ -926,7 +926,8 @@ TEST(summary_random_events)
 			ev[i] = (struct gprof_export_event){.kind = GPROF_EXPORT_MEMORY,
 							    .ts_ns = ts,
 							    .device = i % 100 ? 0 : 3,
-							    .u.memory.allocated = (uint64_t)rand() << 12};
+							    .u.memory.allocated = (uint64_t)rand()
+										  << 12};
 	}
 	/* Steps from 5 ms to 35 ms: GPU work before and after is outside. */
 	for (size_t k = 0; k < 3; k++)
