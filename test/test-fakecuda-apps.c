@@ -336,6 +336,44 @@ TEST(fakecuda_nvcc_app_real_runtime)
 	}
 }
 
+/* symbol-app's one line on stdout, run with args; the test fails unless it exits 0. */
+static void check_symbol_app(const char *const argv[], const char *line)
+{
+	struct proc_result res;
+
+	ASSERT_EQ(proc_run(argv, NULL, 60, &res), 0);
+	ASSERT_MSG(res.status == 0 && !strcmp(res.out, line), "%s exited %d: %s%s", argv[0],
+		   res.status, res.out, res.err);
+	proc_result_free(&res);
+}
+
+/*
+ * __device__ variables on NVIDIA's runtime (shared and static) over the simulated driver: their
+ * sizes as the program declares them, device memory of that size at their addresses, and the
+ * driver's answer for the size in a fatbin whose cubin is zstd-compressed and in a bare cubin.
+ */
+TEST(fakecuda_device_variables_real_runtime)
+{
+	const char *const apps[] = {"test/apps/symbol-real", "test/apps/symbol-real-static"};
+	const char *const images[] = {"test/apps/symbol-app.fatbin", "test/apps/symbol-app.cubin"};
+	char line[80];
+
+	snprintf(line, sizeof(line), "symbol-app: counter %zu bytes, big %zu bytes ok\n",
+		 sizeof(int), 100000 * sizeof(float));
+	for (size_t a = 0; a < ARRAY_SIZE(apps); a++) {
+		e2e_need_real_runtime(proc_build_path(apps[a]));
+		check_symbol_app((const char *[]){proc_build_path(apps[a]), NULL}, line);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(images); i++) {
+		check_symbol_app((const char *[]){proc_build_path(apps[0]),
+						  proc_build_path(images[i]), "big", NULL},
+				 "symbol-app: big 400000 bytes\n");
+		check_symbol_app((const char *[]){proc_build_path(apps[0]),
+						  proc_build_path(images[i]), "counter", NULL},
+				 "symbol-app: counter 4 bytes\n");
+	}
+}
+
 /* ---- rt-app -s 4 -t 3, through the ground-truth log ---- */
 
 static const struct expect rt_app_log[] = {

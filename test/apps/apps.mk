@@ -95,7 +95,21 @@ $(APPS_OUT)/blas-app: $(APPS_OUT)/blas-app.o
 # It carries the C++ runtime, as every C++ program does, which libgprof demangles with.
 $(APPS_OUT)/blas-app: APP_LIBS = $(REAL_RPATH) -l:libcublas.so.13 -l:libcudart.so.13 \
 			       -Wl,--no-as-needed -lstdc++ -Wl,--as-needed
-$(addprefix $(APPS_OUT)/,nvcc-real nvcc-real-static nvcc-real-pt graph-app blas-app): $(FAKE_DRIVER)
+# __device__ variables, and the same source as a zstd-compressed fatbin and a bare cubin that
+# it loads as libraries.
+APPS += symbol-real symbol-real-static symbol-app.fatbin symbol-app.cubin
+$(APPS_OUT)/symbol-real: $(APPS_OUT)/symbol-app.o
+$(APPS_OUT)/symbol-real-static: $(APPS_OUT)/symbol-app.o
+$(APPS_OUT)/symbol-real: APP_LIBS = $(REAL_RPATH) -l:libcudart.so.13 -lstdc++
+$(APPS_OUT)/symbol-real-static: APP_LIBS = $(REAL_RPATH) -l:libcudart_static.a -lrt -lstdc++
+$(APPS_OUT)/symbol-app.fatbin: test/apps/symbol-app.cu
+	$(call quiet,NVCC,$@)
+	$(Q)$(NVCC) -fatbin -Xfatbin -compress-all -o $@ $<
+$(APPS_OUT)/symbol-app.cubin: test/apps/symbol-app.cu
+	$(call quiet,NVCC,$@)
+	$(Q)$(NVCC) -cubin -arch=sm_90 -o $@ $<
+$(addprefix $(APPS_OUT)/,nvcc-real nvcc-real-static nvcc-real-pt graph-app blas-app symbol-real \
+	symbol-real-static): $(FAKE_DRIVER)
 	$(call quiet,LD,$@)
 	$(Q)$(link_app)
 endif

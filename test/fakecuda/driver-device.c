@@ -384,11 +384,6 @@ CUresult cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
 
 /* ---- libraries and kernels: CUDA 13's runtime loads each registered fatbin as a library ---- */
 
-/* A CUlibrary points at one; the image is never looked at. */
-struct fakecuda_library {
-	const void *image;
-};
-
 CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
 {
 	DRV_CALL(cuModuleGetLoadingMode, mode);
@@ -406,7 +401,7 @@ CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *j
 {
 	DRV_CALL(cuLibraryLoadData, library, code, jitOptions, jitOptionsValues, numJitOptions,
 		 libraryOptions, libraryOptionValues, numLibraryOptions);
-	struct fakecuda_library *lib = NULL;
+	struct fakecuda_module *lib = NULL;
 	CUresult err = library && code ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
 
 	if (!err && !(lib = calloc(1, sizeof(*lib))))
@@ -445,46 +440,63 @@ CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *na
 }
 
 /*
- * A module's __device__ variable: device memory of its own, the same for every lookup. Its size
- * is in the cubin, which is not read here: every variable gets GLOBAL_BYTES.
+ * A module's __device__ variable: device memory of its own, the same for every lookup, of the
+ * size in the module's cubin. A variable whose cubin cannot be read (compressed) gets
+ * GUESS_BYTES, and one line says so.
  */
-#define GLOBAL_BYTES 4096
+#define GUESS_BYTES (64 * KIB)
 
 struct global {
-	const void *library;
+	const void *module;
 	char *name;
 	void *ptr;
+	size_t bytes;
 };
 
 static pthread_mutex_t globals_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct global *globals;
 static size_t n_globals;
 
-static CUresult global(CUdeviceptr *dptr, size_t *bytes, const void *library, const char *name)
+static struct global *new_global(const struct fakecuda_module *module, const char *name)
 {
-	CUresult err = library && name ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
-	struct global *g = NULL, *more;
+	struct global *more = realloc(globals, (n_globals + 1) * sizeof(*globals)), *g;
+
+	if (!more)
+		return NULL;
+	globals = more;
+	g = &globals[n_globals];
+	*g = (struct global){module, strdup(name), NULL,
+			     fakecuda_image_symbol_size(module->image, name)};
+	if (!g->bytes) {
+		fprintf(stderr,
+			"fakecuda: the size of __device__ %s is not readable in its image; "
+			"%d KiB assumed\n",
+			name, GUESS_BYTES / KIB);
+		g->bytes = GUESS_BYTES;
+	}
+	if (g->name && !fakecuda_mem_module(&g->ptr, g->bytes, fakecuda_device_current()))
+		return &globals[n_globals++];
+	free(g->name);
+	return NULL;
+}
+
+static CUresult global(CUdeviceptr *dptr, size_t *bytes, const void *module, const char *name)
+{
+	CUresult err = module && name ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+	struct global *g = NULL;
 
 	if (err)
 		return err;
 	pthread_mutex_lock(&globals_lock);
 	for (size_t i = 0; i < n_globals && !g; i++)
-		if (globals[i].library == library && !strcmp(globals[i].name, name))
+		if (globals[i].module == module && !strcmp(globals[i].name, name))
 			g = &globals[i];
-	if (!g && (more = realloc(globals, (n_globals + 1) * sizeof(*globals)))) {
-		globals = more;
-		g = &globals[n_globals];
-		*g = (struct global){library, strdup(name), NULL};
-		if (g->name &&
-		    !fakecuda_mem_module(&g->ptr, GLOBAL_BYTES, fakecuda_device_current()))
-			n_globals++;
-		else
-			free(g->name), g = NULL;
-	}
+	if (!g)
+		g = new_global(module, name);
 	if (g && dptr)
 		*dptr = (CUdeviceptr)(uintptr_t)g->ptr;
 	if (g && bytes)
-		*bytes = GLOBAL_BYTES;
+		*bytes = g->bytes;
 	pthread_mutex_unlock(&globals_lock);
 	return g ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }

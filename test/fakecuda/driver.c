@@ -11,10 +11,6 @@
 #include "test/fakecuda/driver.h"
 
 /* A CUmodule points at one; the image is never looked at. */
-struct fakecuda_module {
-	const void *image;
-};
-
 #define drv_enter(call, cbid, name, params, symbol) \
 	fakecuda_drv_enter(call, cbid, name, params, symbol, DRV_CALLER)
 

@@ -26,6 +26,14 @@ CUresult capture_info_v1(CUstream hStream, CUstreamCaptureStatus *captureStatus,
 
 #include "test/fakecuda/sim.h"
 
+/* A CUmodule, and a CUlibrary, which is its own module here: the image it was loaded from. */
+struct fakecuda_module {
+	const void *image;
+};
+
+/* The size of __device__ variable `name` in a loaded image (fatbin.c); 0 when not known. */
+size_t fakecuda_image_symbol_size(const void *image, const char *name);
+
 #define DRV_CBID(fn)	    CUPTI_DRIVER_TRACE_CBID_##fn
 #define CUDA_VERSION_NUMBER 13000
 
