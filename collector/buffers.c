@@ -12,19 +12,28 @@
 
 #include "collector/internal.h"
 #include "common/clock.h"
+#include "common/compiler.h"
 
 #define DISCARDS      4
 #define DISCARD_BYTES (16u << 10)
+#define SMALLS	      8192 /* at most this many small buffers */
+
+/* Buffers of one size: made as needed, within the budget, up to max. */
+struct class
+{
+	size_t bytes, max;
+	uint8_t **free; /* idle ones */
+	size_t n_free, made;
+};
 
 static struct {
 	pthread_mutex_t lock; /* everything below; never held while calling CUPTI */
 	pthread_cond_t wake;  /* the collector thread sleeps on it */
 	bool kicked;
-	bool low;	/* a quarter of the pool or less is left: CUPTI should be flushed now */
-	uint8_t **free; /* idle pool buffers */
-	size_t n_free, made, max;
-	struct gprof_coll_buf *done; /* completed buffers, a ring of `max + DISCARDS` */
-	size_t head, n_done;
+	bool low; /* a quarter of a class or less is left: CUPTI should be flushed now */
+	struct class big, small;
+	struct gprof_coll_buf *done; /* completed buffers, a ring of `ring` */
+	size_t head, n_done, ring;
 } pool = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* The budget: set once by gprof_coll_buffers_init(), then used and given back with atomics. */
@@ -37,12 +46,18 @@ int gprof_coll_buffers_init(size_t cap_bytes)
 {
 	pthread_condattr_t attr;
 
-	/* At least two buffers, whatever the cap. */
+	/* At least two big buffers, whatever the cap. */
 	mem_cap = cap_bytes > 2 * GPROF_COLL_BUF_BYTES ? cap_bytes : 2 * GPROF_COLL_BUF_BYTES;
-	pool.max = mem_cap / GPROF_COLL_BUF_BYTES;
-	pool.free = calloc(pool.max, sizeof(*pool.free));
-	pool.done = calloc(pool.max + DISCARDS, sizeof(*pool.done));
-	if (!pool.free || !pool.done)
+	pool.big.bytes = GPROF_COLL_BUF_BYTES;
+	pool.big.max = mem_cap / GPROF_COLL_BUF_BYTES;
+	pool.small.bytes = GPROF_COLL_SMALL_BYTES;
+	pool.small.max =
+	    mem_cap / GPROF_COLL_SMALL_BYTES < SMALLS ? mem_cap / GPROF_COLL_SMALL_BYTES : SMALLS;
+	pool.big.free = calloc(pool.big.max, sizeof(*pool.big.free));
+	pool.small.free = calloc(pool.small.max, sizeof(*pool.small.free));
+	pool.ring = pool.big.max + pool.small.max + DISCARDS;
+	pool.done = calloc(pool.ring, sizeof(*pool.done));
+	if (!pool.big.free || !pool.small.free || !pool.done)
 		return -ENOMEM;
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -73,20 +88,20 @@ void gprof_coll_mem_give(size_t bytes)
 	__atomic_fetch_sub(&mem_used, bytes, __ATOMIC_RELAXED);
 }
 
-/* A pool buffer, new if the budget allows, or NULL. Under pool.lock. */
-static uint8_t *pool_get(void)
+/* A buffer of class c, new if the budget allows, or NULL. Under pool.lock. */
+static uint8_t *class_get(struct class *c)
 {
 	uint8_t *b = NULL;
 
-	if (pool.n_free)
-		return pool.free[--pool.n_free];
-	if (pool.made == pool.max || !gprof_coll_mem_take(GPROF_COLL_BUF_BYTES))
+	if (c->n_free)
+		return c->free[--c->n_free];
+	if (c->made == c->max || !gprof_coll_mem_take(c->bytes))
 		return NULL;
-	b = aligned_alloc(8, GPROF_COLL_BUF_BYTES);
+	b = aligned_alloc(8, c->bytes);
 	if (b)
-		pool.made++;
+		c->made++;
 	else
-		gprof_coll_mem_give(GPROF_COLL_BUF_BYTES);
+		gprof_coll_mem_give(c->bytes);
 	return b;
 }
 
@@ -98,22 +113,34 @@ static int discard_index(const uint8_t *buf)
 	return -1;
 }
 
+/* How many more buffers of class c there can be: idle ones and those not made yet. */
+static size_t left(const struct class *c)
+{
+	return c->n_free + (c->max - c->made);
+}
+
+/*
+ * CUDA 13 gives each thread a buffer of its own, which comes back only when it fills or CUPTI is
+ * flushed, so thousands of short-lived threads would take the pool a few records at a time: a
+ * thread's first buffer is a small one, and it gets big ones once it has filled that. Running low
+ * wakes the collector thread to flush them back before the pool runs out.
+ */
 void CUPTIAPI gprof_coll_buffer_request(uint8_t **buf, size_t *size, size_t *max_records)
 {
+	static GPROF_TLS bool asked; /* this thread has had a buffer */
+	struct class *c = asked ? &pool.big : &pool.small;
 	uint8_t *b;
 
+	asked = true;
 	pthread_mutex_lock(&pool.lock);
-	b = pool_get();
-	/*
-	 * CUDA 13 gives each thread a buffer of its own, which comes back only when it fills or
-	 * CUPTI is flushed: thousands of short-lived threads would take the pool one record at a
-	 * time. Running low wakes the collector thread to flush them back before it runs out.
-	 */
-	if (!pool.low && pool.n_free + (pool.max - pool.made) < pool.max / 4) {
+	if (!pool.low &&
+	    (left(&pool.big) < pool.big.max / 4 || left(&pool.small) < pool.small.max / 4)) {
 		pool.low = true;
 		pthread_cond_signal(&pool.wake);
 	}
-	*size = GPROF_COLL_BUF_BYTES;
+	if (!(b = class_get(c)))
+		b = class_get(c = c == &pool.big ? &pool.small : &pool.big);
+	*size = c->bytes;
 	for (int i = 0; !b && i < DISCARDS; i++) {
 		if (!discard_busy[i]) {
 			discard_busy[i] = 1;
@@ -133,15 +160,15 @@ void CUPTIAPI gprof_coll_buffer_complete(CUcontext ctx, uint32_t stream, uint8_t
 {
 	(void)ctx;
 	(void)stream;
-	(void)size;
 	if (!buf)
 		return;
 	pthread_mutex_lock(&pool.lock);
 	/* The ring holds every buffer that can be out at once, so it never overflows. */
-	pool.done[(pool.head + pool.n_done) % (pool.max + DISCARDS)] = (struct gprof_coll_buf){
+	pool.done[(pool.head + pool.n_done) % pool.ring] = (struct gprof_coll_buf){
 	    .buf = buf,
 	    .valid = valid,
 	    .discard = discard_index(buf) >= 0,
+	    .small = size == GPROF_COLL_SMALL_BYTES,
 	};
 	pool.n_done++;
 	pthread_cond_signal(&pool.wake);
@@ -156,7 +183,7 @@ bool gprof_coll_buffers_take(struct gprof_coll_buf *b)
 	got = pool.n_done > 0;
 	if (got) {
 		*b = pool.done[pool.head];
-		pool.head = (pool.head + 1) % (pool.max + DISCARDS);
+		pool.head = (pool.head + 1) % pool.ring;
 		pool.n_done--;
 	}
 	pthread_mutex_unlock(&pool.lock);
@@ -166,12 +193,13 @@ bool gprof_coll_buffers_take(struct gprof_coll_buf *b)
 void gprof_coll_buffers_give_back(const struct gprof_coll_buf *b)
 {
 	int d = discard_index(b->buf);
+	struct class *c = b->small ? &pool.small : &pool.big;
 
 	pthread_mutex_lock(&pool.lock);
 	if (d >= 0)
 		discard_busy[d] = 0;
 	else
-		pool.free[pool.n_free++] = b->buf;
+		c->free[c->n_free++] = b->buf;
 	pthread_mutex_unlock(&pool.lock);
 }
 

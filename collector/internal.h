@@ -110,11 +110,14 @@ const char *gprof_coll_strerror(CUptiResult r, char *buf, size_t len);
 
 /* buffers.c: the activity buffers and the queue of completed ones. */
 #define GPROF_COLL_BUF_BYTES (128u << 10)
+/* A thread's first buffer (see gprof_coll_buffer_request). */
+#define GPROF_COLL_SMALL_BYTES (4u << 10)
 
 struct gprof_coll_buf {
 	uint8_t *buf;
 	size_t valid;
 	bool discard; /* a static discard buffer: its records count as dropped */
+	bool small;   /* one of the pool's small buffers */
 };
 
 /*

@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include "collector/internal.h"
@@ -301,27 +302,48 @@ TEST(collector_translate_copies_and_memory)
 	ASSERT_EQ(r.cls, GPROF_COLL_OTHER);
 }
 
-/* The pool: at most its cap, then discard buffers, then none; completed ones in order. */
+static void *request_one(void *size)
+{
+	uint8_t *b;
+	size_t max;
+
+	gprof_coll_buffer_request(&b, size, &max);
+	return b;
+}
+
+/*
+ * The pool: a thread's first buffer is small and its later ones big, all within the cap (small
+ * ones once no big one fits), then the discard buffers, then none; completed ones in order, each
+ * back to its own kind.
+ */
 TEST(collector_buffers)
 {
-	uint8_t *b[8];
-	size_t size[8], max;
+	enum {
+		MAX = 64
+	};
+	uint8_t *b[MAX];
+	size_t size[MAX], max, pooled = 0, other_size;
 	struct gprof_coll_buf got;
-	int n = 0;
+	pthread_t other;
+	void *other_buf;
+	int n;
 
 	ASSERT_EQ(gprof_coll_buffers_init(2 * GPROF_COLL_BUF_BYTES), 0);
-	for (n = 0; n < 8; n++) {
+	for (n = 0; n < MAX; n++) {
 		gprof_coll_buffer_request(&b[n], &size[n], &max);
 		ASSERT_EQ((uintptr_t)b[n] % 8, 0);
 		if (!b[n])
 			break;
 	}
-	/* 2 from the pool, 4 discard buffers, then nothing (CUPTI counts what it drops). */
-	ASSERT_EQ(n, 6);
-	ASSERT_EQ(size[0], GPROF_COLL_BUF_BYTES);
+	ASSERT_EQ(size[0], GPROF_COLL_SMALL_BYTES);
 	ASSERT_EQ(size[1], GPROF_COLL_BUF_BYTES);
-	ASSERT_LT(size[2], GPROF_COLL_BUF_BYTES);
-	ASSERT_EQ(size[6], 0);
+	/* The second big one is over the cap: small ones fill it, then 4 discard buffers. */
+	ASSERT_EQ(n,
+		  2 + (GPROF_COLL_BUF_BYTES - GPROF_COLL_SMALL_BYTES) / GPROF_COLL_SMALL_BYTES + 4);
+	for (int i = 0; i < n - 4; i++)
+		pooled += size[i];
+	ASSERT_EQ(pooled, 2 * GPROF_COLL_BUF_BYTES);
+	ASSERT_EQ(size[n], 0);
 	ASSERT(!gprof_coll_buffers_take(&got));
 	for (int i = 0; i < n; i++)
 		gprof_coll_buffer_complete(NULL, 0, b[i], size[i], (size_t)i * 8);
@@ -329,13 +351,18 @@ TEST(collector_buffers)
 		ASSERT(gprof_coll_buffers_take(&got));
 		ASSERT(got.buf == b[i]);
 		ASSERT_EQ(got.valid, (size_t)i * 8);
-		ASSERT_EQ(got.discard, i >= 2);
+		ASSERT_EQ(got.discard, i >= n - 4);
+		ASSERT_EQ(got.small, i != 1 && i < n - 4);
 		gprof_coll_buffers_give_back(&got);
 	}
 	ASSERT(!gprof_coll_buffers_take(&got));
-	/* What came back is handed out again. */
-	gprof_coll_buffer_request(&b[7], &size[7], &max);
-	ASSERT(b[7] == b[0] || b[7] == b[1]);
+	/* What came back is handed out again: the big one here, a small one to a new thread. */
+	gprof_coll_buffer_request(&b[0], &size[0], &max);
+	ASSERT(b[0] == b[1]);
+	ASSERT_EQ(pthread_create(&other, NULL, request_one, &other_size), 0);
+	ASSERT_EQ(pthread_join(other, &other_buf), 0);
+	ASSERT_EQ(other_size, GPROF_COLL_SMALL_BYTES);
+	ASSERT(other_buf == b[n - 5]);
 }
 
 /*
