@@ -1,4 +1,8 @@
-/* Demangling through __cxa_demangle, found at run time: libgprof itself links no C++ runtime. */
+/*
+ * Demangling through __cxa_demangle, found at run time: libgprof itself links no C++ runtime.
+ * It is taken from a C++ runtime the process already has, global or not (Python loads PyTorch's
+ * libraries, and with them libstdc++, with RTLD_LOCAL); none is ever loaded for it.
+ */
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,6 +10,22 @@
 #include "common/demangle.h"
 
 typedef char *(*cxa_demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
+
+static cxa_demangle_fn find_demangle(void)
+{
+	static const char *const runtimes[] = {"libstdc++.so.6", "libc++abi.so.1", "libc++.so.1"};
+	void *f = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+
+	for (size_t i = 0; !f && i < sizeof(runtimes) / sizeof(runtimes[0]); i++) {
+		void *lib = dlopen(runtimes[i], RTLD_LAZY | RTLD_NOLOAD);
+
+		if (lib) {
+			f = dlsym(lib, "__cxa_demangle");
+			dlclose(lib);
+		}
+	}
+	return (cxa_demangle_fn)f;
+}
 
 const char *gprof_demangle(const char *name, char *out, size_t size)
 {
@@ -18,7 +38,7 @@ const char *gprof_demangle(const char *name, char *out, size_t size)
 	if (!size)
 		return out;
 	if (!demangle) {
-		demangle = (cxa_demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+		demangle = find_demangle();
 		__atomic_store_n(&cached, demangle, __ATOMIC_RELAXED);
 	}
 	if (demangle && src[0] == '_' && src[1] == 'Z')

@@ -448,6 +448,24 @@ TEST(preload_runtime_loaded_local)
 }
 
 /*
+ * Kernel names are demangled with the C++ runtime of the plugin that launched them, which is
+ * not in the global scope either (PyTorch's, under Python).
+ */
+TEST(preload_demangles_with_a_local_cxx_runtime)
+{
+	const char *argv[] = {proc_build_path("test/apps/local-app"), NULL};
+	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
+	struct e2e_run r;
+
+	e2e_run(&r, argv, e2e_cupti(true), env, true);
+	ASSERT_EQ(r.res.status, 0);
+	ASSERT_EQ(r.n_traces, 1);
+	ASSERT_EQ(e2e_count(&r.traces[0], "kernel", "work(float*)"), 1);
+	ASSERT_EQ(e2e_count(&r.traces[0], "kernel", NULL), 1);
+	e2e_free(&r);
+}
+
+/*
  * The hook tables have a row for every value of their enums, each row names a CUPTI cbid, a
  * family and the public name its symbol carries, and every hooked symbol is a definition of
  * libgprof's own (preload/hooks.c), not one it would forward from a runtime.

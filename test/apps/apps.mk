@@ -42,6 +42,7 @@ $(APPS_OUT)/steps-app-real.o: $(APPS_OUT)/steps-app.o
 $(APPS_OUT)/steps-app-real: APP_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 \
 				       -l:libcudart.so.13
 $(APPS_OUT)/local-app: APP_LIBS :=
+$(APPS_OUT)/local-plugin.so: APP_LIBS += -Wl,--no-as-needed -lstdc++ -Wl,--as-needed
 
 # test-trigger; test-tools: the native part of the stand-in torch (test/stand-ins/).
 APPS += trig-app tool-steps.so
