@@ -595,6 +595,16 @@ void gprof_coll_attrib_buffer(const struct gprof_coll_buf *b)
 		w->unknown++;
 }
 
+/*
+ * Whether a held call may have queued nothing: a copy or memset of 0 bytes has no GPU record
+ * (cuBLASLt makes such memsets in every GEMM), which is no loss to report. A kernel launch that
+ * returned 0 always has one.
+ */
+static bool may_queue_nothing(const struct gprof_coll_held_api *a)
+{
+	return !(gprof_coll_api_name(a->driver, a->cbid)->launches & GPROF_ACT_KERNEL);
+}
+
 /* The sweep of gprof_coll_attrib_finish(), over every correlation id still known. */
 static bool sweep(uint64_t corr, uint64_t link, void *arg)
 {
@@ -608,6 +618,7 @@ static bool sweep(uint64_t corr, uint64_t link, void *arg)
 		if (LINK_HELD(link)) {
 			struct gprof_export_event api;
 
+			w->pending -= may_queue_nothing(&gprof_coll_held_apis[LINK_HELD(link) - 1]);
 			gprof_coll_api_unpack(&gprof_coll_held_apis[LINK_HELD(link) - 1],
 					      (uint32_t)corr, &api);
 			push(&api, w, false);
@@ -675,7 +686,8 @@ static bool expire(uint64_t corr, uint64_t link, void *arg)
 	case LINK_API:
 		w = &gprof_coll_wins[LINK_SLOT(link)];
 		w->pending--;
-		if (LINK_HELD(link) || !api_wanted())
+		if (LINK_HELD(link) ? !may_queue_nothing(&gprof_coll_held_apis[LINK_HELD(link) - 1])
+				    : !api_wanted())
 			w->no_gpu++;
 		if (LINK_HELD(link)) {
 			struct gprof_export_event api;

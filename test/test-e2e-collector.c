@@ -868,6 +868,31 @@ static bool nvcc_app_scheduled(json_t *g, void *gt)
 }
 
 /*
+ * Copies and memsets of 0 bytes on NVIDIA's runtime queue no GPU work: the calls are in the
+ * trace, and no line says they lost their GPU record (before, every PyTorch run with cuBLASLt
+ * GEMMs said "launches had no GPU record").
+ */
+TEST(e2e_collector_zero_byte_copies)
+{
+	const char *argv[] = {proc_build_path("test/apps/zero-app"), "6", NULL};
+	struct e2e_run r;
+
+	run_real(argv, &r);
+	ASSERT_EQ(gtlog_count(r.gt, "{\"type\":\"gpu\",\"kind\":\"memset\"}") +
+		      gtlog_count(r.gt, "{\"type\":\"gpu\",\"kind\":\"memcpy\"}"),
+		  0);
+	ASSERT_EQ(gtlog_count(r.gt, "{\"type\":\"gpu\",\"kind\":\"kernel\"}"), 6);
+	ASSERT_EQ(e2e_count(&r.traces[0], "kernel", NULL), 3);
+	ASSERT_EQ(e2e_count(&r.traces[0], "cuda_runtime", "cudaMemsetAsync"), 3);
+	ASSERT_EQ(e2e_count(&r.traces[0], "cuda_runtime", "cudaMemcpyAsync"), 3);
+	ASSERT_EQ(e2e_count(&r.traces[0], "gpu_memset", NULL) +
+		      e2e_count(&r.traces[0], "gpu_memcpy", NULL),
+		  0);
+	ASSERT_EQ(text_lines(r.res.err, "gprof: collector"), 0);
+	e2e_free(&r);
+}
+
+/*
  * nvcc-app built three ways on NVIDIA's own runtime, which runs on the simulated driver: the
  * shared libcudart.so.13, the static cudart (nvcc's default), per-thread default streams. The
  * default schedule's steps hold exactly their GPU work, every kernel by its real name linked to

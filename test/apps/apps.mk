@@ -99,6 +99,10 @@ $(APPS_OUT)/blas-app: APP_LIBS = $(REAL_RPATH) -l:libcublas.so.13 -l:libcudart.s
 # __device__ variables, and the same source as a zstd-compressed fatbin and a bare cubin that
 # it loads as libraries.
 APPS += symbol-real symbol-real-static symbol-app.fatbin symbol-app.cubin
+# Copies and memsets of 0 bytes.
+APPS += zero-app
+$(APPS_OUT)/zero-app: $(APPS_OUT)/zero-app.o
+$(APPS_OUT)/zero-app: APP_LIBS = $(REAL_RPATH) -l:libcudart.so.13 -lstdc++
 $(APPS_OUT)/symbol-real: $(APPS_OUT)/symbol-app.o
 $(APPS_OUT)/symbol-real-static: $(APPS_OUT)/symbol-app.o
 $(APPS_OUT)/symbol-real: APP_LIBS = $(REAL_RPATH) -l:libcudart.so.13 -lstdc++
@@ -110,7 +114,7 @@ $(APPS_OUT)/symbol-app.cubin: test/apps/symbol-app.cu
 	$(call quiet,NVCC,$@)
 	$(Q)$(NVCC) -cubin -arch=sm_90 -o $@ $<
 $(addprefix $(APPS_OUT)/,nvcc-real nvcc-real-static nvcc-real-pt graph-app blas-app symbol-real \
-	symbol-real-static): $(FAKE_DRIVER)
+	symbol-real-static zero-app): $(FAKE_DRIVER)
 	$(call quiet,LD,$@)
 	$(Q)$(link_app)
 endif
