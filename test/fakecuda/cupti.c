@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cbid-names.h" /* made by fakecuda.mk */
 #include "test/fakecuda/fakegpu.h"
 
 /* What cuptiGetLastError returns: the last failure of this thread, reset when read. */
@@ -108,6 +109,25 @@ CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult result, const char **str)
 	}
 	*str = "<unknown>";
 	return fail(CUPTI_ERROR_INVALID_PARAMETER);
+}
+
+static const char *const runtime_names[CUPTI_RUNTIME_TRACE_CBID_SIZE] = {RUNTIME_CBID_NAMES};
+static const char *const driver_names[CUPTI_DRIVER_TRACE_CBID_SIZE] = {DRIVER_CBID_NAMES};
+
+/* The enum's own names ("cudaMalloc_v3020", "cuLaunchKernel"), as CUPTI gives them. */
+CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid,
+					  const char **name)
+{
+	const char *found = NULL;
+
+	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE)
+		found = runtime_names[cbid];
+	else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE)
+		found = driver_names[cbid];
+	if (!name || !found)
+		return fail(CUPTI_ERROR_INVALID_PARAMETER);
+	*name = found;
+	return CUPTI_SUCCESS;
 }
 
 CUptiResult CUPTIAPI cuptiGetVersion(uint32_t *version)

@@ -6,7 +6,21 @@ FAKEGPU_LIB   := $(FAKECUDA_OUT)/libfakegpu.so
 FAKECUPTI_LIB := $(FAKECUDA_OUT)/libcupti.so.13
 
 # <cupti.h> gives its declarations default visibility when CUPTI_LIB is defined.
-$(BUILD)/test/fakecuda/cupti.o: CPPFLAGS += -DCUPTI_LIB
+$(BUILD)/test/fakecuda/cupti.o: CPPFLAGS += -DCUPTI_LIB -I$(BUILD)/test/fakecuda
+
+# cuptiGetCallbackName's names, as CUPTI gives them: the callback id enums' own, from the headers.
+CBID_NAMES := $(BUILD)/test/fakecuda/cbid-names.h
+CBID_NAME   = sed -n 's/^ *CUPTI_$(1)_TRACE_CBID_\([a-z_][A-Za-z0-9_]*\) *= *\([0-9][0-9]*\).*/[\2] = "\1",/p'
+
+$(CBID_NAMES): $(CUPTI_INC)/cupti_runtime_cbid.h $(CUPTI_INC)/cupti_driver_cbid.h
+	$(call quiet,GEN,$@)
+	@mkdir -p $(@D)
+	$(Q){ echo '/* Made by fakecuda.mk from the toolkit headers. */'; \
+	      echo '#define RUNTIME_CBID_NAMES \'; $(call CBID_NAME,RUNTIME) $< | sed 's/$$/ \\/'; echo; \
+	      echo '#define DRIVER_CBID_NAMES \'; $(call CBID_NAME,DRIVER) $(word 2,$^) | sed 's/$$/ \\/'; echo; \
+	    } >$@
+
+$(BUILD)/test/fakecuda/cupti.o: $(CBID_NAMES)
 
 $(FAKEGPU_LIB): $(BUILD)/test/fakecuda/fakegpu.o test/fakecuda/libfakegpu.map
 	$(call quiet,LD,$@)
