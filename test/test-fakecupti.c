@@ -38,6 +38,7 @@
 	X(cuptiGetCallbackState)                  \
 	X(cuptiGetLastError)                      \
 	X(cuptiGetResultString)                   \
+	X(cuptiGetCallbackName)                   \
 	X(cuptiGetTimestamp)                      \
 	X(cuptiGetVersion)                        \
 	X(cuptiGetDeviceId)                       \
@@ -380,6 +381,35 @@ TEST(fakecupti_conformance_faults)
 	ASSERT_EQ(check_walks(real_next, want, N), N);
 }
 
+/* cuptiGetCallbackName: the same answer as the real one for every id of both API domains. */
+static void check_callback_names(void *real)
+{
+	__typeof__(&cuptiGetCallbackName) real_name = dlsym(real, "cuptiGetCallbackName");
+	const struct {
+		CUpti_CallbackDomain domain;
+		uint32_t size;
+	} domains[] = {{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE},
+		       {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE}};
+	int named = 0;
+
+	ASSERT(real_name);
+	for (size_t d = 0; d < sizeof(domains) / sizeof(domains[0]); d++) {
+		for (uint32_t cbid = 0; cbid <= domains[d].size; cbid++) {
+			const char *s_real = NULL, *s_fake = NULL;
+			CUptiResult r_real = real_name(domains[d].domain, cbid, &s_real);
+			CUptiResult r_fake =
+			    fk.cuptiGetCallbackName(domains[d].domain, cbid, &s_fake);
+
+			ASSERT_MSG(r_fake == r_real, "domain %d cbid %u: %d, real %d",
+				   domains[d].domain, cbid, r_fake, r_real);
+			if (r_real == CUPTI_SUCCESS)
+				ASSERT_STR_EQ(s_fake, s_real);
+			named += r_real == CUPTI_SUCCESS;
+		}
+	}
+	ASSERT_GT(named, 1000);
+}
+
 TEST(fakecupti_conformance_results)
 {
 	void *real = load_real();
@@ -402,6 +432,7 @@ TEST(fakecupti_conformance_results)
 	ASSERT_EQ(real_version(&v_real), CUPTI_SUCCESS);
 	ASSERT_EQ(fk.cuptiGetVersion(&v_fake), CUPTI_SUCCESS);
 	ASSERT_EQ(v_fake, v_real);
+	check_callback_names(real);
 }
 
 /* DT_SONAME of an ELF64 file, from its dynamic section. */

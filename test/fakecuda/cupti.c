@@ -111,8 +111,10 @@ CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult result, const char **str)
 	return fail(CUPTI_ERROR_INVALID_PARAMETER);
 }
 
-static const char *const runtime_names[CUPTI_RUNTIME_TRACE_CBID_SIZE] = {RUNTIME_CBID_NAMES};
-static const char *const driver_names[CUPTI_DRIVER_TRACE_CBID_SIZE] = {DRIVER_CBID_NAMES};
+static const char *const runtime_names[CUPTI_RUNTIME_TRACE_CBID_SIZE] = {"INVALID",
+									 RUNTIME_CBID_NAMES};
+static const char *const driver_names[CUPTI_DRIVER_TRACE_CBID_SIZE] = {"INVALID",
+								       DRIVER_CBID_NAMES};
 
 /* The enum's own names ("cudaMalloc_v3020", "cuLaunchKernel"), as CUPTI gives them. */
 CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid,
