@@ -102,6 +102,7 @@ include scripts/summary/summary.mk # gprof-summary
 include scripts/run-wait/run-wait.mk # gprof-run-wait
 include test/fuzz/fuzz.mk	  # make fuzz
 include test/clients/clients.mk	  # make test-clients: HTA and TensorBoard's plugin read our traces
+include test/frameworks/frameworks.mk # make test-frameworks: real PyTorch and Triton (opt-in)
 include install.mk		  # make install
 
 # Objects that pattern rules make on the way (test/apps/NAME.o) are kept like every other.
@@ -165,6 +166,7 @@ help:
 	@echo 'make demo            run a bundled training-loop example under libgprof (simulated GPU if none)'
 	@echo 'make test            build and run every test (T=name runs those whose name contains it)'
 	@echo 'make test SAN=address,undefined   the same under ASan+UBSan (SAN=thread for TSan)'
+	@echo 'make test-frameworks  real PyTorch and Triton under libgprof on the simulated GPU (opt-in; ~4.7 GiB of wheels)'
 	@echo 'make bench           measure hook cost, export speed, memory, end-to-end (docs/PERFORMANCE.md)'
 	@echo 'build/gprof-summary  TRACE...: the end-of-window summary of trace files; --compare A B, --html OUT'
 	@echo 'make fuzz            run each libFuzzer target (test/fuzz/) for FUZZ_SECONDS (30)'

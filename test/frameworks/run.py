@@ -1,0 +1,242 @@
+"""make test-frameworks: real PyTorch and Triton on the simulated GPU, under libgprof.
+
+Runs each case's program with and without libgprof on NVIDIA's runtime (PyTorch's wheel) over
+the simulated driver, and checks libgprof's trace against the driver's ground-truth log
+(FAKEGPU_LOG) and the program's own step times (FRAMEWORKS_MARKS), never against libgprof.
+Usage: run.py PYTHON BUILD [text...]: the cases whose names hold one of the texts (all by
+default); prints one line per check and "N passed, N failed" last.
+"""
+
+import collections
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "clients"))
+from gt import demangled, load_trace  # noqa: E402
+
+PYTHON, BUILD = sys.argv[1], os.path.abspath(sys.argv[2])
+SRC = os.path.abspath(os.path.join(HERE, "..", ".."))
+GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
+RECORDED = [2, 3, 4]  # the default schedule's steps
+
+
+class Case:
+    """One program run twice (without and with libgprof) and the checks on what it left."""
+
+    def __init__(self, name):
+        self.name, self.passed, self.failed = name, 0, 0
+
+    def check(self, what, ok, detail=""):
+        print("%s %s: %s%s" % ("ok  " if ok else "FAIL", self.name, what,
+                               " (%s)" % detail if detail else ""))
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+        return ok
+
+
+def simulated_env(tmp, extra):
+    env = dict(os.environ)
+    for k in [k for k in env if k.startswith(("GPROF_", "FAKEGPU_"))]:
+        del env[k]
+    env.update({
+        # the simulated driver; PyTorch brings NVIDIA's runtime, cuBLAS and cuDNN
+        "LD_LIBRARY_PATH": os.path.join(BUILD, "fakecuda", "driver"),
+        "FAKEGPU_LOG": os.path.join(tmp, "gt.jsonl"),
+        "FRAMEWORKS_MARKS": os.path.join(tmp, "marks"),
+        "GPROF_OUTPUT": os.path.join(tmp, "traces"),
+        "GPROF_CUPTI_LIB": os.path.join(BUILD, "fakecuda", "libcupti.so.13"),
+        "PYTHONHASHSEED": "0",
+    })
+    env.update(extra)
+    return env
+
+
+def run(argv, tmp, extra=None, preload=True, wrap=None):
+    """Runs argv in tmp; returns (completed process, seconds, ground truth, marks, traces)."""
+    os.makedirs(tmp)
+    env = simulated_env(tmp, extra or {})
+    if preload and not wrap:
+        env["LD_PRELOAD"] = os.path.join(BUILD, "libgprof.so")
+    t0 = time.monotonic()
+    p = subprocess.run((wrap or []) + argv, env=env, capture_output=True, text=True,
+                       timeout=600)
+    secs = time.monotonic() - t0
+    with open(env["FAKEGPU_LOG"]) as f:
+        gt = [json.loads(line) for line in f]
+    marks = []
+    if os.path.exists(env["FRAMEWORKS_MARKS"]):
+        with open(env["FRAMEWORKS_MARKS"]) as f:
+            marks = [int(line) for line in f]
+    traces = sorted(glob.glob(os.path.join(env["GPROF_OUTPUT"], "*.pt.trace.json.gz")))
+    return p, secs, gt, marks, traces
+
+
+def op_key(cat, name, nbytes):
+    """What identifies a GPU operation for the per-step comparison."""
+    return (cat, demangled(name)) if cat == "kernel" else (cat, nbytes)
+
+
+def gt_steps(gt, marks):
+    """Per recorded step, the GPU operations of the API calls the program made in it."""
+    calls = {g["corr"]: g for g in gt if g["type"] == "api"}
+    cats = {"kernel": "kernel", "memcpy": "gpu_memcpy", "memset": "gpu_memset"}
+    out = {k: collections.Counter() for k in RECORDED}
+    for g in gt:
+        if g["type"] != "gpu" or g["corr"] not in calls:
+            continue
+        start = calls[g["corr"]]["start"]
+        for k in RECORDED:
+            if marks[k] <= start < marks[k + 1]:
+                out[k][op_key(cats[g["kind"]], g.get("name", ""), g.get("bytes"))] += 1
+    return out
+
+
+def trace_steps(trace):
+    """Per ProfilerStep#k of the trace, the GPU operations whose launch lies in it."""
+    ev = trace["traceEvents"]
+    steps = {int(e["name"].split("#")[1]): (e["ts"], e["ts"] + e["dur"]) for e in ev
+             if e.get("name", "").startswith("ProfilerStep#")}
+    launch = {e["args"]["correlation"]: e["ts"] for e in ev
+              if e.get("cat") in LAUNCH_CATS and "correlation" in e.get("args", {})}
+    out = {k: collections.Counter() for k in steps}
+    for e in ev:
+        if e.get("cat") not in GPU_CATS:
+            continue
+        ts = launch.get(e["args"]["correlation"])
+        for k, (b, end) in steps.items():
+            if ts is not None and b <= ts < end:
+                out[k][op_key(e["cat"], e["name"], e["args"].get("bytes"))] += 1
+    return steps, out
+
+
+def in_use(gt, ns):
+    return sum(g["bytes"] if g["op"] == "alloc" else -g["bytes"] for g in gt
+               if g["type"] == "memory" and g["memory_kind"] == "device" and g["time"] <= ns)
+
+
+def check_trace(c, plain, profiled, counters_at_least=len(RECORDED) + 1, marks_slack_ms=5.0):
+    """The promises every case shares: same output, one trace, its steps' work = ground truth."""
+    p0, secs0, _, _, _ = plain
+    p, secs, gt, marks, traces = profiled
+    print("info %s: process %.2f s without libgprof, %.2f s with it" % (c.name, secs0, secs))
+    ok = p.returncode == p0.returncode == 0
+    c.check("exit status as without libgprof", ok,
+            "%d, %d%s" % (p0.returncode, p.returncode, "" if ok else "; " + p.stderr[-300:]))
+    c.check("stdout as without libgprof", p.stdout == p0.stdout, repr(p.stdout))
+    if not c.check("one trace", len(traces) == 1, str(traces)):
+        return None
+    trace = load_trace(traces[0])
+    base = trace["baseTimeNanoseconds"]
+    steps, got = trace_steps(trace)
+    c.check("the scheduled steps", sorted(steps) == RECORDED, str(sorted(steps)))
+    if len(marks) <= RECORDED[-1] + 1:
+        c.check("the program's step times", False, "%d marks" % len(marks))
+        return trace
+    off = [abs(base + steps[k][0] * 1000 - marks[k]) / 1e6 for k in RECORDED if k in steps]
+    c.check("steps begin at the program's marks", off and max(off) < marks_slack_ms,
+            "%.3f ms at most" % max(off or [0]))
+    want = gt_steps(gt, marks)
+    print("info %s: step %d's ground truth: %s" % (c.name, RECORDED[0], dict(collections.Counter(
+        key[0] for key in want[RECORDED[0]].elements()))))
+    for k in RECORDED:
+        missing, extra = want[k] - got.get(k, {}), got.get(k, collections.Counter()) - want[k]
+        c.check("step %d: kernels, copies and memsets = ground truth" % k,
+                not missing and not extra and want[k],
+                "%d operations; missing %s; extra %s" % (sum(want[k].values()),
+                                                         dict(missing), dict(extra)))
+    ev = trace["traceEvents"]
+    launches = {e["args"]["correlation"] for e in ev
+                if e.get("cat") in LAUNCH_CATS and "correlation" in e.get("args", {})}
+    gpu = [e for e in ev if e.get("cat") in GPU_CATS]
+    unlinked = [e["name"][:60] for e in gpu if e["args"]["correlation"] not in launches]
+    c.check("every GPU operation has its launch", not unlinked and gpu,
+            "%d of %d without: %s" % (len(unlinked), len(gpu), unlinked[:3]))
+    unnamed = {e["name"] for e in ev if e.get("cat") in LAUNCH_CATS and "Api#" in e["name"]}
+    c.check("every API call named", not unnamed, str(sorted(unnamed)[:5]))
+    counters = [e for e in ev if e.get("cat") == "gpu_memory"]
+    wrong = [(e["args"]["allocated"], in_use(gt, base + round(e["ts"] * 1000)))
+             for e in counters
+             if e["args"]["allocated"] != in_use(gt, base + round(e["ts"] * 1000))]
+    c.check("device memory counter = the allocator's cudaMalloc/cudaFree",
+            len(counters) >= counters_at_least and not wrong,
+            "%d counter events, wrong (trace, ground truth): %s" % (len(counters), wrong[:3]))
+    lines = [line for line in p.stderr.splitlines() if line.startswith("gprof:") and
+             not line.startswith(("gprof: trace written", "gprof:   ", "gprof: this run wrote"))]
+    c.check("no gprof warning", not lines, "; ".join(lines)[:300])
+    return trace
+
+
+def train(nvtx_args):
+    return [PYTHON, os.path.join(HERE, "train.py")] + nvtx_args
+
+
+def case_nvtx(tmp):
+    """1: the loop with NVTX step marks under LD_PRELOAD."""
+    c = Case("train_nvtx")
+    argv = train(["--nvtx"])
+    check_trace(c, run(argv, tmp + "/plain", preload=False), run(argv, tmp + "/gprof"))
+    return c
+
+
+def case_torch_steps(tmp):
+    """2: the same loop without marks under gprof-run --torch-steps."""
+    c = Case("train_torch_steps")
+    argv = train([])
+    wrap = [os.path.join(SRC, "scripts", "gprof-run"), "--lib",
+            os.path.join(BUILD, "libgprof.so"), "--torch-steps", "--"]
+    check_trace(c, run(argv, tmp + "/plain", preload=False), run(argv, tmp + "/gprof", wrap=wrap))
+    return c
+
+
+def case_triton(tmp):
+    """5: a Triton kernel, launched by the driver API, named and linked."""
+    c = Case("triton")
+    argv = [PYTHON, os.path.join(HERE, "triton_add.py")]
+    # its memory is allocated before the loop: the counter's one event is the window's start
+    trace = check_trace(c, run(argv, tmp + "/plain", preload=False), run(argv, tmp + "/gprof"),
+                        counters_at_least=1)
+    if trace:
+        names = collections.Counter(e["name"] for e in trace["traceEvents"]
+                                    if e.get("cat") == "kernel")
+        c.check("add_kernel once per recorded step", names == {"add_kernel": 3}, str(names))
+        launch = [e["name"] for e in trace["traceEvents"] if e.get("cat") == "cuda_driver"
+                  and e["name"].startswith("cuLaunchKernel")]
+        c.check("its launches are driver calls", len(launch) == 3, str(launch))
+    return c
+
+
+def case_dataloader(tmp):
+    """7: a DataLoader with 2 forked workers: they write nothing; the main process is unaffected."""
+    c = Case("dataloader_workers")
+    argv = train(["--nvtx", "--workers", "2"])
+    check_trace(c, run(argv, tmp + "/plain", preload=False), run(argv, tmp + "/gprof"))
+    return c
+
+
+CASES = {"train_nvtx": case_nvtx, "train_torch_steps": case_torch_steps,
+         "triton": case_triton, "dataloader_workers": case_dataloader}
+
+
+def main():
+    chosen = [n for n in CASES if not sys.argv[3:] or any(t in n for t in sys.argv[3:])]
+    passed = failed = 0
+    with tempfile.TemporaryDirectory(prefix="gprof-frameworks-") as tmp:
+        for name in chosen:
+            c = CASES[name](os.path.join(tmp, name))
+            passed += c.passed
+            failed += c.failed
+    print("%d passed, %d failed" % (passed, failed))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
