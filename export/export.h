@@ -264,7 +264,12 @@ struct gprof_export_config {
 	const char *output;
 	int gzip_level;	     /* 0..9 */
 	size_t buffer_bytes; /* cap on chunk memory (GPROF_BUFFER_MB); at least one chunk */
-	uint64_t base_ns;    /* baseTimeNanoseconds; 0: CLOCK_REALTIME at init */
+	/*
+	 * Compressor threads (GPROF_WRITER_THREADS): at most this many beside the writer, started
+	 * only while it falls behind; 0: the writer compresses alone.
+	 */
+	unsigned writer_threads;
+	uint64_t base_ns; /* baseTimeNanoseconds; 0: CLOCK_REALTIME at init */
 	/* Called on the writer thread when a window's file is done or abandoned; may be NULL. */
 	void (*on_window_done)(const struct gprof_export_result *r, void *arg);
 	void *arg;
