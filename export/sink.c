@@ -331,7 +331,7 @@ static void prime(struct gz_par *par, struct slice *sl)
 	par->hist_len = keep + sl->len;
 }
 
-/* The slice being filled goes on the list; the writer deflates one when no helper is free. */
+/* The slice being filled goes on the list, for a helper or, when too many wait, the writer. */
 static int seal(struct gz_sink *g)
 {
 	struct gz_par *par = &g->par;
@@ -352,7 +352,8 @@ static int seal(struct gz_sink *g)
 	par->tail = sl;
 	par->sealed++;
 	par->queued++;
-	if (par->queued > par->n_helpers)
+	/* The writer alone formats: it deflates only what the helpers leave waiting. */
+	if (par->queued > 2 * par->n_helpers)
 		deflate_taken(par, &g->zs, take(par));
 	else
 		pthread_cond_signal(&par->work);
