@@ -187,6 +187,8 @@ struct gprof_sink *gprof_sink_gzip(int fd, int level, const char *head, size_t l
  */
 void gprof_sink_threads(struct gprof_sink *s, unsigned max, size_t slice_bytes,
 			bool (*behind)(void));
+/* Tests: from now on starting a compressor thread fails (EAGAIN), as pthread_create() can. */
+void gprof_sink_fail_threads(bool fail);
 /* The same calls into memory (tests): the text is kept uncompressed. */
 struct gprof_sink *gprof_sink_memory(const char *head, size_t len);
 const char *gprof_sink_memory_text(const struct gprof_sink *s, size_t *len);

@@ -98,6 +98,8 @@ struct gz_sink {
 
 /* Compressor threads of every sink together: at most GPROF_WRITER_THREADS (atomic). */
 static unsigned helpers_running;
+/* Set by tests only: starting a compressor thread fails as pthread_create() can. */
+static bool fail_threads;
 
 /* Appends buf to the file (pwrite: a file opened again has its own offset). */
 static int write_all(struct gz_sink *g, const void *buf, size_t len)
@@ -250,7 +252,8 @@ static void start_helper(struct gz_par *par)
 			return;
 	} while (!__atomic_compare_exchange_n(&helpers_running, &n, n + 1, true, __ATOMIC_RELAXED,
 					      __ATOMIC_RELAXED));
-	rc = gprof_thread_start(&par->helpers[par->n_helpers], helper_main, par);
+	rc = fail_threads ? -EAGAIN
+			  : gprof_thread_start(&par->helpers[par->n_helpers], helper_main, par);
 	if (rc) {
 		__atomic_fetch_sub(&helpers_running, 1, __ATOMIC_RELAXED);
 		par->max_helpers = par->n_helpers; /* no more tries for this file */
@@ -590,6 +593,11 @@ void gprof_sink_threads(struct gprof_sink *s, unsigned max, size_t slice_bytes,
 	par->max_helpers = max < HELPERS_MAX ? max : HELPERS_MAX;
 	par->slice_bytes = slice_bytes;
 	par->behind = behind;
+}
+
+void gprof_sink_fail_threads(bool fail)
+{
+	fail_threads = fail;
 }
 
 /* The memory sink: the text as it would decompress. */

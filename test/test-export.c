@@ -1020,6 +1020,54 @@ TEST(export_slices_match_single_thread)
 	rm_rf(dir);
 }
 
+/* Compressor threads that cannot start: the writer deflates every slice, and says so once. */
+TEST(export_slices_without_threads)
+{
+	struct gprof_export_process_info proc = {.cupti_status = "not used"};
+	struct gprof_trace_meta m = {.proc = &proc,
+				     .rank = {0, 1},
+				     .base_ns = BASE_NS,
+				     .trace_name = "h_1.2.pt.trace.json.gz"};
+	struct gprof_trace *one, *tr;
+	char dir[64], path[128], *gz, *text;
+	size_t one_len, gz_len, len;
+	const char *want, *err_text;
+	int err, fd;
+
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/t.gz", dir);
+	one = gprof_trace_open(&m, BASE_NS, -1, 0, &(int){0});
+	ASSERT(one);
+	want = write_pairs(one, &m, 4000, &one_len);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	ASSERT(fd >= 0);
+	m.proc = &proc;
+	tr = gprof_trace_open(&m, BASE_NS, fd, 1, &err);
+	ASSERT(tr);
+	gprof_sink_fail_threads(true);
+	capture_stderr();
+	gprof_trace_threads(tr, 2, 65536, NULL);
+	write_pairs(tr, &m, 4000, NULL);
+	gprof_trace_free(tr);
+	/* A second file tries again, and says nothing more. */
+	m.proc = &proc;
+	tr = gprof_trace_open(&m, BASE_NS, open(path, O_RDWR | O_TRUNC), 1, &err);
+	ASSERT(tr);
+	gprof_trace_threads(tr, 2, 65536, NULL);
+	write_pairs(tr, &m, 4000, NULL);
+	gprof_trace_free(tr);
+	err_text = end_capture();
+	ASSERT_MSG(text_lines(err_text, "gprof: ") == 1 && text_lines(err_text, "") == 1, "%s",
+		   err_text);
+	ASSERT_STR_CONTAINS(err_text, "compressor thread");
+	gz = read_file(path, &gz_len);
+	ASSERT_MSG(trace_gunzip(gz, gz_len, false, &text, &len, why, sizeof(why)) == 0, "%s", why);
+	ASSERT(len == one_len && !memcmp(text, want, len));
+	free(text), free(gz);
+	gprof_trace_free(one);
+	rm_rf(dir);
+}
+
 /* The writer's .partial, copied while the window is open, holds every event pushed so far. */
 TEST(export_partial_file_readable)
 {
