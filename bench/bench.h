@@ -34,7 +34,10 @@ struct bench_stat {
 };
 void bench_stat_of(double *v, int n, struct bench_stat *s);
 
-/* B2's child: one window of synthetic kernels through the real writer; prints key=value. */
-int bench_export_main(int level, const char *dir, long kernels);
+/*
+ * B2's child: one window of synthetic kernels through the real writer, which may start
+ * `threads` compressor threads; prints key=value.
+ */
+int bench_export_main(int level, const char *dir, long kernels, unsigned threads);
 
 #endif

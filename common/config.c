@@ -125,6 +125,18 @@ static const struct var vars[] = {
 	.max = 65536,
     },
     {
+	.name = "GPROF_WRITER_THREADS",
+	.type = VAR_UINT,
+	.dflt = "1",
+	.help = "compressor threads the trace writer may start beside itself, only while it "
+		"falls behind (a big window written at once); 0: it compresses alone. On a 2-core "
+		"machine 1 uses the second core; more pays only where cores are idle",
+	.form = "an integer 0..16",
+	FIELD(writer_threads),
+	.min = 0,
+	.max = 16,
+    },
+    {
 	.name = "GPROF_SUMMARY",
 	.type = VAR_STRING,
 	.dflt = "stderr",

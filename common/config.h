@@ -64,6 +64,7 @@ struct gprof_config {
 	unsigned activities;	  /* enum gprof_activity bits */
 	int gzip_level;		  /* 0..9 */
 	unsigned buffer_mb;	  /* cap on memory held for records not yet written */
+	unsigned writer_threads;  /* compressor threads beside the trace writer, at most */
 	char summary[PATH_MAX];	  /* "stderr", "off" or a file path */
 	int log_level;		  /* enum gprof_log_level */
 	char cupti_lib[PATH_MAX]; /* empty: search for it */

@@ -69,8 +69,9 @@ struct producer {
 static bool live;
 /* New producers, pushed by their threads and taken all at once by the writer. */
 static struct producer *incoming;
-/* Every producer the writer knows; writer only. */
+/* Every producer the writer knows, and how many; writer only. */
 static struct producer *producers;
+static size_t n_producers;
 /* Drops per window slot and in all, counted by producers, read by the writer (relaxed). */
 static uint64_t dropped[GPROF_EXPORT_WINDOWS], dropped_total;
 
@@ -272,6 +273,7 @@ size_t gprof_buf_drain(gprof_buf_fn fn, void *arg)
 		next = p->incoming_next;
 		p->next = producers;
 		producers = p;
+		n_producers++;
 	}
 	for (struct producer **pp = &producers; (p = *pp);) {
 		/* Loaded before the drain: when set, every commit of the thread is visible. */
@@ -281,6 +283,7 @@ size_t gprof_buf_drain(gprof_buf_fn fn, void *arg)
 		if (exited) {
 			*pp = p->next;
 			producer_free(p);
+			n_producers--;
 		} else {
 			pp = &p->next;
 		}
@@ -322,6 +325,17 @@ uint64_t gprof_buf_dropped(unsigned slot)
 void gprof_buf_reset_dropped(unsigned slot)
 {
 	__atomic_store_n(&dropped[slot % GPROF_EXPORT_WINDOWS], 0, __ATOMIC_RELAXED);
+}
+
+size_t gprof_buf_backlog(void)
+{
+	uint32_t fresh = __atomic_load_n(&pool.fresh, __ATOMIC_RELAXED);
+	uint32_t n_free = __atomic_load_n(&pool.n_free, __ATOMIC_RELAXED);
+	size_t handed = fresh < pool.n ? fresh : pool.n;
+	/* n_free may briefly lag a pop: never below zero. */
+	size_t used = handed > n_free ? handed - n_free : 0;
+
+	return used > n_producers ? used - n_producers : 0;
 }
 
 uint64_t gprof_buf_dropped_total(void)

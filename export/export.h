@@ -22,7 +22,10 @@
  * The writer thread visits every producer every few milliseconds, reads the events committed
  * so far (also from partly filled chunks of idle threads), formats them into the file of their
  * window, and recycles full chunks. A thread's events survive its exit: a pthread key
- * destructor marks the producer exited and the writer frees it after its last event.
+ * destructor marks the producer exited and the writer frees it after its last event. While the
+ * writer falls behind (events of more than 16 chunks wait) it may start compressor threads,
+ * at most writer_threads, that deflate slices of the file beside it (export/sink.c); they end
+ * with the file.
  *
  * Windows: the stepper opens one per active window (gprof_export_window_open) and releases it
  * at "window complete"; the collector, which still delivers late GPU records for the window,
@@ -264,7 +267,12 @@ struct gprof_export_config {
 	const char *output;
 	int gzip_level;	     /* 0..9 */
 	size_t buffer_bytes; /* cap on chunk memory (GPROF_BUFFER_MB); at least one chunk */
-	uint64_t base_ns;    /* baseTimeNanoseconds; 0: CLOCK_REALTIME at init */
+	/*
+	 * Compressor threads (GPROF_WRITER_THREADS): at most this many beside the writer, started
+	 * only while it falls behind; 0: the writer compresses alone.
+	 */
+	unsigned writer_threads;
+	uint64_t base_ns; /* baseTimeNanoseconds; 0: CLOCK_REALTIME at init */
 	/* Called on the writer thread when a window's file is done or abandoned; may be NULL. */
 	void (*on_window_done)(const struct gprof_export_result *r, void *arg);
 	void *arg;

@@ -91,6 +91,11 @@ int gprof_buf_init(size_t cap_bytes);
 uint64_t gprof_buf_dropped(unsigned slot);
 void gprof_buf_reset_dropped(unsigned slot);
 uint64_t gprof_buf_dropped_total(void);
+/*
+ * Chunks holding events the writer has not passed on yet, beyond each producer's current one:
+ * how far the writer is behind (approximate; writer thread only).
+ */
+size_t gprof_buf_backlog(void);
 /* After fork in the child (and at shutdown): every later push is dropped. */
 void gprof_buf_stop(void);
 
@@ -169,6 +174,21 @@ struct gprof_sink;
 #define GPROF_SINK_MEM_LEVEL 6
 /* Takes fd on success (finish or free closes it); on failure the caller keeps it. */
 struct gprof_sink *gprof_sink_gzip(int fd, int level, const char *head, size_t len, int *err);
+/*
+ * Compressor threads for a gzip sink (other sinks ignore it; call it once, before any write).
+ * While behind() says the writer falls behind (NULL: always), at a sync point the body goes
+ * on in slices of slice_bytes instead of one stream: each is raw deflate of its own, primed
+ * with the text before it (deflateSetDictionary) and ended by a sync flush, so that the slices
+ * join in order into the same member; their CRC-32s are combined in order. At each slice's
+ * end, while still behind, one more thread is started, up to `max` for all sinks together
+ * (at most 16). The writer deflates a slice itself when no thread is free, or none could be
+ * started (said once); threads end with the file. A sync seals the slice being filled and
+ * waits until everything before it is in the file.
+ */
+void gprof_sink_threads(struct gprof_sink *s, unsigned max, size_t slice_bytes,
+			bool (*behind)(void));
+/* Tests: from now on starting a compressor thread fails (EAGAIN), as pthread_create() can. */
+void gprof_sink_fail_threads(bool fail);
 /* The same calls into memory (tests): the text is kept uncompressed. */
 struct gprof_sink *gprof_sink_memory(const char *head, size_t len);
 const char *gprof_sink_memory_text(const struct gprof_sink *s, size_t *len);
@@ -229,6 +249,9 @@ struct gprof_trace *gprof_trace_open(const struct gprof_trace_meta *m, uint64_t 
 				     int level, int *err);
 /* Formats events into the trace (the writer's inner loop). */
 void gprof_trace_events(struct gprof_trace *t, const struct gprof_export_event *ev, size_t n);
+/* gprof_sink_threads for the trace's sink (a gzip file; memory traces ignore it). */
+void gprof_trace_threads(struct gprof_trace *t, unsigned max, size_t slice_bytes,
+			 bool (*behind)(void));
 /* Every pass of the writer: hands formatted text to the sink; sync-flushes every 100 ms. */
 int gprof_trace_tick(struct gprof_trace *t, uint64_t now_ns);
 /* Newer process facts (devices, versions) for the kernel numbers and the final header. */

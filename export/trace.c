@@ -458,6 +458,12 @@ int gprof_trace_tick(struct gprof_trace *t, uint64_t now_ns)
 	return t->err;
 }
 
+void gprof_trace_threads(struct gprof_trace *t, unsigned max, size_t slice_bytes,
+			 bool (*behind)(void))
+{
+	gprof_sink_threads(t->sink, max, slice_bytes, behind);
+}
+
 void gprof_trace_set_proc(struct gprof_trace *t, const struct gprof_export_process_info *p)
 {
 	t->proc = *p;

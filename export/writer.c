@@ -18,6 +18,11 @@
 
 #define PASS_NS (5 * 1000000ull)   /* between passes while a window is in use */
 #define IDLE_NS (200 * 1000000ull) /* between passes otherwise */
+/*
+ * The writer is behind when events of this many chunks wait (8 K events, several ms of its
+ * work): then compressor threads may start.
+ */
+#define BEHIND_CHUNKS 16
 
 struct window {
 	/* Under ctl.lock; id 0 means the slot is free. */
@@ -198,6 +203,11 @@ static void meta_of(const struct window *w, struct gprof_trace_meta *m)
 	};
 }
 
+static bool writer_behind(void)
+{
+	return gprof_buf_backlog() >= BEHIND_CHUNKS;
+}
+
 /* Creates the folder and the .partial file, and writes the first header. */
 static void open_window(struct window *w, struct gprof_trace_meta *m)
 {
@@ -231,10 +241,12 @@ static void open_window(struct window *w, struct gprof_trace_meta *m)
 	m->rank = w->rank;
 	m->trace_name = strrchr(w->path, '/') + 1; /* m outlives this frame */
 	w->trace = gprof_trace_open(m, w->open_ns, fd, ctl.cfg.gzip_level, &w->error);
-	if (!w->trace)
+	if (!w->trace) {
 		abandon(w, w->error, "cannot write the trace file");
-	else
-		w->summary = gprof_summary_new();
+		return;
+	}
+	w->summary = gprof_summary_new();
+	gprof_trace_threads(w->trace, ctl.cfg.writer_threads, GPROF_SINK_SYNC_BYTES, writer_behind);
 }
 
 static void report(const struct window *w, const struct gprof_trace_meta *m, const uint64_t *counts,

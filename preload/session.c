@@ -337,6 +337,7 @@ int gprof_session_init(const struct gprof_config *config)
 	ecfg = (struct gprof_export_config){
 	    .output = cfg->output,
 	    .gzip_level = cfg->gzip_level,
+	    .writer_threads = cfg->writer_threads,
 	    .buffer_bytes = total - cupti,
 	    .on_window_done = gprof_report_window_done,
 	    .arg = (void *)cfg,

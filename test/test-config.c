@@ -152,6 +152,9 @@ static const struct reject rejects[] = {
     {"GPROF_GZIP_LEVEL", " 1", "not a decimal integer"},
     {"GPROF_GZIP_LEVEL", "1 ", "not a decimal integer"},
     {"GPROF_GZIP_LEVEL", "99999999999999999999999", "range"},
+    {"GPROF_WRITER_THREADS", "17", "range"},
+    {"GPROF_WRITER_THREADS", "-1", "not a decimal integer"},
+    {"GPROF_WRITER_THREADS", "two", "not a decimal integer"},
     {"GPROF_BUFFER_MB", "", "empty"},
     {"GPROF_BUFFER_MB", "0", "range"},
     {"GPROF_BUFFER_MB", "65537", "range"},
@@ -241,6 +244,7 @@ TEST(config_defaults)
 					GPROF_ACT_MEMORY | GPROF_ACT_API | GPROF_ACT_NVTX);
 	ASSERT_EQ(r.cfg.gzip_level, 1);
 	ASSERT_EQ(r.cfg.buffer_mb, 64);
+	ASSERT_EQ(r.cfg.writer_threads, 1);
 	ASSERT_STR_EQ(r.cfg.summary, "stderr");
 	ASSERT_EQ(r.cfg.log_level, GPROF_LOG_WARN);
 	ASSERT_STR_EQ(r.cfg.cupti_lib, "");
@@ -331,8 +335,17 @@ TEST(config_value_forms)
 	    {"GPROF_BUFFER_MB=1", GPROF_LOG_WARN, 1, 1},
 	    {"GPROF_BUFFER_MB=65536", GPROF_LOG_WARN, 1, 65536},
 	};
+	static const struct {
+		const char *entry;
+		unsigned threads;
+	} threads[] = {{"GPROF_WRITER_THREADS=0", 0}, {"GPROF_WRITER_THREADS=16", 16}};
 	struct run r;
 
+	for (size_t i = 0; i < ARRAY_SIZE(threads); i++) {
+		load1(&r, threads[i].entry);
+		assert_ok_silent(&r, threads[i].entry);
+		ASSERT_MSG(r.cfg.writer_threads == threads[i].threads, "%s", threads[i].entry);
+	}
 	for (size_t i = 0; i < ARRAY_SIZE(nums); i++) {
 		load1(&r, nums[i].entry);
 		assert_ok_silent(&r, nums[i].entry);
@@ -779,6 +792,7 @@ TEST(config_print_table)
 	    "| `GPROF_ACTIVITIES` | `kernel,memcpy,memset,memory,api,nvtx` | ",
 	    "| `GPROF_GZIP_LEVEL` | `1` | ",
 	    "| `GPROF_BUFFER_MB` | `64` | ",
+	    "| `GPROF_WRITER_THREADS` | `1` | ",
 	    "| `GPROF_SUMMARY` | `stderr` | ",
 	    "| `GPROF_LOG` | `warn` | ",
 	    "| `GPROF_CUPTI_LIB` | auto | ",

@@ -19,6 +19,7 @@
 
 #include "export/internal.h"
 #include "task.h"
+#include "util/proc.h"
 #include "util/text.h"
 #include "util/trace.h"
 
@@ -104,12 +105,16 @@ static void on_done(const struct gprof_export_result *r, void *arg)
 	last_result.path = last_path;
 }
 
+/* Compressor threads the writer may start (a test that wants them sets it first). */
+static unsigned export_threads;
+
 static void start_export(const char *output, size_t cap)
 {
 	struct gprof_export_config cfg = {
 	    .output = output,
 	    .gzip_level = 1,
 	    .buffer_bytes = cap,
+	    .writer_threads = export_threads,
 	    .base_ns = BASE_NS,
 	    .on_window_done = on_done,
 	};
@@ -881,6 +886,188 @@ TEST(export_cut_after_sync_flush)
 	rm_rf(dir);
 }
 
+/* Kernel i with its launch and their flow, as in B2 (bench/export-bench.c). */
+static void launch_pair(uint32_t i, struct gprof_export_event ev[2])
+{
+	uint64_t at = BASE_NS + US(1000) + i * 2000ull;
+
+	ev[0] = (struct gprof_export_event){
+	    .kind = GPROF_EXPORT_RUNTIME,
+	    .ts_ns = at,
+	    .dur_ns = 1500 + i % 400,
+	    .tid = 4242,
+	    .correlation = i + 1,
+	    .flags = GPROF_EXPORT_FLOW | GPROF_EXPORT_ARG_RESULT,
+	    .name = gprof_export_intern("cudaLaunchKernel"),
+	    .u.api.cbid = 211,
+	};
+	ev[1] = (struct gprof_export_event){
+	    .kind = GPROF_EXPORT_KERNEL,
+	    .ts_ns = at + 5000,
+	    .dur_ns = 900 + (i * 37) % 1000,
+	    .stream = 7 + (i % 2) * 6,
+	    .correlation = i + 1,
+	    .flags = GPROF_EXPORT_FLOW,
+	    .name =
+		gprof_export_intern(i % 3 ? "void gemm<float, 128>(float*, int)" : "relu(float*)"),
+	    .u.kernel = {.grid = {64u << (i % 4), 1, 1}, .block = {128, 1, 1}, .context = 1},
+	};
+}
+
+/*
+ * One window of `pairs` launches into tr, with a writer pass (tick) every 500 pairs, 150 ms of
+ * trace time apart, so that sync flushes fall between slices too. The text of a memory trace.
+ */
+static const char *write_pairs(struct gprof_trace *tr, struct gprof_trace_meta *m, uint32_t pairs,
+			       size_t *len)
+{
+	struct gprof_export_event ev[2];
+
+	for (uint32_t i = 0; i < pairs; i++) {
+		launch_pair(i, ev);
+		gprof_trace_events(tr, ev, 2);
+		if (i % 500 == 499)
+			ASSERT_EQ(gprof_trace_tick(tr, BASE_NS + i / 500 * US(150000)), 0);
+	}
+	ASSERT_EQ(gprof_trace_close(tr, m), 0);
+	return len ? gprof_trace_text(tr, len) : NULL;
+}
+
+/* What argv printed on stdout; it must exit 0. Skips the test where argv[1] is missing. */
+static char *run_tool(const char *const argv[], size_t *len)
+{
+	struct proc_result res;
+
+	ASSERT_EQ(proc_run(argv, NULL, 120, &res), 0);
+	if (res.status == 127)
+		SKIP("no %s", argv[1]);
+	ASSERT_MSG(res.status == 0, "%s %s: %s", argv[1], argv[2], res.err);
+	*len = res.out_len;
+	free(res.err);
+	return res.out;
+}
+
+/*
+ * Compressor threads: a window cut into slices of 1 byte to 16 MiB, deflated by up to three
+ * threads and the writer, is one gzip member whose text is byte for byte the single-thread
+ * writer's; gzip -t, Python's gzip and the trace checker read it. Slices joined out of order,
+ * a wrong CRC or a slice lost would each fail here.
+ */
+TEST(export_slices_match_single_thread)
+{
+	static const struct {
+		size_t slice_bytes;
+		unsigned threads;
+		uint32_t pairs;
+	} cases[] = {
+	    {1, 2, 60},	      {7, 1, 400},	    {4093, 3, 4000},
+	    {65536, 2, 4000}, {1u << 20, 1, 30000}, {16u << 20, 3, 30000},
+	};
+	struct gprof_export_process_info proc = {.cupti_status = "not used"};
+	struct gprof_trace_meta m = {.proc = &proc,
+				     .rank = {0, 1},
+				     .base_ns = BASE_NS,
+				     .trace_name = "h_1.2.pt.trace.json.gz"};
+	char dir[64], path[128];
+
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/t.gz", dir);
+	for (size_t c = 0; c < ARRAY_SIZE(cases); c++) {
+		const char *gzip_t[] = {"/usr/bin/env", "gzip", "-t", path, NULL};
+		const char *py[] = {"/usr/bin/env",
+				    "python3",
+				    "-c",
+				    "import gzip, sys; "
+				    "sys.stdout.buffer.write(gzip.open(sys.argv[1]).read())",
+				    path,
+				    NULL};
+		struct gprof_trace *one, *tr;
+		size_t one_len, gz_len, len;
+		const char *want;
+		char *gz, *text;
+		struct trace t;
+		int err, fd;
+
+		m.proc = &proc;
+		one = gprof_trace_open(&m, BASE_NS, -1, 0, &(int){0});
+		ASSERT(one);
+		want = write_pairs(one, &m, cases[c].pairs, &one_len);
+		fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+		ASSERT(fd >= 0);
+		m.proc = &proc; /* close pointed it at the trace's copy */
+		tr = gprof_trace_open(&m, BASE_NS, fd, 1, &err);
+		ASSERT_MSG(tr, "%s", strerror(-err));
+		gprof_trace_threads(tr, cases[c].threads, cases[c].slice_bytes, NULL);
+		write_pairs(tr, &m, cases[c].pairs, NULL);
+		gprof_trace_free(tr);
+
+		gz = read_file(path, &gz_len);
+		ASSERT_MSG(trace_gunzip(gz, gz_len, false, &text, &len, why, sizeof(why)) == 0,
+			   "slices of %zu: %s", cases[c].slice_bytes, why);
+		ASSERT_MSG(len == one_len && !memcmp(text, want, len),
+			   "slices of %zu: the text differs", cases[c].slice_bytes);
+		ASSERT_EQ(trace_parse(text, len, &t, why, sizeof(why)), 0);
+		ASSERT_TRACE_OK(&t);
+		trace_free(&t);
+		free(text), free(gz);
+		free(run_tool(gzip_t, &len));
+		text = run_tool(py, &len);
+		ASSERT_MSG(len == one_len && !memcmp(text, want, len),
+			   "slices of %zu: Python's gzip reads other text", cases[c].slice_bytes);
+		free(text);
+		gprof_trace_free(one);
+	}
+	rm_rf(dir);
+}
+
+/* Compressor threads that cannot start: the writer deflates every slice, and says so once. */
+TEST(export_slices_without_threads)
+{
+	struct gprof_export_process_info proc = {.cupti_status = "not used"};
+	struct gprof_trace_meta m = {.proc = &proc,
+				     .rank = {0, 1},
+				     .base_ns = BASE_NS,
+				     .trace_name = "h_1.2.pt.trace.json.gz"};
+	struct gprof_trace *one, *tr;
+	char dir[64], path[128], *gz, *text;
+	size_t one_len, gz_len, len;
+	const char *want, *err_text;
+	int err, fd;
+
+	make_tmpdir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/t.gz", dir);
+	one = gprof_trace_open(&m, BASE_NS, -1, 0, &(int){0});
+	ASSERT(one);
+	want = write_pairs(one, &m, 4000, &one_len);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	ASSERT(fd >= 0);
+	m.proc = &proc;
+	tr = gprof_trace_open(&m, BASE_NS, fd, 1, &err);
+	ASSERT(tr);
+	gprof_sink_fail_threads(true);
+	capture_stderr();
+	gprof_trace_threads(tr, 2, 65536, NULL);
+	write_pairs(tr, &m, 4000, NULL);
+	gprof_trace_free(tr);
+	/* A second file tries again, and says nothing more. */
+	m.proc = &proc;
+	tr = gprof_trace_open(&m, BASE_NS, open(path, O_RDWR | O_TRUNC), 1, &err);
+	ASSERT(tr);
+	gprof_trace_threads(tr, 2, 65536, NULL);
+	write_pairs(tr, &m, 4000, NULL);
+	gprof_trace_free(tr);
+	err_text = end_capture();
+	ASSERT_MSG(text_lines(err_text, "gprof: ") == 1 && text_lines(err_text, "") == 1, "%s",
+		   err_text);
+	ASSERT_STR_CONTAINS(err_text, "compressor thread");
+	gz = read_file(path, &gz_len);
+	ASSERT_MSG(trace_gunzip(gz, gz_len, false, &text, &len, why, sizeof(why)) == 0, "%s", why);
+	ASSERT(len == one_len && !memcmp(text, want, len));
+	free(text), free(gz);
+	gprof_trace_free(one);
+	rm_rf(dir);
+}
+
 /* The writer's .partial, copied while the window is open, holds every event pushed so far. */
 TEST(export_partial_file_readable)
 {
@@ -1004,7 +1191,8 @@ static void load_only_trace(const char *dir, struct trace *t)
 	ASSERT_TRACE_OK(t);
 }
 
-TEST(export_concurrent_producers)
+/* With `behind`, the writer reads nothing until every producer is done: it starts far behind. */
+static void concurrent_producers(bool behind)
 {
 	enum {
 		THREADS = 8,
@@ -1019,9 +1207,11 @@ TEST(export_concurrent_producers)
 	make_tmpdir(dir, sizeof(dir));
 	start_export(dir, 64u << 20);
 	w = open_window(0, 0);
+	gprof_export_pause(behind);
 	for (uint32_t i = 0; i < THREADS; i++)
 		args[i] = (struct producer_arg){.window = w, .idx = i, .count = PER_THREAD};
 	run_producers(args, THREADS);
+	gprof_export_pause(false);
 	close_window(w);
 	load_only_trace(dir, &t);
 	count_sequences(&t, THREADS, PER_THREAD, seen);
@@ -1032,6 +1222,18 @@ TEST(export_concurrent_producers)
 	trace_free(&t);
 	free(seen);
 	rm_rf(dir);
+}
+
+TEST(export_concurrent_producers)
+{
+	concurrent_producers(false);
+}
+
+/* The writer behind with compressor threads allowed: the same file, written in slices. */
+TEST(export_concurrent_producers_threads)
+{
+	export_threads = 2;
+	concurrent_producers(true);
 }
 
 /*
@@ -1351,6 +1553,59 @@ TEST(export_disk_full)
 	for (struct dirent *de; (de = readdir(d));)
 		ASSERT_MSG(de->d_name[0] == '.', "left behind: %s", de->d_name);
 	closedir(d);
+	rm_rf(dir);
+}
+
+/* The same with compressor threads allowed: still one line, nothing left behind. */
+TEST(export_disk_full_threads)
+{
+	export_threads = 2;
+	test_export_disk_full();
+}
+
+/* Threads of this process named `comm` now. */
+static int threads_named(const char *comm)
+{
+	char path[64], name[32];
+	DIR *d = opendir("/proc/self/task");
+	int n = 0;
+
+	ASSERT(d);
+	for (struct dirent *de; (de = readdir(d));) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/self/task/%.16s/comm", de->d_name);
+		f = fopen(path, "re");
+		if (f && fgets(name, sizeof(name), f))
+			n += strcspn(name, "\n") == strlen(comm) &&
+			     !strncmp(name, comm, strlen(comm));
+		if (f)
+			fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
+/* A light window, which the writer keeps up with, starts no compressor thread. */
+TEST(export_light_window_no_compressor)
+{
+	char dir[64];
+	struct trace t;
+	uint32_t w;
+
+	make_tmpdir(dir, sizeof(dir));
+	export_threads = 2;
+	start_export(dir, 16u << 20);
+	w = open_window(0, 0);
+	for (int i = 0; i < 20; i++, usleep(20000)) {
+		push_marks(w, 200);
+		ASSERT_EQ(threads_named("gprof-deflate"), 0);
+	}
+	ASSERT_EQ(threads_named("gprof-writer"), 1);
+	close_window(w);
+	load_only_trace(dir, &t);
+	ASSERT_TRACE_OK(&t);
+	trace_free(&t);
 	rm_rf(dir);
 }
 
