@@ -181,6 +181,10 @@ X(e2e_collector_activities)
 X(e2e_collector_back_to_back_windows)
 X(e2e_collector_cross_thread_ranges)
 
+/* test-e2e-nccl: NCCL collectives as CPU operators */
+X(e2e_nccl_collectives)
+X(e2e_nccl_hooks_only)
+
 /* summary */
 X(summary_matches_trace)
 X(summary_stderr_and_off)
