@@ -1,8 +1,9 @@
 /*
  * A data-parallel training loop in miniature on the simulated libnccl: one communicator of
  * WORLD_SIZE ranks (this process is RANK), and per step an NVTX "step" mark, a compute kernel
- * (_Z7computePfi, grid 64, block 256), ncclAllReduce of -n floats (sum) and ncclAllGather of
- * -n/4 bf16 values, on one stream, then cudaStreamSynchronize. -s steps (default 6).
+ * (_Z7computePfi, grid 64, block 256) on one stream and, on another, as DDP overlaps them,
+ * ncclAllReduce of -n floats (sum) and ncclAllGather of -n / 4 / WORLD_SIZE bf16 values; then
+ * both streams are synchronized. -s steps (default 6).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +43,7 @@ int main(int argc, char **argv)
 	int steps = 6, count = 1 << 20, opt, rank = env_int("RANK", 0);
 	int world = env_int("WORLD_SIZE", 1);
 	dim3 grid = {64, 1, 1}, block = {256, 1, 1};
-	cudaStream_t stream;
+	cudaStream_t stream, comm_stream;
 	ncclUniqueId id;
 	ncclComm_t comm;
 	float *grads;
@@ -60,6 +61,7 @@ int main(int argc, char **argv)
 		goto usage;
 	CHECK(cudaSetDevice(env_int("LOCAL_RANK", 0)), cudaSuccess);
 	CHECK(cudaStreamCreate(&stream), cudaSuccess);
+	CHECK(cudaStreamCreate(&comm_stream), cudaSuccess);
 	CHECK(cudaMalloc((void **)&grads, (size_t)count * sizeof(float)), cudaSuccess);
 	args[0] = &grads;
 	CHECK(ncclGetUniqueId(&id), ncclSuccess);
@@ -68,17 +70,19 @@ int main(int argc, char **argv)
 		nvtxMarkA("step");
 		CHECK(cudaLaunchKernel((const void *)compute_stub, grid, block, args, 0, stream),
 		      cudaSuccess);
-		CHECK(
-		    ncclAllReduce(grads, grads, (size_t)count, ncclFloat32, ncclSum, comm, stream),
-		    ncclSuccess);
+		CHECK(ncclAllReduce(grads, grads, (size_t)count, ncclFloat32, ncclSum, comm,
+				    comm_stream),
+		      ncclSuccess);
 		CHECK(ncclAllGather(grads, grads, (size_t)count / 4 / world, ncclBfloat16, comm,
-				    stream),
+				    comm_stream),
 		      ncclSuccess);
 		CHECK(cudaStreamSynchronize(stream), cudaSuccess);
+		CHECK(cudaStreamSynchronize(comm_stream), cudaSuccess);
 	}
 	nvtxMarkA("step");
 	CHECK(ncclCommDestroy(comm), ncclSuccess);
 	CHECK(cudaFree(grads), cudaSuccess);
+	CHECK(cudaStreamDestroy(comm_stream), cudaSuccess);
 	CHECK(cudaStreamDestroy(stream), cudaSuccess);
 	printf("nccl-app: rank %d of %d, %d steps ok\n", rank, world, steps);
 	return 0;
