@@ -70,6 +70,22 @@ class Window:
         self.ops = [g for g in ops if g["corr"] in corrs]
         self.kernels = [g for g in self.ops if g["kind"] == "kernel"]
         self.call_of = {g["corr"]: g for g in self.calls}
+        self.step_spans = sorted((int(e["name"].split("#")[1]), base + round(e["ts"] * 1000),
+                                  base + round((e["ts"] + e["dur"]) * 1000)) for e in steps)
+        # the simulated libnccl's calls that made launches of the window, each with its
+        # kernels ("kernels") and the step it was called in ("step"); their kernels are the
+        # communication kernels, the rest compute
+        self.collectives = []
+        for n in (g for g in log if g["type"] == "nccl"):
+            made = {g["corr"] for g in self.calls if g["tid"] == n["tid"] and
+                    n["start"] <= g["start"] and g["end"] <= n["end"]}
+            if made:
+                n["kernels"] = [k for k in self.kernels if k["corr"] in made]
+                n["step"] = next((s for s, b, e in self.step_spans if b <= n["start"] < e), None)
+                self.collectives.append(n)
+        comm = {k["corr"] for n in self.collectives for k in n["kernels"]}
+        self.comm_kernels = [k for k in self.kernels if k["corr"] in comm]
+        self.compute_kernels = [k for k in self.kernels if k["corr"] not in comm]
         # device memory in use after each allocation and free the window saw
         in_use, self.memory = 0, []
         for g in sorted((g for g in log if g["type"] == "memory" and
@@ -78,10 +94,10 @@ class Window:
             if self.begin <= g["time"] < self.end:
                 self.memory.append(in_use)
 
-    def kernel_totals(self):
-        """demangled name -> (count, total ns) of the window's kernels."""
+    def kernel_totals(self, kernels=None):
+        """demangled name -> (count, total ns) of the window's kernels (or of `kernels`)."""
         out = {}
-        for k in self.kernels:
+        for k in self.kernels if kernels is None else kernels:
             n, t = out.get(demangled(k["name"]), (0, 0))
             out[demangled(k["name"])] = (n + 1, t + k["end"] - k["start"])
         return out
