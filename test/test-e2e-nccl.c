@@ -2,7 +2,8 @@
  * End-to-end tests of NCCL's collectives (preload/nccl.c): test/apps/nccl-app on the simulated
  * libnccl, GPU and CUPTI. Each collective call of the recorded steps, as the simulated libnccl's
  * own ground-truth lines tell them, must be one nccl:<op> cpu_op with its count and type, whose
- * External id is carried by exactly the runtime call and the kernel that call launched.
+ * External id is carried by exactly the runtime call and the kernel that call launched (none
+ * for a call NCCL refused).
  */
 #include <stdio.h>
 #include <string.h>
@@ -11,10 +12,12 @@
 #include "util/e2e.h"
 #include "util/gtlog.h"
 
-/* nccl-app: per step ncclAllReduce of 2^20 floats, then ncclAllGather of 2^18 / WORLD_SIZE bf16. */
-#define CALLS_PER_STEP 2
-#define FIRST_STEP     2 /* the default schedule records steps 2-4 */
-#define STEPS	       3
+/*
+ * nccl-app: per step ncclAllReduce of 2^20 floats, then ncclAllGather of 2^18 / WORLD_SIZE bf16
+ * (and with -e an all-reduce that NCCL refuses).
+ */
+#define FIRST_STEP 2 /* the default schedule records steps 2-4 */
+#define STEPS	   3
 
 /* The operator PyTorch's profiler names for a call, and the element types of ncclDataType_t. */
 static const struct {
@@ -112,12 +115,13 @@ static void check_inputs(const json_t *op, json_t *n)
 
 /*
  * The events carrying External id `id`: exactly the runtime call with the launch's correlation
- * and, with CUPTI, the kernel it launched (the ground truth's, by name). Returns how many.
+ * and, with CUPTI, the kernel it launched (the ground truth's, by name); none without a launch.
+ * Returns how many.
  */
 static int check_external(const struct trace *t, json_t *gt, long long id, json_t *launch,
 			  bool cupti)
 {
-	long long corr = gtlog_int(launch, "corr");
+	long long corr = launch ? gtlog_int(launch, "corr") : -2;
 	int runtime = 0, kernels = 0;
 	json_t *ev;
 	size_t i;
@@ -144,8 +148,8 @@ static int check_external(const struct trace *t, json_t *gt, long long id, json_
 			kernels++;
 		}
 	}
-	ASSERT_EQ(runtime, 1);
-	ASSERT_EQ(kernels, cupti ? 1 : 0);
+	ASSERT_EQ(runtime, launch ? 1 : 0);
+	ASSERT_EQ(kernels, launch && cupti ? 1 : 0);
 	return runtime + kernels;
 }
 
@@ -169,9 +173,10 @@ static void check_no_other_ids(const struct trace *t, int n_ids, int carried)
 	ASSERT_EQ(with_id, carried);
 }
 
-static void run_nccl_app(struct e2e_run *r, bool cupti)
+static void run_nccl_app(struct e2e_run *r, bool cupti, bool refused)
 {
-	const char *argv[] = {proc_build_path("test/apps/nccl-app"), "-s", "8", NULL};
+	const char *argv[] = {proc_build_path("test/apps/nccl-app"), "-s", "8",
+			      refused ? "-e" : NULL, NULL};
 	const char *env[] = {"GPROF_SUMMARY=off", "RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=0", NULL};
 
 	e2e_run(r, argv, e2e_cupti(cupti), env, true);
@@ -180,42 +185,49 @@ static void run_nccl_app(struct e2e_run *r, bool cupti)
 }
 
 /* The collectives of the recorded steps, by the simulated libnccl's ground truth. */
-static void check_collectives(bool cupti)
+static void check_collectives(bool cupti, bool refused)
 {
+	size_t i, per_step = refused ? 3 : 2;
 	struct e2e_run r;
-	json_t *calls, *n;
+	json_t *calls;
 	int carried = 0;
-	size_t i;
 
-	run_nccl_app(&r, cupti);
+	run_nccl_app(&r, cupti, refused);
 	calls = gtlog_sorted(r.gt, "{\"type\":\"nccl\"}", "start");
-	ASSERT_EQ(json_array_size(calls), 8 * CALLS_PER_STEP);
-	for (i = FIRST_STEP * CALLS_PER_STEP; i < (FIRST_STEP + STEPS) * CALLS_PER_STEP; i++) {
-		json_t *launch, *op;
+	ASSERT_EQ(json_array_size(calls), 8 * per_step);
+	for (i = FIRST_STEP * per_step; i < (FIRST_STEP + STEPS) * per_step; i++) {
+		json_t *n = json_array_get(calls, i), *launch = NULL, *op;
 
-		n = json_array_get(calls, i);
-		ASSERT_EQ(gtlog_int(n, "result"), 0);
+		/* the hook returned what NCCL did: nccl-app checks it and exits 1 otherwise */
+		ASSERT_EQ(gtlog_int(n, "result"), refused && i % per_step == 2 ? 4 : 0);
 		op = trace_op(&r.traces[0], n);
 		ASSERT_STR_EQ(trace_str(op, "name"), op_of(gtlog_str(n, "name")));
 		check_inputs(op, n);
 		ASSERT_GT(e2e_arg_int(op, "External id"), 0);
-		launch = gt_launch(r.gt, n);
+		if (gtlog_int(n, "result") == 0)
+			launch = gt_launch(r.gt, n);
 		carried += check_external(&r.traces[0], r.gt, e2e_arg_int(op, "External id"),
 					  launch, cupti);
 		json_decref(launch);
 	}
-	check_no_other_ids(&r.traces[0], STEPS * CALLS_PER_STEP, carried);
+	check_no_other_ids(&r.traces[0], (int)(STEPS * per_step), carried);
 	json_decref(calls);
 	e2e_free(&r);
 }
 
 TEST(e2e_nccl_collectives)
 {
-	check_collectives(true);
+	check_collectives(true, false);
 }
 
 /* Without CUPTI the hooks write the launches, and tie them to their operator themselves. */
 TEST(e2e_nccl_hooks_only)
 {
-	check_collectives(false);
+	check_collectives(false, false);
+}
+
+/* A call NCCL refuses returns its error through the hook and is an operator with no work. */
+TEST(e2e_nccl_refused_call)
+{
+	check_collectives(true, true);
 }

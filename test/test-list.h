@@ -184,6 +184,7 @@ X(e2e_collector_cross_thread_ranges)
 /* test-e2e-nccl: NCCL collectives as CPU operators */
 X(e2e_nccl_collectives)
 X(e2e_nccl_hooks_only)
+X(e2e_nccl_refused_call)
 
 /* summary */
 X(summary_matches_trace)

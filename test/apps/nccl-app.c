@@ -3,7 +3,8 @@
  * WORLD_SIZE ranks (this process is RANK), and per step an NVTX "step" mark, a compute kernel
  * (_Z7computePfi, grid 64, block 256) on one stream and, on another, as DDP overlaps them,
  * ncclAllReduce of -n floats (sum) and ncclAllGather of -n / 4 / WORLD_SIZE bf16 values; then
- * both streams are synchronized. -s steps (default 6).
+ * both streams are synchronized. -s steps (default 6). With -e each step also makes a call
+ * NCCL refuses (a NULL communicator) and checks that it returned ncclInvalidArgument.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +41,7 @@ static int env_int(const char *name, int dflt)
 
 int main(int argc, char **argv)
 {
-	int steps = 6, count = 1 << 20, opt, rank = env_int("RANK", 0);
+	int steps = 6, count = 1 << 20, opt, rank = env_int("RANK", 0), refused = 0;
 	int world = env_int("WORLD_SIZE", 1);
 	dim3 grid = {64, 1, 1}, block = {256, 1, 1};
 	cudaStream_t stream, comm_stream;
@@ -49,8 +50,10 @@ int main(int argc, char **argv)
 	float *grads;
 	void *args[1];
 
-	while ((opt = getopt(argc, argv, "s:n:")) != -1) {
-		if (opt == 's')
+	while ((opt = getopt(argc, argv, "s:n:e")) != -1) {
+		if (opt == 'e')
+			refused = 1;
+		else if (opt == 's')
 			steps = atoi(optarg);
 		else if (opt == 'n')
 			count = atoi(optarg);
@@ -76,6 +79,10 @@ int main(int argc, char **argv)
 		CHECK(ncclAllGather(grads, grads, (size_t)count / 4 / world, ncclBfloat16, comm,
 				    comm_stream),
 		      ncclSuccess);
+		if (refused)
+			CHECK(
+			    ncclAllReduce(grads, grads, 1, ncclFloat32, ncclSum, NULL, comm_stream),
+			    ncclInvalidArgument);
 		CHECK(cudaStreamSynchronize(stream), cudaSuccess);
 		CHECK(cudaStreamSynchronize(comm_stream), cudaSuccess);
 	}
@@ -87,6 +94,6 @@ int main(int argc, char **argv)
 	printf("nccl-app: rank %d of %d, %d steps ok\n", rank, world, steps);
 	return 0;
 usage:
-	fprintf(stderr, "usage: nccl-app [-s steps] [-n count]\n");
+	fprintf(stderr, "usage: nccl-app [-s steps] [-n count] [-e]\n");
 	return 2;
 }
