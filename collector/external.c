@@ -6,11 +6,8 @@
  */
 #include "collector/internal.h"
 
-/*
- * Direct-mapped by correlation id: an entry lives until a call this many ids later takes its
- * slot, far longer than a launch waits for its GPU record. Collector thread only.
- */
-#define SLOTS 16384
+/* Collector thread only. */
+#define SLOTS GPROF_COLL_EXTERNAL_SLOTS
 
 static struct {
 	uint32_t corr, id;

@@ -182,7 +182,10 @@ void gprof_coll_held_reset(void);
 /*
  * external.c, collector thread: an EXTERNAL record's correlation id -> operator id, and an
  * API or GPU event's "External id" set from what was noted for its correlation id (0: none).
+ * Direct-mapped by correlation id: an entry lives until a call this many ids later takes its
+ * slot, far longer than a launch waits for its GPU record.
  */
+#define GPROF_COLL_EXTERNAL_SLOTS 16384
 void gprof_coll_external_note(uint32_t corr, uint32_t id);
 void gprof_coll_external_apply(struct gprof_export_event *ev);
 
