@@ -73,7 +73,9 @@ class Window:
         self.step_spans = sorted((int(e["name"].split("#")[1]), base + round(e["ts"] * 1000),
                                   base + round((e["ts"] + e["dur"]) * 1000)) for e in steps)
         # the simulated libnccl's calls that made launches of the window, each with its
-        # kernels ("kernels") and the step it was called in ("step"); their kernels are the
+        # kernels ("kernels"), the step it was called in ("step") and the room around it on its
+        # thread ("room": from the end of the thread's call before to the start of the one
+        # after, where a profiler's span of the call must lie); their kernels are the
         # communication kernels, the rest compute
         self.collectives = []
         for n in (g for g in log if g["type"] == "nccl"):
@@ -82,6 +84,7 @@ class Window:
             if made:
                 n["kernels"] = [k for k in self.kernels if k["corr"] in made]
                 n["step"] = next((s for s, b, e in self.step_spans if b <= n["start"] < e), None)
+                n["room"] = room(log, n)
                 self.collectives.append(n)
         comm = {k["corr"] for n in self.collectives for k in n["kernels"]}
         self.comm_kernels = [k for k in self.kernels if k["corr"] in comm]
@@ -112,6 +115,15 @@ class Window:
         return out
 
 
+def room(log, call):
+    """(end of the thread's last call before `call`, start of its next one after)."""
+    mine = [g for g in log if g["type"] in ("api", "nccl") and g["pid"] == call["pid"] and
+            g["tid"] == call["tid"]]
+    before = [g["end"] for g in mine if g["end"] <= call["start"]]
+    after = [g["start"] for g in mine if g["start"] >= call["end"]]
+    return max(before, default=call["start"]), min(after, default=call["end"])
+
+
 def union(intervals):
     """Length of the union of (begin, end) pairs."""
     total, cur_b, cur_e = 0, None, None
@@ -137,6 +149,12 @@ class Checks:
     def close(self, name, got, want, tol):
         ok = abs(got - want) <= tol
         print(f"{'ok  ' if ok else 'FAIL'} {self.what}: {name}: {got} (ground truth {want}, +-{tol})")
+        if not ok:
+            self.failed.append(name)
+
+    def between(self, name, got, lo, hi):
+        ok = lo <= got <= hi
+        print(f"{'ok  ' if ok else 'FAIL'} {self.what}: {name}: {got} (ground truth {lo} to {hi})")
         if not ok:
             self.failed.append(name)
 
