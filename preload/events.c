@@ -141,7 +141,7 @@ void gprof_events_api(uint32_t window, uint32_t tid, const struct gprof_api_call
 		    .cbid = (uint32_t)hi->cbid,
 		    .result = c->result,
 		    .copy_kind = copy_kind(c->copy_kind),
-		    .external = gprof_nccl_current_op(),
+		    .external = gprof_current_op(),
 		},
 	};
 	if (hi->family == GPROF_FAMILY_LAUNCH) {

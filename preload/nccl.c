@@ -69,9 +69,6 @@ static const char *const type_name[] = {
 /* NCCL's definitions, found on first use (a race only finds them twice). */
 static void *real[OP_COUNT];
 
-/* The operator the calling thread is in (its External id), 0 outside one. */
-static GPROF_TLS uint32_t current_op;
-
 /* External ids of operators, from 1; the writer of each takes the next. */
 static uint32_t last_id;
 
@@ -100,15 +97,10 @@ static nccl_result missing(enum nccl_op op)
 	return NCCL_SYSTEM_ERROR;
 }
 
-uint32_t gprof_nccl_current_op(void)
-{
-	return current_op;
-}
-
 /* Whether the call is recorded: then c is started and the operator is the thread's. */
 static bool op_begin(struct gprof_nccl_call *c, enum nccl_op op, size_t count, int type)
 {
-	if (current_op || !gprof_session_recording())
+	if (gprof_current_op() || !gprof_session_recording())
 		return false;
 	*c = (struct gprof_nccl_call){
 	    .name = op_name[op],
@@ -120,7 +112,7 @@ static bool op_begin(struct gprof_nccl_call *c, enum nccl_op op, size_t count, i
 	if (!c->external) /* wrapped: 0 means none */
 		c->external = __atomic_add_fetch(&last_id, 1, __ATOMIC_RELAXED);
 	c->pushed = gprof_collector_external_begin(c->external);
-	current_op = c->external;
+	gprof_set_current_op(c->external);
 	return true;
 }
 
@@ -130,7 +122,7 @@ static nccl_result op_end(struct gprof_nccl_call *c, nccl_result result)
 
 	if (c->pushed)
 		gprof_collector_external_end();
-	current_op = 0;
+	gprof_set_current_op(0);
 	c->end_ns = gprof_realtime_ns();
 	gprof_session_nccl(c);
 	errno = saved_errno;

@@ -48,6 +48,9 @@ static inline void gprof_hot_set(int bits, bool on)
 /* Per-thread: the thread id, cached; forgotten in a child after fork(). */
 int gprof_tid(void);
 void gprof_tid_forget(void);
+/* Per-thread: the External id of the CPU operator (nccl.c) the thread is in; 0 outside one. */
+uint32_t gprof_current_op(void);
+void gprof_set_current_op(uint32_t external);
 
 /* ---- hook-table.c: the hooked entry points ---- */
 
@@ -159,9 +162,6 @@ struct gprof_nccl_call {
 	uint64_t start_ns;
 	uint64_t end_ns;
 };
-
-/* The External id of the operator the calling thread is in; 0 outside one. */
-uint32_t gprof_nccl_current_op(void);
 
 /* ---- resolve.c ---- */
 
