@@ -232,6 +232,7 @@ static void push(struct gprof_export_event *ev, struct gprof_coll_win *w, bool f
 {
 	ev->window = w->id;
 	ev->flags = flow ? ev->flags | GPROF_EXPORT_FLOW : ev->flags & ~GPROF_EXPORT_FLOW;
+	gprof_coll_external_apply(ev);
 	if (n_owed)
 		pay_owed();
 	/* On failure the exporter counts the drop in the window's metadata itself. */
@@ -253,6 +254,8 @@ static void push_linked(struct gprof_export_event *api, struct gprof_export_even
 	api->window = gpu->window = w->id;
 	api->flags |= GPROF_EXPORT_FLOW;
 	gpu->flags |= GPROF_EXPORT_FLOW;
+	gprof_coll_external_apply(api);
+	gprof_coll_external_apply(gpu);
 	if (gprof_export_push(api) != 0) {
 		push(gpu, w, false);
 		return;
@@ -570,6 +573,9 @@ static void on_record(const CUpti_Activity *rec)
 		break;
 	case GPROF_COLL_MEMORY:
 		on_memory(&r);
+		break;
+	case GPROF_COLL_EXTERNAL:
+		gprof_coll_external_note(r.ev.correlation, r.external);
 		break;
 	case GPROF_COLL_OTHER:
 		break;

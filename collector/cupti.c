@@ -29,6 +29,8 @@ static const struct {
     {CUPTI_ACTIVITY_KIND_MEMCPY, GPROF_ACT_MEMCPY},
     {CUPTI_ACTIVITY_KIND_MEMSET, GPROF_ACT_MEMSET},
     {CUPTI_ACTIVITY_KIND_MEMORY2, GPROF_ACT_MEMORY},
+    /* Ties the calls CPU operators make to them (gprof_collector_external_begin). */
+    {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, GPROF_ACT_API},
 };
 
 static void set_state(enum gprof_coll_state s)

@@ -44,12 +44,16 @@ const struct gprof_export_str *gprof_coll_kernel_name(const char *raw);
 
 /* records.c: one CUPTI record -> one event (the pure translation). */
 enum gprof_coll_class {
-	GPROF_COLL_OTHER,   /* a kind gprof does not record: ignored */
-	GPROF_COLL_UNTIMED, /* zero timestamps (CUPTI could not time it): skipped, counted */
-	GPROF_COLL_API,	    /* ev is RUNTIME or DRIVER */
-	GPROF_COLL_GPU,	    /* ev is KERNEL, MEMCPY or MEMSET */
-	GPROF_COLL_MEMORY,  /* device memory allocated or released: ev is MEMORY */
+	GPROF_COLL_OTHER,    /* a kind gprof does not record: ignored */
+	GPROF_COLL_UNTIMED,  /* zero timestamps (CUPTI could not time it): skipped, counted */
+	GPROF_COLL_API,	     /* ev is RUNTIME or DRIVER */
+	GPROF_COLL_GPU,	     /* ev is KERNEL, MEMCPY or MEMSET */
+	GPROF_COLL_MEMORY,   /* device memory allocated or released: ev is MEMORY */
+	GPROF_COLL_EXTERNAL, /* a call made inside a CPU operator: ev.correlation, external */
 };
+
+/* The external correlation kind libgprof's CPU operators push (Kineto uses CUSTOM0 and 1). */
+#define GPROF_COLL_EXTERNAL_KIND CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2
 
 struct gprof_coll_rec {
 	enum gprof_coll_class cls;
@@ -57,6 +61,7 @@ struct gprof_coll_rec {
 	uint32_t thread;   /* API: CUPTI's threadId (gettid(), or pthread_self() cut) */
 	int64_t delta;	   /* MEMORY: +bytes allocated, -bytes released */
 	uint64_t address;  /* MEMORY */
+	uint32_t external; /* EXTERNAL: the operator's id */
 	/* Every field but window (and, for MEMORY, u.memory.allocated); API's tid is `thread`. */
 	struct gprof_export_event ev;
 };
@@ -93,6 +98,8 @@ struct gprof_cupti {
 	/* Optional: */
 	gprof_coll_cbname_fn callback_name;
 	CUptiResult (*set_thread_id_type)(CUpti_ActivityThreadIdType type);
+	CUptiResult (*push_external)(CUpti_ExternalCorrelationKind kind, uint64_t id);
+	CUptiResult (*pop_external)(CUpti_ExternalCorrelationKind kind, uint64_t *id);
 };
 
 /* Written once by gprof_coll_load() before the collector is started; read-only after. */
@@ -174,6 +181,16 @@ bool gprof_coll_held_refused(bool clear);
 int gprof_coll_links_put(uint64_t corr, uint64_t link);
 /* Everything forgotten; back to the first sizes. */
 void gprof_coll_held_reset(void);
+
+/*
+ * external.c, collector thread: an EXTERNAL record's correlation id -> operator id, and an
+ * API or GPU event's "External id" set from what was noted for its correlation id (0: none).
+ * Direct-mapped by correlation id: an entry lives until a call this many ids later takes its
+ * slot, far longer than a launch waits for its GPU record.
+ */
+#define GPROF_COLL_EXTERNAL_SLOTS 16384
+void gprof_coll_external_note(uint32_t corr, uint32_t id);
+void gprof_coll_external_apply(struct gprof_export_event *ev);
 
 /* attrib.c: records -> events of windows (collector thread only). */
 #define GPROF_COLL_WINDOWS GPROF_EXPORT_WINDOWS

@@ -52,6 +52,8 @@ static const struct {
     SYM(cuptiActivityGetNumDroppedRecords, dropped, true),
     SYM(cuptiGetCallbackName, callback_name, false),
     SYM(cuptiSetThreadIdType, set_thread_id_type, false),
+    SYM(cuptiActivityPushExternalCorrelationId, push_external, false),
+    SYM(cuptiActivityPopExternalCorrelationId, pop_external, false),
 };
 
 /* Copies src into dst (size bytes), cut if longer. */

@@ -144,6 +144,19 @@ static void memory(const CUpti_ActivityMemory4 *m, struct gprof_coll_rec *out)
 	out->ev.correlation = m->correlationId;
 }
 
+/* Only libgprof's own kind: another tool's ids are not our operators'. */
+static void external(const CUpti_ActivityExternalCorrelation *x, struct gprof_coll_rec *out)
+{
+	if (x->externalKind != GPROF_COLL_EXTERNAL_KIND || !x->externalId ||
+	    x->externalId > UINT32_MAX) {
+		out->cls = GPROF_COLL_OTHER;
+		return;
+	}
+	out->cls = GPROF_COLL_EXTERNAL;
+	out->ev.correlation = x->correlationId;
+	out->external = (uint32_t)x->externalId;
+}
+
 void gprof_coll_translate(const CUpti_Activity *rec, struct gprof_coll_rec *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -166,6 +179,9 @@ void gprof_coll_translate(const CUpti_Activity *rec, struct gprof_coll_rec *out)
 		break;
 	case CUPTI_ACTIVITY_KIND_MEMORY2:
 		memory((const CUpti_ActivityMemory4 *)rec, out);
+		break;
+	case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
+		external((const CUpti_ActivityExternalCorrelation *)rec, out);
 		break;
 	default:
 		out->cls = GPROF_COLL_OTHER;

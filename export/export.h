@@ -89,6 +89,12 @@ const struct gprof_export_str *gprof_export_intern_n(const char *s, size_t len);
  *               in it, cut to the window; name: the kernel's, or "Memcpy" / "Memset". No
  *               correlation or stream argument, so readers count it as no launch's work; busy
  *               time counts it
+ *   CPU_OP      X cpu_op on tid, name = the operator ("nccl:all_reduce"), u.op: "External id"
+ *               (which the runtime calls and GPU work it caused carry too), "Input Dims"
+ *               [[u.op.count]] and "Input type" [u.op.type] when u.op.type is set
+ *
+ * RUNTIME, DRIVER, KERNEL, MEMCPY and MEMSET events made inside such an operator carry its
+ * id in u.api.external, u.kernel.external or u.copy.external ("External id"; 0: none).
  */
 #define GPROF_EXPORT_KIND_TABLE(X)                   \
 	X(STEP, "step", emit_step)                   \
@@ -100,7 +106,8 @@ const struct gprof_export_str *gprof_export_intern_n(const char *s, size_t len);
 	X(MEMCPY, "memcpy", emit_copy)               \
 	X(MEMSET, "memset", emit_copy)               \
 	X(MEMORY, "memory", emit_memory)             \
-	X(EARLIER, "earlier", emit_earlier)
+	X(EARLIER, "earlier", emit_earlier)          \
+	X(CPU_OP, "cpu_op", emit_cpu_op)
 
 enum gprof_export_kind {
 #define GPROF_EXPORT_KIND_ENUM(name, key, emitter) GPROF_EXPORT_##name,
@@ -161,9 +168,10 @@ struct gprof_export_api {
 	uint32_t grid[3];		       /* ARG_LAUNCH */
 	uint32_t block[3];		       /* ARG_LAUNCH */
 	uint32_t shared_bytes;		       /* ARG_LAUNCH: dynamic shared memory */
-	uint32_t cbid;			       /* CUPTI callback id */
-	int32_t result;			       /* ARG_RESULT: cudaError_t or CUresult */
+	uint16_t cbid;			       /* CUPTI callback id */
 	uint8_t copy_kind;		       /* ARG_COPY_KIND: enum gprof_export_copy_kind */
+	int32_t result;			       /* ARG_RESULT: cudaError_t or CUresult */
+	uint32_t external;		       /* the enclosing CPU_OP's External id; 0: none */
 };
 
 struct gprof_export_kernel {
@@ -172,11 +180,13 @@ struct gprof_export_kernel {
 	uint32_t registers;    /* per thread */
 	uint32_t shared_bytes; /* static + dynamic, per block */
 	uint32_t context;
+	uint32_t external; /* as in gprof_export_api */
 };
 
 struct gprof_export_copy {
 	uint64_t bytes;
 	uint32_t context;
+	uint32_t external; /* as in gprof_export_api */
 	uint8_t copy_kind; /* MEMCPY: enum gprof_export_copy_kind */
 	uint8_t src_kind;  /* MEMCPY: enum gprof_export_mem_kind */
 	uint8_t dst_kind;  /* MEMCPY and MEMSET: enum gprof_export_mem_kind */
@@ -200,6 +210,11 @@ struct gprof_export_event {
 		struct gprof_export_api api;	       /* RUNTIME, DRIVER */
 		struct gprof_export_kernel kernel;     /* KERNEL */
 		struct gprof_export_copy copy;	       /* MEMCPY, MEMSET */
+		struct {
+			uint64_t count;			     /* elements of the operator's input */
+			const struct gprof_export_str *type; /* their type, as PyTorch names it */
+			uint32_t external;		     /* its "External id", never 0 */
+		} op;					     /* CPU_OP */
 		struct {
 			uint64_t allocated; /* device bytes in use after this change */
 			uint64_t address;   /* what was allocated or freed; 0: none (a base) */

@@ -99,6 +99,15 @@ static void put_dim3(struct gprof_jbuf *b, const uint32_t d[3])
 	gprof_jbuf_lit(b, "]");
 }
 
+/* `,"External id":N` of an event made inside a CPU operator (none when id is 0). */
+static void put_external(struct gprof_jbuf *b, uint32_t id)
+{
+	if (!id)
+		return;
+	gprof_jbuf_lit(b, ",\"External id\":");
+	gprof_jbuf_u64(b, id);
+}
+
 /* `,"correlation":K}` closing the args of an API or GPU event, then ts and dur. */
 static void put_correlation_end(struct gprof_trace *t, const struct gprof_export_event *ev)
 {
@@ -259,6 +268,7 @@ static void emit_api(struct gprof_trace *t, const struct gprof_export_event *ev)
 	gprof_jbuf_lit(b, "\"cbid\":");
 	gprof_jbuf_u64(b, ev->u.api.cbid);
 	put_api_args(b, ev);
+	put_external(b, ev->u.api.external);
 	put_correlation_end(t, ev);
 	put_flow(t, ev, false);
 }
@@ -336,6 +346,7 @@ static void emit_kernel(struct gprof_trace *t, const struct gprof_export_event *
 	gprof_jbuf_lit(b, ",\"shared memory\":");
 	gprof_jbuf_u64(b, ev->u.kernel.shared_bytes);
 	put_kernel_load(t, ev);
+	put_external(b, ev->u.kernel.external);
 	put_correlation_end(t, ev);
 	put_flow(t, ev, true);
 }
@@ -365,6 +376,7 @@ static void emit_copy(struct gprof_trace *t, const struct gprof_export_event *ev
 	/* bytes per ns is GB/s */
 	gprof_jbuf_lit(b, ",\"memory bandwidth (GB/s)\":");
 	gprof_jbuf_ratio(b, c->bytes, (int64_t)ev->dur_ns > 0 ? ev->dur_ns : 0, 4);
+	put_external(b, c->external);
 	put_correlation_end(t, ev);
 	put_flow(t, ev, true);
 }
@@ -379,6 +391,28 @@ static void emit_earlier(struct gprof_trace *t, const struct gprof_export_event 
 	gprof_jbuf_lit(b, ",\"args\":{\"device\":");
 	gprof_jbuf_u64(b, ev->device);
 	gprof_jbuf_lit(b, ",\"launched\":\"before the window\"}");
+	put_end(t, ev, true);
+}
+
+/* An operator as PyTorch's profiler writes it: readers tie work to it by "External id". */
+static void emit_cpu_op(struct gprof_trace *t, const struct gprof_export_event *ev)
+{
+	struct gprof_jbuf *b = &t->out;
+
+	gprof_jbuf_lit(b, "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"");
+	put_text(b, ev->name);
+	host_track(t, ev);
+	gprof_jbuf_lit(b, ",\"args\":{");
+	if (ev->u.op.type) {
+		gprof_jbuf_lit(b, "\"Input Dims\":[[");
+		gprof_jbuf_u64(b, ev->u.op.count);
+		gprof_jbuf_lit(b, "]],\"Input type\":[\"");
+		put_text(b, ev->u.op.type);
+		gprof_jbuf_lit(b, "\"],");
+	}
+	gprof_jbuf_lit(b, "\"External id\":");
+	gprof_jbuf_u64(b, ev->u.op.external);
+	gprof_jbuf_lit(b, "}");
 	put_end(t, ev, true);
 }
 

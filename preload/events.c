@@ -62,6 +62,23 @@ void gprof_events_nvtx(uint32_t window, uint32_t tid, const char *domain, const 
 	gprof_export_push(&e);
 }
 
+void gprof_events_nccl(uint32_t window, uint32_t tid, const struct gprof_nccl_call *c)
+{
+	struct gprof_export_event e = {
+	    .kind = GPROF_EXPORT_CPU_OP,
+	    .window = window,
+	    .ts_ns = c->start_ns,
+	    .dur_ns = c->end_ns - c->start_ns,
+	    .tid = tid,
+	    .name = gprof_export_intern(c->name),
+	    .u.op = {.count = c->count, .external = c->external},
+	};
+
+	if (c->type)
+		e.u.op.type = gprof_export_intern(c->type);
+	gprof_export_push(&e);
+}
+
 /* The interned public and exact names of each hook, made on first use. */
 static const struct gprof_export_str *hook_names[GPROF_HOOK_COUNT][2];
 
@@ -124,6 +141,7 @@ void gprof_events_api(uint32_t window, uint32_t tid, const struct gprof_api_call
 		    .cbid = (uint32_t)hi->cbid,
 		    .result = c->result,
 		    .copy_kind = copy_kind(c->copy_kind),
+		    .external = gprof_current_op(),
 		},
 	};
 	if (hi->family == GPROF_FAMILY_LAUNCH) {

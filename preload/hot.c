@@ -1,4 +1,7 @@
-/* The state every hook reads first, and the calling thread's id (preload.h). */
+/*
+ * The state every hook reads first, the calling thread's id and the CPU operator it is in
+ * (preload.h).
+ */
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -19,4 +22,17 @@ int gprof_tid(void)
 void gprof_tid_forget(void)
 {
 	cached_tid = 0;
+}
+
+/* Written by nccl.c around a collective's real call, read by the hooks' events inside it. */
+static GPROF_TLS uint32_t current_op;
+
+uint32_t gprof_current_op(void)
+{
+	return current_op;
+}
+
+void gprof_set_current_op(uint32_t external)
+{
+	current_op = external;
 }

@@ -48,6 +48,9 @@ static inline void gprof_hot_set(int bits, bool on)
 /* Per-thread: the thread id, cached; forgotten in a child after fork(). */
 int gprof_tid(void);
 void gprof_tid_forget(void);
+/* Per-thread: the External id of the CPU operator (nccl.c) the thread is in; 0 outside one. */
+uint32_t gprof_current_op(void);
+void gprof_set_current_op(uint32_t external);
 
 /* ---- hook-table.c: the hooked entry points ---- */
 
@@ -147,10 +150,25 @@ struct gprof_api_call {
 	const void *stream; /* NULL: the legacy default stream */
 };
 
+/* ---- nccl.c: NCCL's collectives ---- */
+
+/* One collective call inside a window, as a CPU operator; handed to the session at its end. */
+struct gprof_nccl_call {
+	const char *name; /* "nccl:all_reduce" */
+	const char *type; /* "float": its element type as PyTorch names it; NULL if unknown */
+	size_t count;	  /* elements, the call's count argument */
+	uint32_t external;
+	bool pushed; /* CUPTI ties the calls it made to `external` */
+	uint64_t start_ns;
+	uint64_t end_ns;
+};
+
 /* ---- resolve.c ---- */
 
 /* Finds the runtime's definition of a hooked symbol; NULL when no libcudart is loaded. */
 void *gprof_resolve(const char *symbol);
+/* The same for a symbol of another library: the next definition, or one in a loaded `lib`. */
+void *gprof_resolve_in(const char *symbol, const char *lib);
 
 /* ---- session.c: the configuration's windows, driven by the entry points ---- */
 
@@ -165,6 +183,8 @@ void gprof_session_step_marker(uint64_t ts_ns);
 bool gprof_session_recording(void);
 /* A hooked call inside a window, after the real call returned. */
 void gprof_session_api(const struct gprof_api_call *call);
+/* An NCCL collective recorded by nccl.c, after it returned. */
+void gprof_session_nccl(const struct gprof_nccl_call *call);
 /* An NVTX event on thread tid (0: the calling thread). */
 void gprof_session_nvtx(int tid, const char *domain, const char *msg, size_t len, uint64_t start_ns,
 			uint64_t end_ns, bool is_mark);
@@ -225,6 +245,8 @@ unsigned gprof_events_writes(enum gprof_hook h);
 void gprof_events_step(uint32_t window, const struct gprof_sched_event *ev);
 /* A timed call (call->writes not 0) on thread tid. */
 void gprof_events_api(uint32_t window, uint32_t tid, const struct gprof_api_call *call);
+/* An NCCL collective as a CPU operator. */
+void gprof_events_nccl(uint32_t window, uint32_t tid, const struct gprof_nccl_call *call);
 /* An NVTX mark or range. */
 void gprof_events_nvtx(uint32_t window, uint32_t tid, const char *domain, const char *msg,
 		       size_t len, uint64_t start_ns, uint64_t end_ns, bool is_mark);

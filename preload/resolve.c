@@ -1,7 +1,7 @@
 /*
- * Finding the real runtime behind a hook: the next definition in the global scope, or, when
- * libcudart was loaded RTLD_LOCAL (dlsym(RTLD_NEXT) then finds nothing), the copy already
- * loaded in the process.
+ * Finding the real runtime (or NCCL) behind a hook: the next definition in the global scope,
+ * or, when the library was loaded RTLD_LOCAL (dlsym(RTLD_NEXT) then finds nothing), the copy
+ * already loaded in the process.
  */
 #include <dlfcn.h>
 
@@ -27,15 +27,20 @@ static int find_in_object(const char *path, void *arg)
 	return ctx->found != NULL;
 }
 
-void *gprof_resolve(const char *symbol)
+void *gprof_resolve_in(const char *symbol, const char *lib)
 {
 	struct find_ctx ctx = {.symbol = symbol};
 	void *p = dlsym(RTLD_NEXT, symbol);
 
 	if (p)
 		return p;
-	gprof_dso_each("libcudart.so", find_in_object, &ctx);
+	gprof_dso_each(lib, find_in_object, &ctx);
 	if (!ctx.found)
-		pr_dbg("%s: no libcudart defines it", symbol);
+		pr_dbg("%s: no %s defines it", symbol, lib);
 	return ctx.found;
+}
+
+void *gprof_resolve(const char *symbol)
+{
+	return gprof_resolve_in(symbol, "libcudart.so");
 }

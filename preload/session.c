@@ -474,6 +474,16 @@ void gprof_session_api(const struct gprof_api_call *c)
 		gprof_events_api(window, tid, c);
 }
 
+void gprof_session_nccl(const struct gprof_nccl_call *c)
+{
+	uint32_t window, tid = (uint32_t)gprof_tid();
+
+	if (!(cfg->activities & GPROF_ACT_API) || !window_get(&window))
+		return;
+	gprof_collector_note_thread(tid);
+	gprof_events_nccl(window, tid, c);
+}
+
 static bool nvtx_foreign;
 
 void gprof_session_nvtx_foreign(void)

@@ -3,7 +3,8 @@
  * profiler plugin, pinned in test/clients/requirements.txt, read the traces libgprof writes of
  * test/apps/rt-app on the simulated GPU, and the scripts in test/clients/ check their figures
  * against the simulation's ground-truth log. rt-app: 2 threads, each on its own stream, so 2
- * streams of kernels, copies and memsets per step.
+ * streams of kernels, copies and memsets per step. nccl-app: a compute kernel and two NCCL
+ * collectives (the simulated libnccl's) per step, on two streams, for the distributed view.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -57,6 +58,27 @@ static void run_rank(struct e2e_run *r, int rank, int world, const char *threads
 
 	snprintf(rank_env, sizeof(rank_env), world ? "RANK=%d" : "RANK", rank);
 	snprintf(world_env, sizeof(world_env), world ? "WORLD_SIZE=%d" : "WORLD_SIZE", world);
+	e2e_run(r, argv, e2e_cupti(true), env, true);
+	ASSERT_EQ(r->res.status, 0);
+	ASSERT_EQ(r->n_traces, 1);
+}
+
+/*
+ * nccl-app under libgprof as rank `rank` of 2, its all-reduce kernel taking allreduce_ns: the
+ * ranks' communication differs, as it would where one waits for the other.
+ */
+static void run_nccl_rank(struct e2e_run *r, int rank, const char *allreduce_ns)
+{
+	static const char *app; /* kept: LeakSanitizer reads a lost pointer as a leak */
+	const char *argv[] = {app ? app : (app = proc_build_path("test/apps/nccl-app")), "-s", "8",
+			      NULL};
+	char rank_env[32], kernels[128];
+	const char *env[] = {"GPROF_SUMMARY=off", "FAKEGPU_TIME_SCALE=1", kernels, rank_env,
+			     "LOCAL_RANK=0",	  "WORLD_SIZE=2",	  NULL};
+
+	snprintf(rank_env, sizeof(rank_env), "RANK=%d", rank);
+	snprintf(kernels, sizeof(kernels),
+		 "FAKEGPU_KERNEL_TABLE=compute=50000,AllReduce=%s,AllGather=30000", allreduce_ns);
 	e2e_run(r, argv, e2e_cupti(true), env, true);
 	ASSERT_EQ(r->res.status, 0);
 	ASSERT_EQ(r->n_traces, 1);
@@ -147,6 +169,22 @@ TEST(clients_tensorboard)
 	share_folder(&r1, &r0);
 	run_client("tb_check.py", (const char *[]){r0.dir, trace_file(&r0), r0.gt_path,
 						   trace_file(&r1), r1.gt_path, NULL});
+	e2e_free(&r0);
+	e2e_free(&r1);
+}
+
+/* Two ranks that call NCCL: the plugin's distributed view, and HTA's comm/comp overlap. */
+TEST(clients_nccl_two_ranks)
+{
+	struct e2e_run r0, r1;
+
+	run_nccl_rank(&r0, 0, "80000");
+	run_nccl_rank(&r1, 1, "60000");
+	share_folder(&r1, &r0);
+	run_client("tb_check.py", (const char *[]){r0.dir, trace_file(&r0), r0.gt_path,
+						   trace_file(&r1), r1.gt_path, NULL});
+	run_client("hta_check.py", (const char *[]){r0.dir, trace_file(&r0), r0.gt_path,
+						    trace_file(&r1), r1.gt_path, NULL});
 	e2e_free(&r0);
 	e2e_free(&r1);
 }

@@ -302,6 +302,46 @@ TEST(collector_translate_copies_and_memory)
 	ASSERT_EQ(r.cls, GPROF_COLL_OTHER);
 }
 
+/* libgprof's own external correlation kind only, and the ids it gives API and GPU events. */
+TEST(collector_translate_external)
+{
+	CUpti_ActivityExternalCorrelation x = {
+	    .kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+	    .externalKind = GPROF_COLL_EXTERNAL_KIND,
+	    .externalId = 7,
+	    .correlationId = 9,
+	};
+	struct gprof_export_event kernel = {.kind = GPROF_EXPORT_KERNEL, .correlation = 9};
+	struct gprof_export_event api = {.kind = GPROF_EXPORT_RUNTIME, .correlation = 9};
+	struct gprof_export_event copy = {.kind = GPROF_EXPORT_MEMCPY, .correlation = 10};
+	struct gprof_coll_rec r;
+
+	gprof_coll_translate((CUpti_Activity *)&x, &r);
+	ASSERT_EQ(r.cls, GPROF_COLL_EXTERNAL);
+	ASSERT_EQ(r.ev.correlation, 9);
+	ASSERT_EQ(r.external, 7);
+	x.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0; /* Kineto's */
+	gprof_coll_translate((CUpti_Activity *)&x, &r);
+	ASSERT_EQ(r.cls, GPROF_COLL_OTHER);
+	x.externalKind = GPROF_COLL_EXTERNAL_KIND;
+	x.externalId = 0;
+	gprof_coll_translate((CUpti_Activity *)&x, &r);
+	ASSERT_EQ(r.cls, GPROF_COLL_OTHER);
+
+	gprof_coll_external_note(9, 7);
+	gprof_coll_external_apply(&kernel);
+	gprof_coll_external_apply(&api);
+	gprof_coll_external_apply(&copy);
+	ASSERT_EQ(kernel.u.kernel.external, 7);
+	ASSERT_EQ(api.u.api.external, 7);
+	ASSERT_EQ(copy.u.copy.external, 0);
+	/* a much later call in the same slot: the old one is forgotten, not misattributed */
+	gprof_coll_external_note(9 + GPROF_COLL_EXTERNAL_SLOTS, 8);
+	gprof_coll_external_apply(&kernel);
+	ASSERT_EQ(kernel.u.kernel.external, 0);
+}
+
+
 static void *request_one(void *size)
 {
 	uint8_t *b;

@@ -50,6 +50,13 @@ APPS += trig-app tool-steps.so
 # test-e2e-collector: a copy in each direction.
 APPS += copy-app
 
+# test-e2e-collector and test-clients: two ranks of a training loop on the simulated libnccl
+# (its compute kernel is named by its exported symbol, hence -rdynamic).
+APPS += nccl-app
+$(APPS_OUT)/nccl-app: $(FAKE_NCCL_LIB)
+$(APPS_OUT)/nccl-app: APP_LIBS += -l:libnccl.so.2
+$(APPS_OUT)/nccl-app: APP_LDFLAGS := -rdynamic
+
 # test-reliability. rel-kernels carries the C++ runtime (for libgprof's demangler) without
 # using it itself.
 APPS += rel-nvtx rel-kernels rel-exit rel-fork rel-load rel-long rel-own rel-threads

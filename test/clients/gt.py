@@ -70,6 +70,25 @@ class Window:
         self.ops = [g for g in ops if g["corr"] in corrs]
         self.kernels = [g for g in self.ops if g["kind"] == "kernel"]
         self.call_of = {g["corr"]: g for g in self.calls}
+        self.step_spans = sorted((int(e["name"].split("#")[1]), base + round(e["ts"] * 1000),
+                                  base + round((e["ts"] + e["dur"]) * 1000)) for e in steps)
+        # the simulated libnccl's calls that made launches of the window, each with its
+        # kernels ("kernels"), the step it was called in ("step") and the room around it on its
+        # thread ("room": from the end of the thread's call before to the start of the one
+        # after, where a profiler's span of the call must lie); their kernels are the
+        # communication kernels, the rest compute
+        self.collectives = []
+        for n in (g for g in log if g["type"] == "nccl"):
+            made = {g["corr"] for g in self.calls if g["tid"] == n["tid"] and
+                    n["start"] <= g["start"] and g["end"] <= n["end"]}
+            if made:
+                n["kernels"] = [k for k in self.kernels if k["corr"] in made]
+                n["step"] = next((s for s, b, e in self.step_spans if b <= n["start"] < e), None)
+                n["room"] = room(log, n)
+                self.collectives.append(n)
+        comm = {k["corr"] for n in self.collectives for k in n["kernels"]}
+        self.comm_kernels = [k for k in self.kernels if k["corr"] in comm]
+        self.compute_kernels = [k for k in self.kernels if k["corr"] not in comm]
         # device memory in use after each allocation and free the window saw
         in_use, self.memory = 0, []
         for g in sorted((g for g in log if g["type"] == "memory" and
@@ -78,10 +97,10 @@ class Window:
             if self.begin <= g["time"] < self.end:
                 self.memory.append(in_use)
 
-    def kernel_totals(self):
-        """demangled name -> (count, total ns) of the window's kernels."""
+    def kernel_totals(self, kernels=None):
+        """demangled name -> (count, total ns) of the window's kernels (or of `kernels`)."""
         out = {}
-        for k in self.kernels:
+        for k in self.kernels if kernels is None else kernels:
             n, t = out.get(demangled(k["name"]), (0, 0))
             out[demangled(k["name"])] = (n + 1, t + k["end"] - k["start"])
         return out
@@ -94,6 +113,15 @@ class Window:
         for ops in out.values():
             ops.sort(key=lambda o: o["start"])
         return out
+
+
+def room(log, call):
+    """(end of the thread's last call before `call`, start of its next one after)."""
+    mine = [g for g in log if g["type"] in ("api", "nccl") and g["pid"] == call["pid"] and
+            g["tid"] == call["tid"]]
+    before = [g["end"] for g in mine if g["end"] <= call["start"]]
+    after = [g["start"] for g in mine if g["start"] >= call["end"]]
+    return max(before, default=call["start"]), min(after, default=call["end"])
 
 
 def union(intervals):
@@ -121,6 +149,12 @@ class Checks:
     def close(self, name, got, want, tol):
         ok = abs(got - want) <= tol
         print(f"{'ok  ' if ok else 'FAIL'} {self.what}: {name}: {got} (ground truth {want}, +-{tol})")
+        if not ok:
+            self.failed.append(name)
+
+    def between(self, name, got, lo, hi):
+        ok = lo <= got <= hi
+        print(f"{'ok  ' if ok else 'FAIL'} {self.what}: {name}: {got} (ground truth {lo} to {hi})")
         if not ok:
             self.failed.append(name)
 

@@ -47,21 +47,23 @@ def check_rank(c, a, w):
     r = w.rank
     ops = w.ops
 
-    # kernel breakdown: per kernel name, total time
+    # kernel breakdown: per kernel name, total time; NCCL's kernels are communication
     _, metrics = a.get_gpu_kernel_breakdown(visualize=False)
-    mine = metrics[(metrics["rank"] == r) & (metrics["kernel_type"] == "COMPUTATION")]
-    totals = w.kernel_totals()
-    c.equal(f"rank {r} kernel names", sorted(map(demangled, mine["name"])), sorted(totals))
-    for _, row in mine.iterrows():
-        n, ns = totals.get(demangled(row["name"]), (0, 0))
-        c.close(f"rank {r} {row['name']} total us", row["sum (us)"], ns / US, n)
+    for kind, kernels in (("COMPUTATION", w.compute_kernels), ("COMMUNICATION", w.comm_kernels)):
+        mine = metrics[(metrics["rank"] == r) & (metrics["kernel_type"] == kind)]
+        totals = w.kernel_totals(kernels)
+        c.equal(f"rank {r} {kind.lower()} kernel names", sorted(map(demangled, mine["name"])),
+                sorted(totals))
+        for _, row in mine.iterrows():
+            n, ns = totals.get(demangled(row["name"]), (0, 0))
+            c.close(f"rank {r} {row['name']} total us", row["sum (us)"], ns / US, n)
 
     # temporal breakdown: the GPU's time split into compute, other GPU work and idle
     tb = a.get_temporal_breakdown(visualize=False)
     row = tb[tb["rank"] == r].iloc[0]
     span = max(o["end"] for o in ops) - min(o["start"] for o in ops)
     busy = union((o["start"], o["end"]) for o in ops)
-    compute = union((k["start"], k["end"]) for k in w.kernels)
+    compute = union((k["start"], k["end"]) for k in w.compute_kernels)
     c.close(f"rank {r} span us", row["kernel_time(us)"], span / US, 2)
     c.close(f"rank {r} compute us", row["compute_time(us)"], compute / US, len(w.kernels))
     c.close(f"rank {r} non-compute us", row["non_compute_time(us)"], (busy - compute) / US,
@@ -102,9 +104,20 @@ def check_rank(c, a, w):
         got = q.loc[(r, stream), ("queue_length", "max")]
         c.close(f"rank {r} stream {stream} max queue length", got, worst, 1)
 
+    # communication/computation overlap: the share of communication kernel time during which
+    # compute kernels ran too
+    if w.comm_kernels:
+        ov = a.get_comm_comp_overlap(visualize=False)
+        comm = [(k["start"], k["end"]) for k in w.comm_kernels]
+        both = union(comm) + union((k["start"], k["end"]) for k in w.compute_kernels) - \
+            union(comm + [(k["start"], k["end"]) for k in w.compute_kernels])
+        c.close(f"rank {r} comm/comp overlap %",
+                ov[ov["rank"] == r]["comp_comm_overlap_pctg"].iloc[0],
+                round(100 * both / union(comm), 2), 200 * len(w.kernels) * US / union(comm))
+
     # memory bandwidth: each kind's highest GB/s, concurrent operations adding up
     bw = a.get_memory_bw_summary(ranks=[r])
-    for name in sorted({n for (rank, n) in bw.index if rank == r}):
+    for name in sorted({n for (rank, n) in bw.index if rank == r} if bw is not None else ()):
         kind = name.split()[-1] if name.startswith("Memcpy") else None
         sel = [o for o in ops if (o["kind"] == "memcpy" and o.get("copy_kind") == kind) or
                (kind is None and o["kind"] == "memset")]

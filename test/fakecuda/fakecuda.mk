@@ -36,3 +36,13 @@ $(FAKECUPTI_LIB): $(BUILD)/test/fakecuda/cupti.o test/fakecuda/libcupti.map $(FA
 		-o $@ $< -L$(FAKECUDA_OUT) -lfakegpu -ldl -lpthread
 
 TEST_DEPS += $(FAKEGPU_LIB) $(FAKECUPTI_LIB)
+
+# The simulated libnccl.so.2 (nccl.c): collectives that launch one kernel each on the runtime.
+FAKE_NCCL_LIB := $(FAKECUDA_OUT)/libnccl.so.2
+
+$(FAKE_NCCL_LIB): $(BUILD)/test/fakecuda/nccl.o $(FAKECUDA_OUT)/libcudart.so.13
+	$(call quiet,LD,$@)
+	$(Q)$(CC) -shared $(LDFLAGS) -Wl,-soname,libnccl.so.2 -Wl,-rpath,'$$ORIGIN' \
+		-o $@ $< -L$(FAKECUDA_OUT) -l:libcudart.so.13 -lpthread
+
+TEST_DEPS += $(FAKE_NCCL_LIB)

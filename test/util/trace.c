@@ -345,6 +345,7 @@ static const struct {
     {"cuda_driver", false, {"correlation", "cbid"}},
     {"user_annotation", false, {NULL}},
     {"gpu_user_annotation", false, {NULL}},
+    {"cpu_op", false, {"External id"}},
 };
 
 static const char *const meta_names[] = {"process_name", "process_labels", "process_sort_index",

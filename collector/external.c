@@ -1,0 +1,55 @@
+/*
+ * CPU operators' External ids. Around an operator's real call the application's thread pushes
+ * its id onto CUPTI's external correlation stack; CUPTI then writes an EXTERNAL_CORRELATION
+ * record before the record of every API call made inside, and the collector thread keeps
+ * correlation id -> External id here until the call's events and their GPU work are written.
+ */
+#include "collector/internal.h"
+
+/* Collector thread only. */
+#define SLOTS GPROF_COLL_EXTERNAL_SLOTS
+
+static struct {
+	uint32_t corr, id;
+} slots[SLOTS];
+
+bool gprof_collector_external_begin(uint32_t id)
+{
+	if (gprof_coll_state() != GPROF_COLL_ENABLED || !gprof_cupti.push_external ||
+	    !gprof_cupti.pop_external)
+		return false;
+	return gprof_cupti.push_external(GPROF_COLL_EXTERNAL_KIND, id) == CUPTI_SUCCESS;
+}
+
+void gprof_collector_external_end(void)
+{
+	uint64_t id;
+
+	gprof_cupti.pop_external(GPROF_COLL_EXTERNAL_KIND, &id);
+}
+
+void gprof_coll_external_note(uint32_t corr, uint32_t id)
+{
+	slots[corr % SLOTS].corr = corr;
+	slots[corr % SLOTS].id = id;
+}
+
+void gprof_coll_external_apply(struct gprof_export_event *ev)
+{
+	uint32_t corr = ev->correlation;
+	uint32_t id = corr && slots[corr % SLOTS].corr == corr ? slots[corr % SLOTS].id : 0;
+
+	switch (ev->kind) {
+	case GPROF_EXPORT_RUNTIME:
+	case GPROF_EXPORT_DRIVER:
+		ev->u.api.external = id;
+		break;
+	case GPROF_EXPORT_KERNEL:
+		ev->u.kernel.external = id;
+		break;
+	case GPROF_EXPORT_MEMCPY:
+	case GPROF_EXPORT_MEMSET:
+		ev->u.copy.external = id;
+		break;
+	}
+}

@@ -1,0 +1,88 @@
+/*
+ * The simulated libnccl.so.2's interface (test/fakecuda/nccl.c): NCCL's host API as its public
+ * nccl.h declares it (same signatures, same enum values), the part the tests use.
+ */
+#ifndef FAKE_NCCL_H
+#define FAKE_NCCL_H
+
+#include <stddef.h>
+
+#include <cuda_runtime_api.h>
+
+typedef enum {
+	ncclSuccess = 0,
+	ncclUnhandledCudaError = 1,
+	ncclSystemError = 2,
+	ncclInternalError = 3,
+	ncclInvalidArgument = 4,
+	ncclInvalidUsage = 5,
+	ncclRemoteError = 6,
+	ncclInProgress = 7,
+	ncclNumResults = 8
+} ncclResult_t;
+
+typedef enum {
+	ncclInt8 = 0,
+	ncclChar = 0,
+	ncclUint8 = 1,
+	ncclInt32 = 2,
+	ncclInt = 2,
+	ncclUint32 = 3,
+	ncclInt64 = 4,
+	ncclUint64 = 5,
+	ncclFloat16 = 6,
+	ncclHalf = 6,
+	ncclFloat32 = 7,
+	ncclFloat = 7,
+	ncclFloat64 = 8,
+	ncclDouble = 8,
+	ncclBfloat16 = 9,
+	ncclFloat8e4m3 = 10,
+	ncclFloat8e5m2 = 11,
+	ncclNumTypes = 12
+} ncclDataType_t;
+
+typedef enum {
+	ncclSum = 0,
+	ncclProd = 1,
+	ncclMax = 2,
+	ncclMin = 3,
+	ncclAvg = 4,
+	ncclNumOps = 5
+} ncclRedOp_t;
+
+typedef struct ncclComm *ncclComm_t;
+
+#define NCCL_UNIQUE_ID_BYTES 128
+typedef struct {
+	char internal[NCCL_UNIQUE_ID_BYTES];
+} ncclUniqueId;
+
+ncclResult_t ncclGetVersion(int *version);
+ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId);
+ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank);
+ncclResult_t ncclCommDestroy(ncclComm_t comm);
+ncclResult_t ncclCommCount(const ncclComm_t comm, int *count);
+ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank);
+const char *ncclGetErrorString(ncclResult_t result);
+
+ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
+			   ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+			   cudaStream_t stream);
+ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
+			   ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+			ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
+			   ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
+			       ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+			       cudaStream_t stream);
+ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,
+		      ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
+		      ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclGroupStart(void);
+ncclResult_t ncclGroupEnd(void);
+
+#endif
