@@ -341,7 +341,6 @@ TEST(collector_translate_external)
 	ASSERT_EQ(kernel.u.kernel.external, 0);
 }
 
-
 static void *request_one(void *size)
 {
 	uint8_t *b;
