@@ -39,6 +39,9 @@
 	X(cuptiGetLastError)                      \
 	X(cuptiGetResultString)                   \
 	X(cuptiGetCallbackName)                   \
+	X(cuptiActivityEnableRuntimeApi)          \
+	X(cuptiActivityEnableDriverApi)           \
+	X(cuptiActivityRegisterTimestampCallback) \
 	X(cuptiGetTimestamp)                      \
 	X(cuptiGetVersion)                        \
 	X(cuptiGetDeviceId)                       \
@@ -51,6 +54,7 @@
 	X(fakegpu_activity_enabled) \
 	X(fakegpu_next_correlation) \
 	X(fakegpu_thread_id)        \
+	X(fakegpu_timestamp)        \
 	X(fakegpu_callback)
 
 #define MEMBER(f) __typeof__(&f) f;
@@ -512,6 +516,84 @@ TEST(fakecupti_only_enabled_kinds)
 	/* Records of disabled kinds are not recorded at all, so not dropped either. */
 	ASSERT_EQ(fk.cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped), CUPTI_SUCCESS);
 	ASSERT_EQ(dropped, 0);
+}
+
+/* cuptiActivityEnableRuntimeApi/DriverApi: one API on or off, whatever its kind says. */
+TEST(fakecupti_per_api_enable)
+{
+	CUpti_ActivityAPI other = api_record(3);
+	uint32_t ids[16];
+	int n;
+
+	setup(1 << 16, CUPTI_ACTIVITY_KIND_DRIVER);
+	ASSERT_EQ(
+	    fk.cuptiActivityEnableRuntimeApi(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 1),
+	    CUPTI_SUCCESS);
+	emit_api(1); /* cudaLaunchKernel: on by itself */
+	other.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020;
+	fk.fakegpu_activity_emit((const CUpti_Activity *)&other, sizeof(other)); /* kind off */
+	ASSERT_EQ(fk.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME), CUPTI_SUCCESS);
+	ASSERT_EQ(fk.cuptiActivityEnableRuntimeApi(CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, 0),
+		  CUPTI_SUCCESS);
+	other.correlationId = 4;
+	fk.fakegpu_activity_emit((const CUpti_Activity *)&other, sizeof(other)); /* off by itself */
+	emit_api(5);
+	ASSERT_EQ(fk.cuptiActivityEnableDriverApi(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0),
+		  CUPTI_SUCCESS);
+	other = api_record(6);
+	other.kind = CUPTI_ACTIVITY_KIND_DRIVER;
+	other.cbid = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
+	fk.fakegpu_activity_emit((const CUpti_Activity *)&other, sizeof(other));
+	other.correlationId = 7;
+	other.cbid = CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2;
+	fk.fakegpu_activity_emit((const CUpti_Activity *)&other, sizeof(other));
+	ASSERT_EQ(fk.cuptiActivityEnableRuntimeApi(CUPTI_RUNTIME_TRACE_CBID_SIZE, 1),
+		  CUPTI_ERROR_INVALID_PARAMETER);
+	ASSERT_EQ(fk.cuptiActivityFlushAll(0), CUPTI_SUCCESS);
+	n = collect_ids(ids, 16);
+	ASSERT_IDS(ids, n, 1, 5, 7);
+}
+
+static uint64_t client_ticks(void)
+{
+	struct timespec ts;
+
+	/* another epoch and 3 ticks per ns, as a TSC would count */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return 3 * ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
+}
+
+/*
+ * cuptiActivityRegisterTimestampCallback: records and cuptiGetTimestamp report the client's
+ * clock, the same instants at its rate; the simulation keeps its own.
+ */
+TEST(fakecupti_timestamp_callback)
+{
+	const struct timespec pause = {.tv_nsec = 20000000};
+	CUpti_Activity *recs[4];
+	CUpti_ActivityAPI r;
+	uint64_t before, after, got;
+	CUptiResult end;
+
+	setup(1 << 16, CUPTI_ACTIVITY_KIND_RUNTIME);
+	ASSERT_EQ(fk.cuptiActivityRegisterTimestampCallback(NULL), CUPTI_ERROR_INVALID_PARAMETER);
+	ASSERT_EQ(fk.cuptiActivityRegisterTimestampCallback(client_ticks), CUPTI_SUCCESS);
+	nanosleep(&pause, NULL); /* long enough for the rate to be measured */
+	r = api_record(1);
+	before = client_ticks();
+	r.start = fk.fakegpu_timestamp();
+	r.end = r.start + 1000000; /* 1 ms of the simulation's clock */
+	fk.fakegpu_activity_emit((const CUpti_Activity *)&r, sizeof(r));
+	ASSERT_EQ(fk.cuptiGetTimestamp(&got), CUPTI_SUCCESS);
+	after = client_ticks();
+	ASSERT(before <= got && got <= after);
+	ASSERT_EQ(fk.cuptiActivityFlushAll(0), CUPTI_SUCCESS);
+	ASSERT_EQ(walk(fk.cuptiActivityGetNextRecord, &cl.got[0], recs, 4, &end), 1);
+	r = *(CUpti_ActivityAPI *)recs[0];
+	ASSERT(before <= r.start && r.start <= after);
+	/* 3 ticks per ns, within 2% */
+	ASSERT_GT(r.end - r.start, 2940000);
+	ASSERT_LT(r.end - r.start, 3060000);
 }
 
 TEST(fakecupti_disable_stops_records)

@@ -152,7 +152,7 @@ CUptiResult CUPTIAPI cuptiGetTimestamp(uint64_t *timestamp)
 {
 	if (!timestamp)
 		return fail(CUPTI_ERROR_INVALID_PARAMETER);
-	*timestamp = fakegpu_timestamp();
+	*timestamp = fakegpu_reported_now();
 	return CUPTI_SUCCESS;
 }
 
@@ -218,6 +218,28 @@ CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind)
 	if (!kind_ok(kind))
 		return fail(CUPTI_ERROR_INVALID_KIND);
 	return from_errno(fakegpu_activity_set_enabled(kind, false));
+}
+
+CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable)
+{
+	return from_errno(fakegpu_api_set_enabled(CUPTI_ACTIVITY_KIND_RUNTIME, cbid, enable));
+}
+
+CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable)
+{
+	return from_errno(fakegpu_api_set_enabled(CUPTI_ACTIVITY_KIND_DRIVER, cbid, enable));
+}
+
+/* The simulation records no CUDA event activity, so there is nothing to stamp. */
+CUptiResult CUPTIAPI cuptiActivityEnableCudaEventDeviceTimestamps(uint8_t enable)
+{
+	(void)enable;
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc fn)
+{
+	return from_errno(fakegpu_timestamp_callback(fn));
 }
 
 CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,

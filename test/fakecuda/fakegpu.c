@@ -192,6 +192,49 @@ uint64_t fakegpu_timestamp(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * The client's clock (cuptiActivityRegisterTimestampCallback), for what CUPTI reports, and where
+ * it stood against the simulation's when it came: its rate (Kineto's counts TSC ticks) is
+ * measured from there.
+ */
+static struct {
+	CUpti_TimestampCallbackFunc fn; /* set last, with release */
+	uint64_t sim0, client0;
+} client;
+
+int fakegpu_timestamp_callback(CUpti_TimestampCallbackFunc fn)
+{
+	if (!fn)
+		return -EINVAL;
+	client.sim0 = fakegpu_timestamp();
+	client.client0 = fn();
+	__atomic_store_n(&client.fn, fn, __ATOMIC_RELEASE);
+	return 0;
+}
+
+uint64_t fakegpu_reported_now(void)
+{
+	CUpti_TimestampCallbackFunc fn = __atomic_load_n(&client.fn, __ATOMIC_ACQUIRE);
+
+	return fn ? fn() : fakegpu_timestamp();
+}
+
+/* A time of the simulation's clock as the client's clock reads the same instant. */
+static uint64_t reported(uint64_t t)
+{
+	CUpti_TimestampCallbackFunc fn = __atomic_load_n(&client.fn, __ATOMIC_ACQUIRE);
+	uint64_t sim, now;
+	double rate = 1.0;
+
+	if (!fn || !t || t >= 1ull << 63)
+		return t;
+	sim = fakegpu_timestamp();
+	now = fn();
+	if (sim > client.sim0 + 1000000 && now > client.client0)
+		rate = (double)(now - client.client0) / (double)(sim - client.sim0);
+	return now + (uint64_t)(int64_t)((double)(int64_t)(t - sim) * rate);
+}
+
 size_t fakegpu_record_size(CUpti_ActivityKind kind)
 {
 	return (unsigned)kind < N_KINDS ? layouts[kind].size : 0;
@@ -200,6 +243,36 @@ size_t fakegpu_record_size(CUpti_ActivityKind kind)
 bool fakegpu_activity_enabled(CUpti_ActivityKind kind)
 {
 	return (unsigned)kind < N_KINDS && __atomic_load_n(&enabled[kind], __ATOMIC_ACQUIRE);
+}
+
+/* Per API: 0 follows its kind, 1 on, -1 off (cuptiActivityEnableRuntimeApi/DriverApi). */
+static int8_t runtime_api[CUPTI_RUNTIME_TRACE_CBID_SIZE], driver_api[CUPTI_DRIVER_TRACE_CBID_SIZE];
+
+static int8_t *api_override(CUpti_ActivityKind kind, uint32_t cbid)
+{
+	if (kind == CUPTI_ACTIVITY_KIND_RUNTIME && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE)
+		return &runtime_api[cbid];
+	if (kind == CUPTI_ACTIVITY_KIND_DRIVER && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE)
+		return &driver_api[cbid];
+	return NULL;
+}
+
+bool fakegpu_api_enabled(CUpti_ActivityKind kind, uint32_t cbid)
+{
+	int8_t *o = api_override(kind, cbid);
+	int8_t v = o ? __atomic_load_n(o, __ATOMIC_ACQUIRE) : 0;
+
+	return v ? v > 0 : fakegpu_activity_enabled(kind);
+}
+
+int fakegpu_api_set_enabled(CUpti_ActivityKind kind, uint32_t cbid, bool on)
+{
+	int8_t *o = api_override(kind, cbid);
+
+	if (!o)
+		return -EINVAL;
+	__atomic_store_n(o, on ? 1 : -1, __ATOMIC_RELEASE);
+	return 0;
 }
 
 int fakegpu_activity_set_enabled(CUpti_ActivityKind kind, bool on)
@@ -504,7 +577,11 @@ void fakegpu_activity_emit(const CUpti_Activity *record, size_t size)
 	const struct layout *lay;
 	unsigned long n;
 
-	if (!record || !fakegpu_activity_enabled(record->kind))
+	if (!record ||
+	    !(record->kind == CUPTI_ACTIVITY_KIND_RUNTIME ||
+		      record->kind == CUPTI_ACTIVITY_KIND_DRIVER
+		  ? fakegpu_api_enabled(record->kind, ((const CUpti_ActivityAPI *)record)->cbid)
+		  : fakegpu_activity_enabled(record->kind)))
 		return;
 	lay = &layouts[record->kind];
 	if (size != lay->size) {
@@ -519,8 +596,13 @@ void fakegpu_activity_emit(const CUpti_Activity *record, size_t size)
 		return;
 	}
 	memcpy(rec, record, size);
-	for (int i = 0; nth(faults.zero_ts_every, n) && i < 3 && lay->ts[i]; i++)
-		memset(rec + lay->ts[i], 0, sizeof(uint64_t));
+	for (int i = 0; i < 3 && lay->ts[i]; i++) {
+		uint64_t t;
+
+		memcpy(&t, rec + lay->ts[i], sizeof(t));
+		t = nth(faults.zero_ts_every, n) ? 0 : reported(t);
+		memcpy(rec + lay->ts[i], &t, sizeof(t));
+	}
 	if (nth(faults.unknown_every, n))
 		memcpy(rec, &unknown, sizeof(unknown));
 	/* A client stops walking a buffer at an unknown kind: end the buffer there. */

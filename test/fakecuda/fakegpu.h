@@ -16,16 +16,30 @@
 /* The next correlation id: process-wide, starting at 1, one per runtime or driver API call. */
 FAKEGPU_API uint32_t fakegpu_next_correlation(void);
 
-/* CUPTI's clock: CLOCK_REALTIME in ns (what cuptiGetTimestamp returns). */
+/* The simulation's clock, and CUPTI's by default: CLOCK_REALTIME in ns. */
 FAKEGPU_API uint64_t fakegpu_timestamp(void);
+/*
+ * The client's clock (cuptiActivityRegisterTimestampCallback): what cuptiGetTimestamp returns
+ * (fakegpu_reported_now) and what records report, the same instants converted; the simulation
+ * and its ground-truth log keep their own. -EINVAL for NULL.
+ */
+FAKEGPU_API int fakegpu_timestamp_callback(CUpti_TimestampCallbackFunc fn);
+FAKEGPU_API uint64_t fakegpu_reported_now(void);
 
 /* True while `kind` is enabled (cuptiActivityEnable and not disabled since). */
 FAKEGPU_API bool fakegpu_activity_enabled(CUpti_ActivityKind kind);
+/*
+ * Whether API `cbid` of kind RUNTIME or DRIVER has records: as set for it alone
+ * (cuptiActivityEnableRuntimeApi/DriverApi; -EINVAL for another kind or an id out of range),
+ * else as its kind.
+ */
+FAKEGPU_API bool fakegpu_api_enabled(CUpti_ActivityKind kind, uint32_t cbid);
+FAKEGPU_API int fakegpu_api_set_enabled(CUpti_ActivityKind kind, uint32_t cbid, bool on);
 
 /*
  * Appends one activity record, in its real CUDA 13 layout (`size` bytes, record->kind set), to
  * the current activity buffer, packed as the real libcupti packs records. If the kind is not
- * enabled it is ignored; with no buffer (the client gave NULL or size 0) it is dropped and
+ * enabled (an API record: fakegpu_api_enabled) it is ignored; with no buffer (the client gave NULL or size 0) it is dropped and
  * counted for cuptiActivityGetNumDroppedRecords. Thread-safe; never blocks on the client.
  * Fault injection for records (drops, zero timestamps, unknown kinds) happens here.
  */
