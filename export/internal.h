@@ -123,10 +123,15 @@ int gprof_output_folder(const char *tmpl, const char *base, char *out, size_t si
 /* `<host>_<pid>.<unix_ns>.pt.trace.json.gz` into out. */
 int gprof_output_name(uint64_t unix_ns, char *out, size_t size);
 /*
- * Creates dir (mkdir -p) and `<dir>/<name>.partial` (O_EXCL, O_NOFOLLOW, 0644); returns the fd
- * or a negative errno; on failure, `what` says which step failed.
+ * Creates dir (mkdir -p) and the file for `<dir>/<name>.partial` (0644): an unnamed one
+ * (O_TMPFILE, *unnamed true) that gprof_output_publish() names once its header is in, so that a
+ * process killed in between leaves no file without one; where the file system has no
+ * O_TMPFILE, the named file at once (O_EXCL, O_NOFOLLOW). Nothing at that name is followed or
+ * replaced (-EEXIST). Returns the fd or a negative errno; on failure, `what` says which step.
  */
-int gprof_output_create(const char *dir, const char *name, const char **what);
+int gprof_output_create(const char *dir, const char *name, const char **what, bool *unnamed);
+/* Gives the unnamed file fd its name `<dir>/<name>.partial`; -EEXIST if something has it. */
+int gprof_output_publish(int fd, const char *dir, const char *name);
 /* Renames <path>.partial to path without replacing anything. */
 int gprof_output_commit(const char *path);
 

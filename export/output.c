@@ -229,9 +229,10 @@ static int check_owner(const char *dir, const char **what)
 	return 0;
 }
 
-int gprof_output_create(const char *dir, const char *name, const char **what)
+int gprof_output_create(const char *dir, const char *name, const char **what, bool *unnamed)
 {
 	char path[PATH_MAX];
+	struct stat st;
 	int fd, err;
 
 	*what = "cannot create the output folder";
@@ -243,9 +244,27 @@ int gprof_output_create(const char *dir, const char *name, const char **what)
 	*what = "cannot create a trace file in";
 	if (snprintf(path, sizeof(path), "%s/%s.partial", dir, name) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return -EEXIST;
+	/* gprof_output_publish names it through /proc */
+	fd = access("/proc/self/fd", X_OK) == 0 ? open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644)
+						: -1;
+	*unnamed = fd >= 0;
+	if (fd < 0)
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	/* Never 0-2 (the program may run with stdout closed), and above what it uses. */
 	return fd >= 0 ? gprof_fd_high(fd) : -errno;
+}
+
+int gprof_output_publish(int fd, const char *dir, const char *name)
+{
+	char self[64], path[PATH_MAX];
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	if (snprintf(path, sizeof(path), "%s/%s.partial", dir, name) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	/* linkat refuses to replace what is there; through /proc it needs no privilege */
+	return linkat(AT_FDCWD, self, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 ? 0 : -errno;
 }
 
 int gprof_output_commit(const char *path)

@@ -214,6 +214,7 @@ static void open_window(struct window *w, struct gprof_trace_meta *m)
 	char name[NAME_MAX + 1];
 	const char *what = "cannot name a trace file in";
 	int fd = ctl.dir_err;
+	bool unnamed = false;
 	struct stat st;
 
 	w->wid = w->id;
@@ -226,7 +227,7 @@ static void open_window(struct window *w, struct gprof_trace_meta *m)
 	    snprintf(w->path, sizeof(w->path), "%s/%s", ctl.dir, name) >= (int)sizeof(w->path))
 		fd = -ENAMETOOLONG;
 	if (!fd)
-		fd = gprof_output_create(ctl.dir, name, &what);
+		fd = gprof_output_create(ctl.dir, name, &what, &unnamed);
 	if (fd < 0) {
 		pr_err("window %llu is not recorded: %s '%.200s': %s. Point GPROF_OUTPUT (now "
 		       "'%.200s') at a writable folder.",
@@ -241,7 +242,9 @@ static void open_window(struct window *w, struct gprof_trace_meta *m)
 	m->rank = w->rank;
 	m->trace_name = strrchr(w->path, '/') + 1; /* m outlives this frame */
 	w->trace = gprof_trace_open(m, w->open_ns, fd, ctl.cfg.gzip_level, &w->error);
-	if (!w->trace) {
+	if (w->trace && unnamed)
+		w->error = gprof_output_publish(fd, ctl.dir, name);
+	if (!w->trace || w->error) {
 		abandon(w, w->error, "cannot write the trace file");
 		return;
 	}
