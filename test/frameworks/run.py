@@ -104,7 +104,8 @@ def trace_steps(trace):
     """Per ProfilerStep#k of the trace, the GPU operations whose launch lies in it."""
     ev = trace["traceEvents"]
     steps = {int(e["name"].split("#")[1]): (e["ts"], e["ts"] + e["dur"]) for e in ev
-             if e.get("name", "").startswith("ProfilerStep#")}
+             if e.get("name", "").startswith("ProfilerStep#") and
+             e.get("cat") == "user_annotation"}
     launch = {e["args"]["correlation"]: e["ts"] for e in ev
               if e.get("cat") in LAUNCH_CATS and "correlation" in e.get("args", {})}
     out = {k: collections.Counter() for k in steps}
@@ -187,6 +188,48 @@ def case_nvtx(tmp):
     return c
 
 
+def mean_step_ms(marks):
+    """The program's mean step time over the recorded steps, from its own clock."""
+    return sum(marks[k + 1] - marks[k] for k in RECORDED) / len(RECORDED) / 1e6
+
+
+def case_torch_profiler(tmp):
+    """3: the same loop under torch.profiler (Kineto on the simulated CUPTI), side by side."""
+    c = Case("torch_profiler_side_by_side")
+    argv = train(["--nvtx"])
+    kineto_json = os.path.join(tmp, "kineto", "trace.json")
+    plain = run(argv, tmp + "/plain", preload=False)
+    gprof = run(argv, tmp + "/gprof")
+    # torch's libcupti.so.13 is the simulated one: the same name, loaded first
+    kineto = run(argv + ["--torch-profiler", kineto_json], tmp + "/kineto", preload=False,
+                 extra={"LD_PRELOAD": os.path.join(BUILD, "fakecuda", "libcupti.so.13")})
+    ours = check_trace(c, plain, gprof)
+    k = kineto[0]
+    ok = k.returncode == 0 and os.path.exists(kineto_json)
+    if not c.check("torch.profiler's run ends well", ok, "" if ok else k.stderr[-300:]) or not ours:
+        return c
+    with open(kineto_json) as f:
+        theirs = json.load(f)
+    k_steps, k_ops = trace_steps(theirs)
+    _, g_ops = trace_steps(ours)
+    want = gt_steps(kineto[2], kineto[3])
+    c.check("torch.profiler records the same steps", sorted(k_steps) == RECORDED,
+            str(sorted(k_steps)))
+    for step in RECORDED:
+        a, b = k_ops.get(step, collections.Counter()), g_ops.get(step, collections.Counter())
+        c.check("step %d: torch.profiler's kernels and copies = its run's ground truth" % step,
+                a == want[step] and a, "%d operations" % sum(a.values()))
+        c.check("step %d: the same kernels (names, counts) and copies as libgprof's" % step,
+                a == b and a, "%d vs %d; only torch.profiler's: %s; only libgprof's: %s" % (
+                    sum(a.values()), sum(b.values()), dict(a - b), dict(b - a)))
+    base = mean_step_ms(plain[3])
+    print("info %s: mean step %.2f ms without a profiler, %.2f ms (x%.2f) with libgprof, "
+          "%.2f ms (x%.2f) with torch.profiler" % (
+              c.name, base, mean_step_ms(gprof[3]), mean_step_ms(gprof[3]) / base,
+              mean_step_ms(kineto[3]), mean_step_ms(kineto[3]) / base))
+    return c
+
+
 def case_torch_steps(tmp):
     """2: the same loop without marks under gprof-run --torch-steps."""
     c = Case("train_torch_steps")
@@ -223,6 +266,7 @@ def case_dataloader(tmp):
 
 
 CASES = {"train_nvtx": case_nvtx, "train_torch_steps": case_torch_steps,
+         "torch_profiler_side_by_side": case_torch_profiler,
          "triton": case_triton, "dataloader_workers": case_dataloader}
 
 

@@ -1,6 +1,6 @@
 """A small transformer training loop on PyTorch's CUDA path, for make test-frameworks.
 
-Usage: train.py [--steps N] [--nvtx] [--workers W]
+Usage: train.py [--steps N] [--nvtx] [--workers W] [--torch-profiler FILE]
 
 Before the loop (fixed seed 0): a 2-layer transformer encoder (d_model 64, 4 heads, feed-forward
 128) with a linear head of 16 classes, on the GPU; AdamW (lr 1e-3). Each of N steps (default 8):
@@ -12,7 +12,9 @@ Before the loop (fixed seed 0): a 2-layer transformer encoder (d_model 64, 4 hea
   - a scratch tensor of (step + 1) MiB made and dropped, then torch.cuda.empty_cache(), so that
     the caching allocator calls cudaMalloc and cudaFree inside every step.
 Attention does not use cuDNN's backend: its runtime-compiled engines link code with cuLink*, which
-the simulated driver does not have yet (docs/FRAMEWORKS.md). With FRAMEWORKS_MARKS=path, the realtime clock (ns) of each step's start is appended to path,
+the simulated driver does not have yet (docs/FRAMEWORKS.md). With --torch-profiler, the loop runs under torch.profiler.profile (CPU and CUDA activities, the
+schedule wait=1, warmup=1, active=3, prof.step() after each step), which writes its trace to
+FILE. With FRAMEWORKS_MARKS=path, the realtime clock (ns) of each step's start is appended to path,
 one per line: right before the NVTX mark with --nvtx, else right after optimizer.step() (where
 gprof-run --torch-steps marks), so a test can place the simulated GPU's work in steps without
 libgprof. The kernels do not run on the simulated GPU, so no value is printed: the program prints
@@ -43,6 +45,7 @@ def main():
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--nvtx", action="store_true")
     ap.add_argument("--workers", type=int, default=0)
+    ap.add_argument("--torch-profiler", metavar="FILE")
     args = ap.parse_args()
     marks = os.environ.get("FRAMEWORKS_MARKS")
 
@@ -63,6 +66,14 @@ def main():
                                                   num_workers=args.workers,
                                                   multiprocessing_context="fork"))
     loss = None
+    prof = None
+    if args.torch_profiler:
+        from torch.profiler import ProfilerActivity, profile, schedule
+
+        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                       schedule=schedule(wait=1, warmup=1, active=3, repeat=1),
+                       on_trace_ready=lambda p: p.export_chrome_trace(args.torch_profiler))
+        prof.start()
     for step in range(args.steps):
         if args.nvtx:
             note()
@@ -84,6 +95,10 @@ def main():
         scratch = torch.empty((step + 1) << 18, device="cuda")
         del scratch
         torch.cuda.empty_cache()
+        if prof:
+            prof.step()
+    if prof:
+        prof.stop()
     torch.cuda.synchronize()
     params = sum(p.numel() for p in model.parameters())
     print("train: %d steps, %d parameters, loss %s" % (args.steps, params, loss.dtype))
