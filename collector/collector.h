@@ -46,6 +46,12 @@ int gprof_collector_init(const struct gprof_collector_config *cfg);
  * Idempotent and safe to re-enter from inside CUDA's own initialisation.
  */
 void gprof_collector_start(void);
+/*
+ * Another tool subscribes to CUPTI, which takes one subscriber: if libgprof holds it, its records
+ * so far are flushed and kept, its subscription ends, and it records from its hooks alone from
+ * then on (one line says so). Called before that tool's cuptiSubscribe goes through.
+ */
+void gprof_collector_yield(void);
 
 /* The stepper's WARMUP: enable the activity kinds (now, or when started). */
 void gprof_collector_warmup(void);

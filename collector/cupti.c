@@ -64,19 +64,25 @@ static void release_windows(void)
 	}
 }
 
-/* Under lock: CUPTI is out for good; say so once, and let the hooks' events stand. */
-static void fail(const char *why)
+/* Under lock: CUPTI is out for good; the hooks' events stand from now on. */
+static void give_up(const char *status)
 {
-	char status[sizeof(gprof_coll.proc.cupti_status)];
-
 	set_state(GPROF_COLL_FAILED);
 	__atomic_store_n(&gprof_coll.covers, 0, __ATOMIC_RELEASE);
-	pr_warn("GPU activity is not recorded: %s. Traces hold host-side events only.", why);
-	snprintf(status, sizeof(status), "not used: %s", why);
 	publish_status(status);
 	if (!gprof_coll.thread_running)
 		release_windows();
 	gprof_coll_kick();
+}
+
+/* Under lock: give_up(), said once. */
+static void fail(const char *why)
+{
+	char status[sizeof(gprof_coll.proc.cupti_status)];
+
+	pr_warn("GPU activity is not recorded: %s. Traces hold host-side events only.", why);
+	snprintf(status, sizeof(status), "not used: %.240s", why);
+	give_up(status);
 }
 
 static void disable_kinds(void)
@@ -174,14 +180,13 @@ static void CUPTIAPI on_callback(void *arg, CUpti_CallbackDomain domain, CUpti_C
 /* Without the lock: may re-enter CUDA's initialisation, which may call start() again. */
 static int attach(char *why, size_t len)
 {
-	CUpti_SubscriberHandle sub;
 	CUptiResult r;
 	char err[128];
 	int rc = gprof_coll_load(gprof_coll.lib, why, len);
 
 	if (rc)
 		return rc;
-	r = gprof_cupti.subscribe(&sub, on_callback, NULL);
+	r = gprof_cupti.subscribe(&gprof_coll.sub, on_callback, NULL);
 	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
 		snprintf(why, len,
 			 "another tool holds CUPTI (torch.profiler, Nsight Systems or "
@@ -234,6 +239,27 @@ void gprof_collector_start(void)
 		pr_info("CUPTI %s (API version %u) in use", gprof_cupti.path, gprof_cupti.version);
 		if (gprof_coll.want)
 			enable_kinds();
+	}
+	pthread_mutex_unlock(&gprof_coll.lock);
+}
+
+void gprof_collector_yield(void)
+{
+	enum gprof_coll_state s;
+
+	pthread_mutex_lock(&gprof_coll.lock);
+	s = gprof_coll_state();
+	if (s == GPROF_COLL_READY || s == GPROF_COLL_ENABLED) {
+		disable_kinds();
+		/* Every buffer comes back here before the other tool's callbacks replace ours. */
+		gprof_cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		if (gprof_cupti.unsubscribe)
+			gprof_cupti.unsubscribe(gprof_coll.sub);
+		pr_warn(
+		    "another tool in this process subscribed to CUPTI (torch.profiler, Nsight?): "
+		    "libgprof handed it over. The GPU activity recorded so far is kept; from "
+		    "now on traces hold host-side events only.");
+		give_up("handed over to another tool in this process");
 	}
 	pthread_mutex_unlock(&gprof_coll.lock);
 }

@@ -88,6 +88,7 @@ struct gprof_cupti {
 	CUptiResult (*get_version)(uint32_t *version);
 	CUptiResult (*result_string)(CUptiResult r, const char **str);
 	CUptiResult (*subscribe)(CUpti_SubscriberHandle *h, CUpti_CallbackFunc fn, void *arg);
+	CUptiResult (*unsubscribe)(CUpti_SubscriberHandle h);
 	CUptiResult (*enable)(CUpti_ActivityKind kind);
 	CUptiResult (*disable)(CUpti_ActivityKind kind);
 	CUptiResult (*register_callbacks)(CUpti_BuffersCallbackRequestFunc request,
@@ -287,6 +288,7 @@ struct gprof_coll {
 	bool stop;	      /* exit: the thread ends once every window is finished */
 	bool thread_running;
 	pthread_t thread;
+	CUpti_SubscriberHandle sub; /* libgprof's, while it holds CUPTI */
 	struct gprof_collector_config cfg;
 	char lib[PATH_MAX];
 	unsigned drain_ms;

@@ -44,6 +44,7 @@ static const struct {
     SYM(cuptiGetVersion, get_version, true),
     SYM(cuptiGetResultString, result_string, true),
     SYM(cuptiSubscribe, subscribe, true),
+    SYM(cuptiUnsubscribe, unsubscribe, false),
     SYM(cuptiActivityEnable, enable, true),
     SYM(cuptiActivityDisable, disable, true),
     SYM(cuptiActivityRegisterCallbacks, register_callbacks, true),

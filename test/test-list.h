@@ -151,6 +151,7 @@ X(preload_nvtx_path_taken)
 X(preload_ends_before_first_active_step)
 X(preload_runtime_loaded_local)
 X(preload_demangles_with_a_local_cxx_runtime)
+X(preload_cupti_handed_over)
 X(preload_hook_table)
 
 /* the include and call graph between files */

@@ -17,6 +17,7 @@
 #include "task.h"
 #include "util/e2e.h"
 #include "util/gtlog.h"
+#include "util/text.h"
 
 /* The step numbers of t's ProfilerStep#N spans, as a bit set. */
 static uint64_t step_set(const struct trace *t)
@@ -462,6 +463,32 @@ TEST(preload_demangles_with_a_local_cxx_runtime)
 	ASSERT_EQ(r.n_traces, 1);
 	ASSERT_EQ(e2e_count(&r.traces[0], "kernel", "work(float*)"), 1);
 	ASSERT_EQ(e2e_count(&r.traces[0], "kernel", NULL), 1);
+	e2e_free(&r);
+}
+
+/*
+ * Another CUPTI tool that starts mid-run (cupti-tool subscribes before its step 4, as
+ * torch.profiler's Kineto does when its profiler starts) gets CUPTI: its subscription succeeds
+ * and it records every kernel from then on; libgprof says so in one line, keeps the GPU work of
+ * steps 2-3 (each kernel linked) and records step 4 from its hooks. Before, the tool got
+ * CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED and recorded nothing.
+ */
+TEST(preload_cupti_handed_over)
+{
+	const char *argv[] = {proc_build_path("test/apps/cupti-tool"), NULL};
+	struct e2e_run r;
+
+	e2e_run(&r, argv, e2e_cupti(true), NULL, true);
+	ASSERT_EQ(r.res.status, 0);
+	/* 4 launches in each of steps 4-7 */
+	ASSERT_STR_EQ(r.res.out, "cupti-tool: subscribe 0, 16 kernels\n");
+	ASSERT_EQ(text_lines(r.res.err, "gprof: collector: "), 1);
+	ASSERT_STR_CONTAINS(r.res.err, "subscribed to CUPTI (torch.profiler, Nsight?): libgprof "
+				       "handed it over");
+	ASSERT_EQ(r.n_traces, 1);
+	ASSERT_EQ(e2e_count(&r.traces[0], "kernel", NULL), 8);
+	ASSERT_EQ(e2e_count(&r.traces[0], "ac2g", NULL), 2 * 8);
+	ASSERT_EQ(e2e_count(&r.traces[0], "cuda_runtime", "cudaLaunchKernel"), 12);
 	e2e_free(&r);
 }
 

@@ -31,6 +31,10 @@ $(APPS_OUT)/drv-app: $(FAKE_CUDA_LIB)
 $(APPS_OUT)/drv-app: APP_LIBS = $(APPS_RPATH) -Wl,--disable-new-dtags
 $(APPS_OUT)/cupti-dump.so: $(FAKECUPTI_LIB)
 $(APPS_OUT)/cupti-dump.so: APP_LIBS = $(APPS_RPATH) -l:libcupti.so.13
+# Another CUPTI tool in the program, from its fourth step on.
+APPS += cupti-tool
+$(APPS_OUT)/cupti-tool: $(FAKECUPTI_LIB)
+$(APPS_OUT)/cupti-tool: APP_LIBS += -l:libcupti.so.13
 
 # test-preload and test-e2e: steps-app; the same object linked against the toolkit's real
 # libcudart (which, with no GPU, fails every call with 35); a program whose CUDA runtime is
