@@ -230,6 +230,37 @@ def case_torch_profiler(tmp):
     return c
 
 
+def case_same_process(tmp):
+    """4: torch.profiler and libgprof in one process: libgprof hands CUPTI over, in one line."""
+    c = Case("torch_profiler_same_process")
+    argv = train(["--nvtx"])
+    kineto_json = os.path.join(tmp, "both", "trace.json")
+    plain = run(argv, tmp + "/plain", preload=False)
+    # libgprof first, as LD_PRELOAD puts it before any library the program loads
+    both = run(argv + ["--torch-profiler", kineto_json], tmp + "/both", preload=False,
+               extra={"LD_PRELOAD": os.path.join(BUILD, "libgprof.so") + " " +
+                      os.path.join(BUILD, "fakecuda", "libcupti.so.13")})
+    p, _, gt, marks, traces = both
+    c.check("exit status and stdout as without a profiler",
+            p.returncode == plain[0].returncode == 0 and p.stdout == plain[0].stdout,
+            "%d: %r" % (p.returncode, p.stdout))
+    lines = [line for line in p.stderr.splitlines() if line.startswith("gprof:") and
+             not line.startswith(("gprof: trace written", "gprof:   "))]
+    c.check("libgprof says in one line that it handed CUPTI over",
+            len(lines) == 1 and "handed it over" in lines[0], "; ".join(lines)[:300])
+    c.check("libgprof's trace of the host side", len(traces) == 1 and
+            sorted(trace_steps(load_trace(traces[0]))[0]) == RECORDED, str(traces))
+    if not c.check("torch.profiler wrote its trace", os.path.exists(kineto_json)):
+        return c
+    with open(kineto_json) as f:
+        steps, ops = trace_steps(json.load(f))
+    want = gt_steps(gt, marks)
+    for k in RECORDED:
+        c.check("step %d: torch.profiler's kernels and copies = ground truth" % k,
+                ops.get(k) == want[k] and want[k], "%d operations" % sum(want[k].values()))
+    return c
+
+
 def case_torch_steps(tmp):
     """2: the same loop without marks under gprof-run --torch-steps."""
     c = Case("train_torch_steps")
@@ -267,6 +298,7 @@ def case_dataloader(tmp):
 
 CASES = {"train_nvtx": case_nvtx, "train_torch_steps": case_torch_steps,
          "torch_profiler_side_by_side": case_torch_profiler,
+         "torch_profiler_same_process": case_same_process,
          "triton": case_triton, "dataloader_workers": case_dataloader}
 
 
