@@ -424,9 +424,12 @@ struct CUpti_Subscriber_st {
 };
 static struct CUpti_Subscriber_st the_subscriber;
 
-CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle *subscriber,
-				       CUpti_CallbackFunc callback, void *userdata,
-				       CUpti_SubscriberParams *params)
+/*
+ * Both entry points, which never call each other through the PLT (as the real library's do not):
+ * a preloaded tool that interposes one (libgprof does) must not be entered by the other.
+ */
+static CUptiResult subscribe(CUpti_SubscriberHandle *subscriber, CUpti_CallbackFunc callback,
+			     void *userdata, CUpti_SubscriberParams *params)
 {
 	int err;
 
@@ -446,10 +449,17 @@ CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle *subscriber,
 	return CUPTI_SUCCESS;
 }
 
+CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle *subscriber,
+				       CUpti_CallbackFunc callback, void *userdata,
+				       CUpti_SubscriberParams *params)
+{
+	return subscribe(subscriber, callback, userdata, params);
+}
+
 CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *subscriber, CUpti_CallbackFunc callback,
 				    void *userdata)
 {
-	return cuptiSubscribe_v2(subscriber, callback, userdata, NULL);
+	return subscribe(subscriber, callback, userdata, NULL);
 }
 
 CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber)
