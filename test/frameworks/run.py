@@ -261,6 +261,62 @@ def case_same_process(tmp):
     return c
 
 
+HTA_CHECK = """
+import sys
+from hta.trace_analysis import TraceAnalysis
+a = TraceAnalysis(trace_dir=sys.argv[1], include_last_profiler_step=True)
+print(sorted(a.t.get_ranks()))
+"""
+
+
+def case_two_ranks(tmp):
+    """6: two ranks (RANK/WORLD_SIZE by hand, gloo), one folder: one file each, one HTA run."""
+    c = Case("two_ranks_gloo")
+    traces_dir = os.path.join(tmp, "traces")
+    argv = [PYTHON, os.path.join(HERE, "ddp.py")]
+    procs, envs = [], []
+    for rank in range(2):
+        os.makedirs(os.path.join(tmp, "rank%d" % rank))
+        env = simulated_env(os.path.join(tmp, "rank%d" % rank), {
+            "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "2",
+            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(29400 + os.getpid() % 500),
+            "GPROF_OUTPUT": traces_dir, "LD_PRELOAD": os.path.join(BUILD, "libgprof.so")})
+        envs.append(env)
+        procs.append(subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    outs = [p.communicate(timeout=600) for p in procs]
+    for rank, p in enumerate(procs):
+        c.check("rank %d ends well" % rank, p.returncode == 0 and
+                outs[rank][0] == "ddp: rank %d of 2, 8 steps\n" % rank, outs[rank][1][-300:])
+    paths = sorted(glob.glob(os.path.join(traces_dir, "*.pt.trace.json.gz")))
+    if not c.check("one trace per rank in the folder", len(paths) == 2, str(paths)):
+        return c
+    for path in paths:
+        trace = load_trace(path)
+        info = trace.get("distributedInfo", {})
+        rank = info.get("rank")
+        c.check("distributedInfo of rank %s" % rank, rank in (0, 1) and
+                info.get("world_size") == 2, str(info))
+        with open(envs[rank]["FAKEGPU_LOG"]) as f:
+            gt = [json.loads(line) for line in f]
+        with open(envs[rank]["FRAMEWORKS_MARKS"]) as f:
+            marks = [int(line) for line in f]
+        want, (_, got) = gt_steps(gt, marks), trace_steps(trace)
+        for k in RECORDED:
+            c.check("rank %d step %d: kernels and copies = its ground truth" % (rank, k),
+                    got.get(k) == want[k] and want[k], "%d operations" % sum(want[k].values()))
+    hta = os.path.join(BUILD, "clients-venv", "env", "bin", "python")
+    if not os.path.exists(hta):
+        print("info %s: no HTA (make test-clients installs it): one HTA run not checked" % c.name)
+        return c
+    p = subprocess.run([hta, "-c", HTA_CHECK, traces_dir], capture_output=True, text=True,
+                       timeout=600)
+    ok = p.stdout.strip() == "[0, 1]"
+    c.check("HTA loads the folder as one run of ranks 0 and 1", ok,
+            p.stdout.strip() if ok else (p.stdout + p.stderr[-300:]).strip())
+    return c
+
+
 def case_torch_steps(tmp):
     """2: the same loop without marks under gprof-run --torch-steps."""
     c = Case("train_torch_steps")
@@ -299,7 +355,8 @@ def case_dataloader(tmp):
 CASES = {"train_nvtx": case_nvtx, "train_torch_steps": case_torch_steps,
          "torch_profiler_side_by_side": case_torch_profiler,
          "torch_profiler_same_process": case_same_process,
-         "triton": case_triton, "dataloader_workers": case_dataloader}
+         "triton": case_triton, "two_ranks_gloo": case_two_ranks,
+         "dataloader_workers": case_dataloader}
 
 
 def main():
