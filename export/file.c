@@ -57,6 +57,11 @@ int gprof_file_adopt(struct gprof_file *f, int fd)
 	return 0;
 }
 
+void gprof_file_named(struct gprof_file *f, const char *path)
+{
+	snprintf(f->path, sizeof(f->path), "%s", path);
+}
+
 int gprof_file_fd(struct gprof_file *f)
 {
 	int fd;

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "common/compiler.h"
@@ -130,8 +131,11 @@ int gprof_output_name(uint64_t unix_ns, char *out, size_t size);
  * replaced (-EEXIST). Returns the fd or a negative errno; on failure, `what` says which step.
  */
 int gprof_output_create(const char *dir, const char *name, const char **what, bool *unnamed);
-/* Gives the unnamed file fd its name `<dir>/<name>.partial`; -EEXIST if something has it. */
-int gprof_output_publish(int fd, const char *dir, const char *name);
+/*
+ * Gives the unnamed file fd (`ours`: its fstat) its name `<dir>/<name>.partial`; -EEXIST if
+ * something has it, -EBADF if fd is no longer that file (the name is not left to another).
+ */
+int gprof_output_publish(int fd, const struct stat *ours, const char *dir, const char *name);
 /* Renames <path>.partial to path without replacing anything. */
 int gprof_output_commit(const char *path);
 
@@ -150,6 +154,8 @@ struct gprof_file {
 };
 /* Takes fd (see gprof_fd_high). 0 or a negative errno (f is unchanged then). */
 int gprof_file_adopt(struct gprof_file *f, int fd);
+/* The path f is opened again by, once an unnamed file has been given one. */
+void gprof_file_named(struct gprof_file *f, const char *path);
 /*
  * The descriptor to use now: f->fd while it is still the file; when the program closed it or
  * put a file of its own at its number, the file opened again by its path (and checked to be
@@ -192,6 +198,8 @@ struct gprof_sink *gprof_sink_gzip(int fd, int level, const char *head, size_t l
  */
 void gprof_sink_threads(struct gprof_sink *s, unsigned max, size_t slice_bytes,
 			bool (*behind)(void));
+/* The file's path, once an unnamed file has one (gprof_output_publish); gzip sinks only. */
+void gprof_sink_named(struct gprof_sink *s, const char *path);
 /* Tests: from now on starting a compressor thread fails (EAGAIN), as pthread_create() can. */
 void gprof_sink_fail_threads(bool fail);
 /* The same calls into memory (tests): the text is kept uncompressed. */
@@ -257,6 +265,8 @@ void gprof_trace_events(struct gprof_trace *t, const struct gprof_export_event *
 /* gprof_sink_threads for the trace's sink (a gzip file; memory traces ignore it). */
 void gprof_trace_threads(struct gprof_trace *t, unsigned max, size_t slice_bytes,
 			 bool (*behind)(void));
+/* gprof_sink_named for the trace's sink. */
+void gprof_trace_named(struct gprof_trace *t, const char *path);
 /* Every pass of the writer: hands formatted text to the sink; sync-flushes every 100 ms. */
 int gprof_trace_tick(struct gprof_trace *t, uint64_t now_ns);
 /* Newer process facts (devices, versions) for the kernel numbers and the final header. */

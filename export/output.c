@@ -256,15 +256,22 @@ int gprof_output_create(const char *dir, const char *name, const char **what, bo
 	return fd >= 0 ? gprof_fd_high(fd) : -errno;
 }
 
-int gprof_output_publish(int fd, const char *dir, const char *name)
+int gprof_output_publish(int fd, const struct stat *ours, const char *dir, const char *name)
 {
 	char self[64], path[PATH_MAX];
+	struct stat st;
 
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
 	if (snprintf(path, sizeof(path), "%s/%s.partial", dir, name) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
 	/* linkat refuses to replace what is there; through /proc it needs no privilege */
-	return linkat(AT_FDCWD, self, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 ? 0 : -errno;
+	if (linkat(AT_FDCWD, self, AT_FDCWD, path, AT_SYMLINK_FOLLOW) != 0)
+		return -errno;
+	/* The program may have closed fd and opened a file of its own at its number. */
+	if (lstat(path, &st) == 0 && st.st_dev == ours->st_dev && st.st_ino == ours->st_ino)
+		return 0;
+	unlink(path);
+	return -EBADF;
 }
 
 int gprof_output_commit(const char *path)

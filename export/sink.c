@@ -595,6 +595,12 @@ void gprof_sink_threads(struct gprof_sink *s, unsigned max, size_t slice_bytes,
 	par->behind = behind;
 }
 
+void gprof_sink_named(struct gprof_sink *s, const char *path)
+{
+	if (s->ops == &gz_ops)
+		gprof_file_named(&((struct gz_sink *)s)->file, path);
+}
+
 void gprof_sink_fail_threads(bool fail)
 {
 	fail_threads = fail;

@@ -492,6 +492,11 @@ int gprof_trace_tick(struct gprof_trace *t, uint64_t now_ns)
 	return t->err;
 }
 
+void gprof_trace_named(struct gprof_trace *t, const char *path)
+{
+	gprof_sink_named(t->sink, path);
+}
+
 void gprof_trace_threads(struct gprof_trace *t, unsigned max, size_t slice_bytes,
 			 bool (*behind)(void))
 {

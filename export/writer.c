@@ -238,12 +238,18 @@ static void open_window(struct window *w, struct gprof_trace_meta *m)
 	if (fstat(fd, &st) == 0) {
 		w->dev = st.st_dev;
 		w->ino = st.st_ino;
+	} else {
+		st = (struct stat){0};
 	}
 	m->rank = w->rank;
 	m->trace_name = strrchr(w->path, '/') + 1; /* m outlives this frame */
 	w->trace = gprof_trace_open(m, w->open_ns, fd, ctl.cfg.gzip_level, &w->error);
-	if (w->trace && unnamed)
-		w->error = gprof_output_publish(fd, ctl.dir, name);
+	if (w->trace && unnamed && !(w->error = gprof_output_publish(fd, &st, ctl.dir, name))) {
+		char partial[PATH_MAX + 8];
+
+		snprintf(partial, sizeof(partial), "%s.partial", w->path);
+		gprof_trace_named(w->trace, partial);
+	}
 	if (!w->trace || w->error) {
 		abandon(w, w->error, "cannot write the trace file");
 		return;
