@@ -256,14 +256,12 @@ int gprof_output_create(const char *dir, const char *name, const char **what, bo
 	return fd >= 0 ? gprof_fd_high(fd) : -errno;
 }
 
-int gprof_output_publish(int fd, const struct stat *ours, const char *dir, const char *name)
+int gprof_output_publish(int fd, const struct stat *ours, const char *path)
 {
-	char self[64], path[PATH_MAX];
+	char self[64];
 	struct stat st;
 
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-	if (snprintf(path, sizeof(path), "%s/%s.partial", dir, name) >= (int)sizeof(path))
-		return -ENAMETOOLONG;
 	/* linkat refuses to replace what is there; through /proc it needs no privilege */
 	if (linkat(AT_FDCWD, self, AT_FDCWD, path, AT_SYMLINK_FOLLOW) != 0)
 		return -errno;

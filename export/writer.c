@@ -244,11 +244,13 @@ static void open_window(struct window *w, struct gprof_trace_meta *m)
 	m->rank = w->rank;
 	m->trace_name = strrchr(w->path, '/') + 1; /* m outlives this frame */
 	w->trace = gprof_trace_open(m, w->open_ns, fd, ctl.cfg.gzip_level, &w->error);
-	if (w->trace && unnamed && !(w->error = gprof_output_publish(fd, &st, ctl.dir, name))) {
+	if (w->trace && unnamed) {
 		char partial[PATH_MAX + 8];
 
 		snprintf(partial, sizeof(partial), "%s.partial", w->path);
-		gprof_trace_named(w->trace, partial);
+		w->error = gprof_output_publish(fd, &st, partial);
+		if (!w->error)
+			gprof_trace_named(w->trace, partial);
 	}
 	if (!w->trace || w->error) {
 		abandon(w, w->error, "cannot write the trace file");

@@ -1231,19 +1231,19 @@ TEST(rel_output_named_with_its_header)
 	ASSERT(dir_is_empty(dir));
 	ASSERT_EQ(write(fd, "head", 4), 4);
 	ASSERT_EQ(fstat(fd, &st), 0);
-	ASSERT_EQ(gprof_output_publish(fd, &st, dir, "a.pt.trace.json.gz"), 0);
 	snprintf(path, sizeof(path), "%s/a.pt.trace.json.gz.partial", dir);
+	ASSERT_EQ(gprof_output_publish(fd, &st, path), 0);
 	read_all(path, &got, &len);
 	ASSERT(len == 4 && !memcmp(got, "head", 4));
 	other = gprof_output_create(dir, "b.pt.trace.json.gz", &what, &unnamed);
 	ASSERT_GE(other, 3);
 	ASSERT_EQ(fstat(other, &st), 0);
-	ASSERT_EQ(gprof_output_publish(other, &st, dir, "a.pt.trace.json.gz"), -EEXIST);
+	ASSERT_EQ(gprof_output_publish(other, &st, path), -EEXIST);
 	/* not the file created (the program closed it and opened one of its own at its number) */
 	wrong = st;
 	wrong.st_ino++;
-	ASSERT_EQ(gprof_output_publish(other, &wrong, dir, "b.pt.trace.json.gz"), -EBADF);
 	snprintf(path, sizeof(path), "%s/b.pt.trace.json.gz.partial", dir);
+	ASSERT_EQ(gprof_output_publish(other, &wrong, path), -EBADF);
 	ASSERT_NE(access(path, F_OK), 0);
 	ASSERT_EQ(gprof_output_create(dir, "a.pt.trace.json.gz", &what, &unnamed), -EEXIST);
 	close(fd);
