@@ -16,18 +16,13 @@ GPROF_EXPORT CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle *subs
 						    CUpti_CallbackFunc callback, void *userdata,
 						    CUpti_SubscriberParams *params);
 
-/* The tool's libcupti's definition of `symbol` (NULL: it has none, and the call fails). */
-static void *real(const char *symbol)
-{
-	gprof_collector_yield();
-	return gprof_resolve_in(symbol, "libcupti.so");
-}
-
 GPROF_EXPORT CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *subscriber,
 						 CUpti_CallbackFunc callback, void *userdata)
 {
-	__typeof__(&cuptiSubscribe) fn = (__typeof__(fn))real("cuptiSubscribe");
+	__typeof__(&cuptiSubscribe) fn;
 
+	gprof_collector_yield();
+	fn = (__typeof__(fn))gprof_resolve_in("cuptiSubscribe", "libcupti.so");
 	return fn ? fn(subscriber, callback, userdata) : CUPTI_ERROR_NOT_INITIALIZED;
 }
 
@@ -35,7 +30,9 @@ GPROF_EXPORT CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle *subs
 						    CUpti_CallbackFunc callback, void *userdata,
 						    CUpti_SubscriberParams *params)
 {
-	__typeof__(&cuptiSubscribe_v2) fn = (__typeof__(fn))real("cuptiSubscribe_v2");
+	__typeof__(&cuptiSubscribe_v2) fn;
 
+	gprof_collector_yield();
+	fn = (__typeof__(fn))gprof_resolve_in("cuptiSubscribe_v2", "libcupti.so");
 	return fn ? fn(subscriber, callback, userdata, params) : CUPTI_ERROR_NOT_INITIALIZED;
 }
