@@ -133,7 +133,7 @@ int gprof_output_name(uint64_t unix_ns, char *out, size_t size);
 int gprof_output_create(const char *dir, const char *name, const char **what, bool *unnamed);
 /*
  * Gives the unnamed file fd (`ours`: its fstat) its name `path` (`<dir>/<name>.partial`);
- * -EEXIST if something has it, -EBADF if fd is no longer that file (the name is not left to
+ * -EEXIST if something has it, -EBADF if fd is closed or no longer that file (the name is not left to
  * another).
  */
 int gprof_output_publish(int fd, const struct stat *ours, const char *path);

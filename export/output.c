@@ -264,7 +264,7 @@ int gprof_output_publish(int fd, const struct stat *ours, const char *path)
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
 	/* linkat refuses to replace what is there; through /proc it needs no privilege */
 	if (linkat(AT_FDCWD, self, AT_FDCWD, path, AT_SYMLINK_FOLLOW) != 0)
-		return -errno;
+		return errno == ENOENT && fcntl(fd, F_GETFD) < 0 ? -EBADF : -errno;
 	/* The program may have closed fd and opened a file of its own at its number. */
 	if (lstat(path, &st) == 0 && st.st_dev == ours->st_dev && st.st_ino == ours->st_ino)
 		return 0;

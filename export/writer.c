@@ -23,6 +23,7 @@
  * work): then compressor threads may start.
  */
 #define BEHIND_CHUNKS 16
+#define CREATE_TRIES  3 /* a window's file is created again when the program closed it */
 
 struct window {
 	/* Under ctl.lock; id 0 means the slot is free. */
@@ -208,52 +209,73 @@ static bool writer_behind(void)
 	return gprof_buf_backlog() >= BEHIND_CHUNKS;
 }
 
+/*
+ * Creates the window's file, writes its header and names it <path>.partial. Until it has that
+ * name the file lives only in its descriptor: -EBADF when the program closed the descriptor
+ * meanwhile (closefrom on another thread), and the file is gone with it. *what says which
+ * step failed until the file exists, then *created is set.
+ */
+static int create_file(struct window *w, struct gprof_trace_meta *m, const char *name,
+		       const char **what, bool *created)
+{
+	char partial[PATH_MAX + 8];
+	bool unnamed = false;
+	struct stat st;
+	int fd = gprof_output_create(ctl.dir, name, what, &unnamed), err;
+
+	*created = fd >= 0;
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) != 0)
+		return -EBADF;
+	w->dev = st.st_dev;
+	w->ino = st.st_ino;
+	w->trace = gprof_trace_open(m, w->open_ns, fd, ctl.cfg.gzip_level, &err);
+	if (!w->trace || !unnamed)
+		return err;
+	snprintf(partial, sizeof(partial), "%s.partial", w->path);
+	err = gprof_output_publish(fd, &st, partial);
+	if (err) {
+		gprof_trace_free(w->trace);
+		w->trace = NULL;
+		return err;
+	}
+	gprof_trace_named(w->trace, partial);
+	return 0;
+}
+
 /* Creates the folder and the .partial file, and writes the first header. */
 static void open_window(struct window *w, struct gprof_trace_meta *m)
 {
-	char name[NAME_MAX + 1];
 	const char *what = "cannot name a trace file in";
-	int fd = ctl.dir_err;
-	bool unnamed = false;
-	struct stat st;
+	char name[NAME_MAX + 1];
+	int err = ctl.dir_err, tries = 0;
+	bool created = false;
 
 	w->wid = w->id;
 	w->path[0] = '\0';
 	w->error = 0;
 	w->rank = ctl.rank;
-	if (!fd)
-		fd = gprof_output_name(w->open_ns, name, sizeof(name));
-	if (!fd &&
+	if (!err)
+		err = gprof_output_name(w->open_ns, name, sizeof(name));
+	if (!err &&
 	    snprintf(w->path, sizeof(w->path), "%s/%s", ctl.dir, name) >= (int)sizeof(w->path))
-		fd = -ENAMETOOLONG;
-	if (!fd)
-		fd = gprof_output_create(ctl.dir, name, &what, &unnamed);
-	if (fd < 0) {
+		err = -ENAMETOOLONG;
+	m->rank = w->rank;
+	m->trace_name = strrchr(w->path, '/') ? strrchr(w->path, '/') + 1 : w->path;
+	/* Nothing was written but into the lost file: a program's closefrom costs a new one. */
+	while (!err && (err = create_file(w, m, name, &what, &created)) == -EBADF &&
+	       ++tries < CREATE_TRIES)
+		;
+	if (err && !created) {
 		pr_err("window %llu is not recorded: %s '%.200s': %s. Point GPROF_OUTPUT (now "
 		       "'%.200s') at a writable folder.",
-		       (unsigned long long)w->number, what, ctl.dir, strerror(-fd), ctl.output);
-		w->error = fd;
+		       (unsigned long long)w->number, what, ctl.dir, strerror(-err), ctl.output);
+		w->error = err;
 		return;
 	}
-	if (fstat(fd, &st) == 0) {
-		w->dev = st.st_dev;
-		w->ino = st.st_ino;
-	} else {
-		st = (struct stat){0};
-	}
-	m->rank = w->rank;
-	m->trace_name = strrchr(w->path, '/') + 1; /* m outlives this frame */
-	w->trace = gprof_trace_open(m, w->open_ns, fd, ctl.cfg.gzip_level, &w->error);
-	if (w->trace && unnamed) {
-		char partial[PATH_MAX + 8];
-
-		snprintf(partial, sizeof(partial), "%s.partial", w->path);
-		w->error = gprof_output_publish(fd, &st, partial);
-		if (!w->error)
-			gprof_trace_named(w->trace, partial);
-	}
-	if (!w->trace || w->error) {
-		abandon(w, w->error, "cannot write the trace file");
+	if (err) {
+		abandon(w, err, "cannot write the trace file");
 		return;
 	}
 	w->summary = gprof_summary_new();

@@ -243,7 +243,7 @@ static void same_and_whole(const char *const *args)
 	struct e2e_run r[2];
 
 	same_with_and_without(args, r);
-	ASSERT_EQ(r[1].n_traces, 1);
+	ASSERT_MSG(r[1].n_traces == 1, "%d traces; stderr: %.2000s", r[1].n_traces, r[1].res.err);
 	check_windows(r[1].traces, 1, 8, false);
 	e2e_free(&r[0]);
 	e2e_free(&r[1]);

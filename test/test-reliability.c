@@ -1245,9 +1245,12 @@ TEST(rel_output_named_with_its_header)
 	snprintf(path, sizeof(path), "%s/b.pt.trace.json.gz.partial", dir);
 	ASSERT_EQ(gprof_output_publish(other, &wrong, path), -EBADF);
 	ASSERT_NE(access(path, F_OK), 0);
+	/* closed before it had a name (the program's closefrom): the file is gone with it */
+	ASSERT_EQ(close(other), 0);
+	ASSERT_EQ(gprof_output_publish(other, &st, path), -EBADF);
+	ASSERT_NE(access(path, F_OK), 0);
 	ASSERT_EQ(gprof_output_create(dir, "a.pt.trace.json.gz", &what, &unnamed), -EEXIST);
 	close(fd);
-	close(other);
 	free(got);
 	rm_rf(dir);
 }
