@@ -377,7 +377,10 @@ struct gprof_export_stats {
 };
 void gprof_export_get_stats(struct gprof_export_stats *st);
 
-/* Tests: while paused the writer reads no event and finishes no window (it still opens files). */
+/*
+ * Tests: while paused the writer reads no event and finishes no window (it still opens files);
+ * pausing returns once a pass that may read events is over.
+ */
 void gprof_export_pause(bool paused);
 
 #endif

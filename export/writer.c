@@ -50,9 +50,10 @@ struct window {
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t wake; /* the writer sleeps on it */
-	pthread_cond_t done; /* window_wait and shutdown sleep on it */
+	pthread_cond_t done; /* window_wait, shutdown and pause sleep on it */
 	bool inited, live, started, running, stop, paused;
-	bool kick; /* something changed: the writer makes a pass before sleeping */
+	bool reading; /* a pass planned unpaused runs: it may read events */
+	bool kick;    /* something changed: the writer makes a pass before sleeping */
 	pthread_t thread;
 	struct gprof_export_config cfg;
 	char output[PATH_MAX]; /* the template, for messages */
@@ -429,9 +430,11 @@ static void *writer_main(void *arg)
 		ctl.kick = false;
 		if (ctl.stop && !p.in_use)
 			break;
+		ctl.reading = !p.paused;
 		pthread_mutex_unlock(&ctl.lock);
 		pass(&p);
 		pthread_mutex_lock(&ctl.lock);
+		ctl.reading = false;
 		publish(&p);
 		if (!ctl.kick) {
 			struct timespec until = deadline(p.in_use ? PASS_NS : IDLE_NS);
@@ -595,6 +598,8 @@ void gprof_export_pause(bool paused)
 	pthread_mutex_lock(&ctl.lock);
 	ctl.paused = paused;
 	kick();
+	while (paused && ctl.reading)
+		pthread_cond_wait(&ctl.done, &ctl.lock);
 	pthread_mutex_unlock(&ctl.lock);
 }
 
