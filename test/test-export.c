@@ -1854,6 +1854,11 @@ static const char good_trace[] =
 		      "\"args\":{\"name\":\"p\"}}\n"
 		      "  ],\n  \"traceName\": \"h_1.5.pt.trace.json.gz\"\n}\n";
 
+/* An event that starts where one of ts 5709.608 and dur 1939.377 ends, in doubles after it. */
+#define TOUCHING(cat, pid_tid)                                              \
+	"{\"ph\":\"X\",\"cat\":\"" cat "\",\"name\":\"n\",\"pid\":" pid_tid \
+	",\"ts\":7648.985,\"dur\":1.000,\"args\":{\"device\":0,\"launched\":1}},\n"
+
 /* The checker must be able to fail: each breakage of one rule, and what it must say. */
 static const struct {
 	const char *from, *to, *reason;
@@ -1890,6 +1895,10 @@ static const struct {
     {"\"ph\":\"C\"", "\"ph\":\"B\"", "ph \"B\""},
     {"\"rank\": 0, \"world_size\": 1", "\"rank\": 2, \"world_size\": 1", "rank 2 of 1"},
     {"\n}\n", "\n}\n{}", "after the top-level object"},
+    /* TensorBoard's plugin adds ts and dur in doubles: host events must not touch */
+    {"\"ts\":10.000,\"dur\":100.000},\n",
+     "\"ts\":5709.608,\"dur\":1939.377},\n" TOUCHING("user_annotation", "1,\"tid\":1"),
+     "as ts + dur in doubles"},
 };
 
 TEST(export_trace_checker_rejects)
@@ -1913,6 +1922,27 @@ TEST(export_trace_checker_rejects)
 			   why, breakages[i].reason);
 		trace_free(&t);
 	}
+}
+
+/*
+ * Touching in doubles on a stream (GPU work launched before the window, gpu_earlier): the
+ * plugin builds no operator tree there.
+ */
+TEST(export_trace_checker_accepts_touching_stream_events)
+{
+	static const char *const from = "{\"ph\":\"C\"";
+	char with[sizeof(good_trace) + 512];
+	const char *at = strstr(good_trace, from);
+	struct trace t;
+
+	ASSERT(at);
+	snprintf(with, sizeof(with), "%.*s%s%s%s", (int)(at - good_trace), good_trace,
+		 "{\"ph\":\"X\",\"cat\":\"gpu_earlier\",\"name\":\"e\",\"pid\":0,\"tid\":7,"
+		 "\"ts\":5709.608,\"dur\":1939.377,\"args\":{\"device\":0,\"launched\":1}},\n",
+		 TOUCHING("gpu_earlier", "0,\"tid\":7"), at);
+	ASSERT_EQ(trace_parse(with, strlen(with), &t, why, sizeof(why)), 0);
+	ASSERT_TRACE_OK(&t);
+	trace_free(&t);
 }
 
 /* Keeps the writer busy with bursts of events for window *arg until `busy_stop`. */

@@ -80,6 +80,7 @@ X(export_fork)
 X(export_header_shortens_warnings)
 X(export_intern_strings)
 X(export_trace_checker_rejects)
+X(export_trace_checker_accepts_touching_stream_events)
 
 /* fakecuda: the simulated GPU */
 X(fakecupti_conformance_real_walk)

@@ -323,29 +323,36 @@ static int check_raw(const struct trace *t, char *why, size_t why_len)
 	return 0;
 }
 
-/* What the X events of each category carry in args; only GPU ones may have "stream". */
+/*
+ * What the X events of each category carry in args; only GPU ones may have "stream". Host
+ * events sit on a thread's track (TensorBoard's plugin builds its operator tree of them);
+ * gpu_earlier and gpu_user_annotation sit on a stream's, without the GPU events' args.
+ */
 static const struct {
 	const char *cat;
-	bool gpu;
+	bool gpu, host;
 	const char *args[13];
 } cat_rules[] = {
     {"kernel",
      true,
+     false,
      {"queued", "device", "context", "stream", "correlation", "registers per thread",
       "shared memory", "blocks per SM", "warps per SM", "grid", "block",
       "est. achieved occupancy %"}},
     {"gpu_memcpy",
      true,
+     false,
      {"device", "context", "stream", "correlation", "bytes", "memory bandwidth (GB/s)"}},
     {"gpu_memset",
      true,
+     false,
      {"device", "context", "stream", "correlation", "bytes", "memory bandwidth (GB/s)"}},
-    {"gpu_earlier", false, {"device", "launched"}},
-    {"cuda_runtime", false, {"correlation", "cbid"}},
-    {"cuda_driver", false, {"correlation", "cbid"}},
-    {"user_annotation", false, {NULL}},
-    {"gpu_user_annotation", false, {NULL}},
-    {"cpu_op", false, {"External id"}},
+    {"gpu_earlier", false, false, {"device", "launched"}},
+    {"cuda_runtime", false, true, {"correlation", "cbid"}},
+    {"cuda_driver", false, true, {"correlation", "cbid"}},
+    {"user_annotation", false, true, {NULL}},
+    {"gpu_user_annotation", false, false, {NULL}},
+    {"cpu_op", false, true, {"External id"}},
 };
 
 static const char *const meta_names[] = {"process_name", "process_labels", "process_sort_index",
@@ -356,7 +363,7 @@ struct span {
 	char track[80];
 	long long start, end;
 	double fstart, fend; /* ts and ts + dur in µs as doubles, as viewers add them */
-	bool gpu;
+	bool gpu, host;
 	size_t idx;
 };
 
@@ -400,7 +407,8 @@ static bool has_ids(const json_t *ev)
 	       (json_is_integer(tid) || json_is_string(tid));
 }
 
-static int check_args(struct check *c, size_t i, const json_t *ev, const char *cat, bool *gpu)
+static int check_args(struct check *c, size_t i, const json_t *ev, const char *cat, bool *gpu,
+		      bool *host)
 {
 	const json_t *args = json_object_get(ev, "args");
 
@@ -408,6 +416,7 @@ static int check_args(struct check *c, size_t i, const json_t *ev, const char *c
 		if (strcmp(cat_rules[r].cat, cat))
 			continue;
 		*gpu = cat_rules[r].gpu;
+		*host = cat_rules[r].host;
 		if (!*gpu && json_object_get(args, "stream"))
 			return fail(c->why, c->why_len,
 				    "event %zu (%s): \"stream\" on a host event", i, cat);
@@ -438,13 +447,13 @@ static int check_x(struct check *c, size_t i, const json_t *ev)
 	const json_t *cat = json_object_get(ev, "cat"), *args = json_object_get(ev, "args");
 	char pid[32], tid[32];
 	struct span *s;
-	bool gpu = false;
+	bool gpu = false, host = false;
 
 	if (!json_is_string(cat) || !json_is_number(ts) || !json_is_number(dur) || !has_ids(ev))
 		return fail(c->why, c->why_len, "event %zu: X without cat, ts, dur, pid or tid", i);
 	if (json_number_value(dur) < 0)
 		return fail(c->why, c->why_len, "event %zu: negative dur", i);
-	if (check_args(c, i, ev, json_string_value(cat), &gpu) ||
+	if (check_args(c, i, ev, json_string_value(cat), &gpu, &host) ||
 	    check_step_name(c, i, trace_str(ev, "name")))
 		return -1;
 	ident(json_object_get(ev, "pid"), pid, sizeof(pid));
@@ -456,6 +465,7 @@ static int check_x(struct check *c, size_t i, const json_t *ev)
 	s->fstart = json_number_value(ts);
 	s->fend = json_number_value(ts) + json_number_value(dur);
 	s->gpu = gpu;
+	s->host = host;
 	s->idx = i;
 	if (gpu) {
 		c->streams[c->n_streams] = *s;
@@ -545,7 +555,7 @@ static int check_nesting(struct check *c)
 			/* TensorBoard's plugin reads a host event that ends where the next
 			 * begins, in doubles, as overlapping ("ranges on the same thread should
 			 * not intersect"), and drops it */
-			if (!s->gpu && c->spans[stack[depth - 1]].fend > s->fstart)
+			if (s->host && c->spans[stack[depth - 1]].fend > s->fstart)
 				rc = fail(c->why, c->why_len,
 					  "events %zu and %zu overlap on track %s as ts + dur "
 					  "in doubles (%.17g > %.17g)",
