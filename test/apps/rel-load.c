@@ -5,8 +5,9 @@
  * (_Z4workPf) n times on it: launch i has grid (t+1, i/1000+1, 1) and block (i%1000+1, 1, 1),
  * so every launch of the run has dimensions of its own. Meanwhile a separate thread marks NVTX
  * "step" every 2 ms. After joining the workers, main synchronises the device, stops the marker
- * thread and prints "rel-load: <threads> threads x <n> launches ok"; then waits ms (so that a
- * profiler writing millions of events finishes while the program runs) and exits 0.
+ * thread and prints "rel-load: <threads> threads x <n> launches ok"; then waits up to ms while
+ * its other threads still work (so that a profiler writing millions of events finishes while
+ * the program runs) and exits 0.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -62,6 +63,27 @@ static void *marker(void *arg)
 	return NULL;
 }
 
+static long long ms_of(clockid_t clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/* Up to ms, until the process's other threads used under 5 ms of CPU in 200 ms. */
+static void wait_idle(int ms)
+{
+	const struct timespec tick = {.tv_nsec = 200 * 1000000L};
+	long long until = ms_of(CLOCK_MONOTONIC) + ms, cpu = ms_of(CLOCK_PROCESS_CPUTIME_ID), was;
+
+	do {
+		was = cpu;
+		nanosleep(&tick, NULL);
+		cpu = ms_of(CLOCK_PROCESS_CPUTIME_ID);
+	} while (cpu - was >= 5 && ms_of(CLOCK_MONOTONIC) < until);
+}
+
 int main(int argc, char **argv)
 {
 	static char fatbin[16];
@@ -96,8 +118,6 @@ int main(int argc, char **argv)
 	pthread_join(mark, NULL);
 	printf("rel-load: %d threads x %d launches ok\n", threads, launches);
 	fflush(stdout);
-	nanosleep(
-	    &(struct timespec){.tv_sec = wait_ms / 1000, .tv_nsec = wait_ms % 1000 * 1000000L},
-	    NULL);
+	wait_idle(wait_ms);
 	return 0;
 }
