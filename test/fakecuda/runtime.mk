@@ -1,9 +1,8 @@
 # The fake CUDA driver (libcuda.so.1, which holds the simulated GPU) and runtime
 # (libcudart.so.13), on top of fakecuda.mk's libfakegpu.so. Included by the top Makefile after
-# fakecuda.mk; see "Runtime and GPU" in test/fakecuda/README.md.
+# fakecuda.mk, whose FAKECUDA_OUT and FAKEGPU_LIB it uses; see "Runtime and GPU" in
+# test/fakecuda/README.md.
 
-FAKECUDA_OUT     ?= $(BUILD)/fakecuda
-FAKEGPU_LIB      ?= $(FAKECUDA_OUT)/libfakegpu.so
 FAKE_CUDA_LIB    := $(FAKECUDA_OUT)/libcuda.so.1
 FAKE_CUDART_LIB  := $(FAKECUDA_OUT)/libcudart.so.13
 
