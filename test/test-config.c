@@ -10,6 +10,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "task.h"
+#include "util/text.h"
 
 /* Present only in sanitizer builds: lets a test check that nothing outlives the call. */
 int __lsan_do_recoverable_leak_check(void) __attribute__((weak));
@@ -59,7 +60,7 @@ static const char *one_safe_line(const struct run *r)
 {
 	if (r->len == 0 || r->len > 600)
 		return "not one short line";
-	if (r->out[r->len - 1] != '\n' || strchr(r->out, '\n') != r->out + r->len - 1)
+	if (!text_one_line(r->out) || strlen(r->out) != r->len)
 		return "not exactly one line";
 	for (size_t i = 0; i + 1 < r->len; i++)
 		if ((unsigned char)r->out[i] < 0x20 || (unsigned char)r->out[i] >= 0x7f)

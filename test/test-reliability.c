@@ -22,6 +22,7 @@
 #include "task.h"
 #include "util/e2e.h"
 #include "util/gtlog.h"
+#include "util/text.h"
 
 /* A growable byte string. */
 struct bytes {
@@ -479,7 +480,7 @@ static void run_with_value(const char *entry, const char *var, bool rejected)
 	if (rejected) {
 		ASSERT_MSG((!strncmp(r.res.err, want, strlen(want)) ||
 			    !strncmp(r.res.err, alt, strlen(alt))) &&
-			       strchr(r.res.err, '\n') == r.res.err + r.res.err_len - 1,
+			       text_one_line(r.res.err),
 			   "%.80s: want one line %s...: got %.2000s", entry, want, r.res.err);
 		ASSERT_EQ(r.n_traces, 0);
 	}
@@ -923,7 +924,7 @@ TEST(rel_repair_every_cut)
 			continue;
 		}
 		ASSERT_MSG(run_repair(path, &res) == 1, "cut at %zu: %s", cut, res.err);
-		ASSERT_MSG(strchr(res.err, '\n') == res.err + res.err_len - 1, "%s", res.err);
+		ASSERT_MSG(text_one_line(res.err), "%s", res.err);
 		proc_result_free(&res);
 	}
 	free(gz);
@@ -1082,8 +1083,7 @@ static void run_output_fault(const char *steps, const char *const *env, const ch
 	ASSERT_MSG(r.res.status == 0 && !strcmp(r.res.out, want), "%s: status %d, %s", env[0],
 		   r.res.status, r.res.out);
 	check_messages(&r.res, env[0], true);
-	ASSERT_MSG(strchr(r.res.err, '\n') == r.res.err + r.res.err_len - 1 &&
-		       strstr(r.res.err, says),
+	ASSERT_MSG(text_one_line(r.res.err) && strstr(r.res.err, says),
 		   "%s: want one line with \"%s\", got: %s", env[0], says, r.res.err);
 	ASSERT_EQ(r.n_traces, 0);
 	e2e_free(&r);
@@ -1142,9 +1142,7 @@ TEST(rel_output_hostile_link)
 	run_raw(argv, env, dir, sizeof(dir), &res);
 	ASSERT_MSG(res.status == 0, "status %d: %s", res.status, res.err);
 	check_messages(&res, "plant", true);
-	ASSERT_MSG(strchr(res.err, '\n') == res.err + res.err_len - 1 &&
-		       strstr(res.err, "cannot rename"),
-		   "%s", res.err);
+	ASSERT_MSG(text_one_line(res.err) && strstr(res.err, "cannot rename"), "%s", res.err);
 	ASSERT(file_is(victim, "victim\n"));
 	partial = only_file(dir, ".partial");
 	final = strndup(partial, strlen(partial) - strlen(".partial"));
