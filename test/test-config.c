@@ -10,6 +10,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "task.h"
+#include "util/proc.h"
 #include "util/text.h"
 
 /* Present only in sanitizer builds: lets a test check that nothing outlives the call. */
@@ -845,15 +846,12 @@ static const char *trim_blank_lines(const char *text, size_t *len)
 TEST(config_readme_table)
 {
 	static const char begin[] = "<!-- config-table -->\n", end[] = "<!-- /config-table -->";
-	const char *src = getenv("TEST_SRC");
-	char path[4096], *readme, *want = table_text();
+	char *readme, *want = table_text();
 	const char *from, *to;
 	size_t len;
 	FILE *f;
 
-	ASSERT(src);
-	snprintf(path, sizeof(path), "%s/README.md", src);
-	f = fopen(path, "r");
+	f = fopen(proc_src_path("README.md"), "r");
 	if (!f)
 		SKIP("no README.md yet; the table to put between markers:\n%s%s%s\n", begin, want,
 		     end);

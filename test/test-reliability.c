@@ -408,11 +408,11 @@ TEST(rel_kernel_names_64k)
 /* The GPROF_* names of README.md's configuration table (the user's list of variables). */
 static int readme_vars(char names[][64], int max)
 {
-	char path[PATH_MAX], line[4096];
+	const char *path = proc_src_path("README.md");
+	char line[4096];
 	FILE *f;
 	int n = 0;
 
-	snprintf(path, sizeof(path), "%s/README.md", getenv("TEST_SRC"));
 	f = fopen(path, "r");
 	ASSERT_MSG(f, "cannot read %s", path);
 	while (fgets(line, sizeof(line), f) && n < max)
@@ -803,15 +803,14 @@ static int expect_kept(const char *text)
 /* Runs scripts/gprof-repair (python3) with args; skips the test without python3. */
 static int run_repair(const char *path, struct proc_result *res)
 {
-	char script[PATH_MAX];
-	const char *argv[] = {"/usr/bin/env", "python3", script, path, NULL};
+	const char *argv[] = {"/usr/bin/env", "python3", NULL, path, NULL};
 	const char *probe[] = {"/usr/bin/env", "python3", "-c", "", NULL};
 
 	ASSERT_EQ(proc_run(probe, NULL, 60, res), 0);
 	if (res->status != 0)
 		SKIP("no python3");
 	proc_result_free(res);
-	snprintf(script, sizeof(script), "%s/scripts/gprof-repair", getenv("TEST_SRC"));
+	argv[2] = proc_src_path("scripts/gprof-repair");
 	ASSERT_EQ(proc_run(argv, NULL, 60, res), 0);
 	return res->status;
 }
