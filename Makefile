@@ -8,6 +8,8 @@ WERROR    ?= 0
 
 # Sanitizer builds live beside the plain one, so switching back and forth never mixes objects.
 comma  := ,
+empty  :=
+space  := $(empty) $(empty)
 BUILD  := build$(if $(SAN),/san-$(subst $(comma),-,$(SAN)))
 
 CUDA_INC   := $(CUDA_HOME)/include
@@ -87,9 +89,12 @@ $(CORE_LIB): $(CORE_OBJS)
 	$(call quiet,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+# A program on the library's core: the test runner, gprof-summary, the benchmark.
+link_core = $(CC) $(LDFLAGS) -o $@ $(filter %.o %.a,$^) $(LDLIBS)
+
 $(TEST_BIN): $(TEST_OBJS) $(CORE_LIB)
 	$(call quiet,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $(TEST_OBJS) $(CORE_LIB) $(LDLIBS)
+	$(Q)$(link_core)
 
 # The fragments, in this order: a rule's prerequisites are expanded as make reads it, so each
 # fragment comes after those whose variables it uses. A missing one stops the build.
@@ -128,19 +133,13 @@ $(DEMO_OUT)/train.o: scripts/demo/train.cu
 	$(Q)$(CUDA_HOME)/bin/nvcc -cudart shared -O2 -c -o $@ $<
 
 # Without a GPU: NVIDIA's runtime on the simulated driver when the toolkit's is the 13.0 one
-# that the driver knows (test/fakecuda/README.md), else the simulation's own runtime.
-ifeq ($(REAL_RUNTIME),yes)
-$(DEMO_OUT)/train-sim: $(DEMO_OUT)/train.o $(FAKE_DRIVER)
+# that the driver knows (test/fakecuda/README.md), else the simulation's own runtime. Linked
+# as the test programs are (link_app, test/apps/apps.mk).
+$(DEMO_OUT)/train-sim: $(DEMO_OUT)/train.o $(if $(REAL_RUNTIME),$(FAKE_DRIVER),$(FAKE_CUDART_LIB))
 	$(call quiet,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $< -Wl,--disable-new-dtags \
-		-Wl,-rpath,'$$ORIGIN/../fakecuda/driver' -Wl,-rpath,$(CUDA_HOME)/lib64 \
-		-L$(CUDA_HOME)/lib64 -l:libcudart.so.13 -lstdc++ -ldl -lpthread
-else
-$(DEMO_OUT)/train-sim: $(DEMO_OUT)/train.o $(FAKE_CUDART_LIB)
-	$(call quiet,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $< -Wl,-rpath,'$$ORIGIN/../fakecuda' -L$(FAKECUDA_OUT) \
-		-l:libcudart.so.13 -lstdc++ -ldl -lpthread
-endif
+	$(Q)$(link_app)
+$(DEMO_OUT)/train-sim: APP_LIBS = $(if $(REAL_RUNTIME),$(REAL_RPATH),$(FAKE_RPATH)) \
+				  -l:libcudart.so.13 -lstdc++
 
 $(DEMO_OUT)/train-gpu: scripts/demo/train.cu
 	$(call quiet,NVCC,$@)

@@ -16,13 +16,13 @@ $(BENCH_STUB): $(BUILD)/bench/stub-cudart.o bench/stub-cudart.map
 	$(Q)$(CC) -shared $(LDFLAGS) -Wl,-soname,libcudart.so.13 \
 		-Wl,--version-script=bench/stub-cudart.map -o $@ $<
 
-# Its programs are linked as test/apps/apps.mk links the test programs: hook-loop against the
-# stub, steps-loop against the simulated GPU.
+# Its programs are linked as test/apps/apps.mk links the test programs (link_app): hook-loop
+# against the stub, steps-loop against the simulated GPU, steps-loop-real from the same object
+# against NVIDIA's runtime (no pattern names its object, hence its own rule).
 $(BENCH_OUT)/%: $(BENCH_OUT)/%.o $(FAKE_CUDART_LIB)
 	$(call quiet,LD,$@)
 	$(Q)$(link_app)
 
-$(BENCH_OUT)/%: APPS_RPATH = -Wl,-rpath,'$$ORIGIN/../fakecuda' -L$(FAKECUDA_OUT)
 $(BENCH_OUT)/hook-loop: $(BENCH_STUB)
 $(BENCH_OUT)/hook-loop: APP_LIBS = -Wl,-rpath,'$$ORIGIN/stub' -L$(BENCH_OUT)/stub \
 				   -l:libcudart.so.13 -lz
@@ -30,13 +30,11 @@ $(BENCH_OUT)/hook-loop: APP_LIBS = -Wl,-rpath,'$$ORIGIN/stub' -L$(BENCH_OUT)/stu
 $(BENCH_OUT)/steps-loop-real: $(BENCH_OUT)/steps-loop.o $(FAKE_DRIVER)
 	$(call quiet,LD,$@)
 	$(Q)$(link_app)
-$(BENCH_OUT)/steps-loop-real: APP_LIBS = -Wl,--disable-new-dtags \
-	-Wl,-rpath,'$$ORIGIN/../fakecuda/driver' -Wl,-rpath,$(CUDA_HOME)/lib64 \
-	-L$(CUDA_HOME)/lib64 -l:libcudart.so.13
+$(BENCH_OUT)/steps-loop-real: APP_LIBS = $(REAL_RPATH) -l:libcudart.so.13
 
 $(BENCH_OUT)/bench: $(BENCH_OBJS) $(CORE_LIB)
 	$(call quiet,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $(BENCH_OBJS) $(CORE_LIB) $(LDLIBS)
+	$(Q)$(link_core)
 
 bench: $(LIB) $(BENCH_BINS) $(FAKECUPTI_LIB)
 	$(Q)$(BENCH_OUT)/bench $(BUILD)

@@ -1,7 +1,7 @@
 /*
- * What export's files share with each other (and with the tests, the benchmark and
- * gprof-summary, which feeds trace files to the summary's own tally). Not an interface: use
- * export.h.
+ * What export's files share with each other. Not an interface: use export.h. Tests may include
+ * it, as they may any module's private header, to test export's internals; the benchmark and
+ * gprof-summary (which feeds trace files to the summary's own tally) still do (issue #19).
  */
 #ifndef GPROF_EXPORT_INTERNAL_H
 #define GPROF_EXPORT_INTERNAL_H

@@ -10,6 +10,8 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "task.h"
+#include "util/proc.h"
+#include "util/text.h"
 
 /* Present only in sanitizer builds: lets a test check that nothing outlives the call. */
 int __lsan_do_recoverable_leak_check(void) __attribute__((weak));
@@ -59,7 +61,7 @@ static const char *one_safe_line(const struct run *r)
 {
 	if (r->len == 0 || r->len > 600)
 		return "not one short line";
-	if (r->out[r->len - 1] != '\n' || strchr(r->out, '\n') != r->out + r->len - 1)
+	if (!text_one_line(r->out) || strlen(r->out) != r->len)
 		return "not exactly one line";
 	for (size_t i = 0; i + 1 < r->len; i++)
 		if ((unsigned char)r->out[i] < 0x20 || (unsigned char)r->out[i] >= 0x7f)
@@ -844,15 +846,12 @@ static const char *trim_blank_lines(const char *text, size_t *len)
 TEST(config_readme_table)
 {
 	static const char begin[] = "<!-- config-table -->\n", end[] = "<!-- /config-table -->";
-	const char *src = getenv("TEST_SRC");
-	char path[4096], *readme, *want = table_text();
+	char *readme, *want = table_text();
 	const char *from, *to;
 	size_t len;
 	FILE *f;
 
-	ASSERT(src);
-	snprintf(path, sizeof(path), "%s/README.md", src);
-	f = fopen(path, "r");
+	f = fopen(proc_src_path("README.md"), "r");
 	if (!f)
 		SKIP("no README.md yet; the table to put between markers:\n%s%s%s\n", begin, want,
 		     end);

@@ -19,15 +19,13 @@ static void run_deps(const char *root, const char *build, const char *const *fol
 {
 	const char *probe[] = {"/usr/bin/env", "python3", "-c", "", NULL};
 	const char *argv[16] = {"/usr/bin/env", "python3", NULL, "-C", root, build};
-	char script[PATH_MAX];
 	int n = 6;
 
 	ASSERT(proc_run(probe, NULL, 30, res) == 0);
 	if (res->status != 0)
 		SKIP("no python3");
 	proc_result_free(res);
-	snprintf(script, sizeof(script), "%s/scripts/dev/deps.py", getenv("TEST_SRC"));
-	argv[2] = script;
+	argv[2] = proc_src_path("scripts/dev/deps.py");
 	while (*folders && n < 15)
 		argv[n++] = *folders++;
 	ASSERT(proc_run(argv, NULL, 120, res) == 0);

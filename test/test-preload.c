@@ -385,7 +385,7 @@ TEST(preload_bad_config)
 	ASSERT_EQ(r.res.status, 0);
 	ASSERT_EQ(r.n_traces, 0);
 	ASSERT_STR_CONTAINS(r.res.err, "gprof: GPROF_SCHEDULE='wait=1,bogus=2': ");
-	ASSERT_EQ(strchr(r.res.err, '\n') - r.res.err + 1, (long)strlen(r.res.err));
+	ASSERT_MSG(text_one_line(r.res.err), "%s", r.res.err);
 	ASSERT_STR_CONTAINS(r.res.out, "steps-app: 6 steps x 1 threads ok");
 	e2e_free(&r);
 }

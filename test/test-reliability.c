@@ -22,6 +22,7 @@
 #include "task.h"
 #include "util/e2e.h"
 #include "util/gtlog.h"
+#include "util/text.h"
 
 /* A growable byte string. */
 struct bytes {
@@ -407,11 +408,11 @@ TEST(rel_kernel_names_64k)
 /* The GPROF_* names of README.md's configuration table (the user's list of variables). */
 static int readme_vars(char names[][64], int max)
 {
-	char path[PATH_MAX], line[4096];
+	const char *path = proc_src_path("README.md");
+	char line[4096];
 	FILE *f;
 	int n = 0;
 
-	snprintf(path, sizeof(path), "%s/README.md", getenv("TEST_SRC"));
 	f = fopen(path, "r");
 	ASSERT_MSG(f, "cannot read %s", path);
 	while (fgets(line, sizeof(line), f) && n < max)
@@ -479,7 +480,7 @@ static void run_with_value(const char *entry, const char *var, bool rejected)
 	if (rejected) {
 		ASSERT_MSG((!strncmp(r.res.err, want, strlen(want)) ||
 			    !strncmp(r.res.err, alt, strlen(alt))) &&
-			       strchr(r.res.err, '\n') == r.res.err + r.res.err_len - 1,
+			       text_one_line(r.res.err),
 			   "%.80s: want one line %s...: got %.2000s", entry, want, r.res.err);
 		ASSERT_EQ(r.n_traces, 0);
 	}
@@ -802,15 +803,14 @@ static int expect_kept(const char *text)
 /* Runs scripts/gprof-repair (python3) with args; skips the test without python3. */
 static int run_repair(const char *path, struct proc_result *res)
 {
-	char script[PATH_MAX];
-	const char *argv[] = {"/usr/bin/env", "python3", script, path, NULL};
+	const char *argv[] = {"/usr/bin/env", "python3", NULL, path, NULL};
 	const char *probe[] = {"/usr/bin/env", "python3", "-c", "", NULL};
 
 	ASSERT_EQ(proc_run(probe, NULL, 60, res), 0);
 	if (res->status != 0)
 		SKIP("no python3");
 	proc_result_free(res);
-	snprintf(script, sizeof(script), "%s/scripts/gprof-repair", getenv("TEST_SRC"));
+	argv[2] = proc_src_path("scripts/gprof-repair");
 	ASSERT_EQ(proc_run(argv, NULL, 60, res), 0);
 	return res->status;
 }
@@ -923,7 +923,7 @@ TEST(rel_repair_every_cut)
 			continue;
 		}
 		ASSERT_MSG(run_repair(path, &res) == 1, "cut at %zu: %s", cut, res.err);
-		ASSERT_MSG(strchr(res.err, '\n') == res.err + res.err_len - 1, "%s", res.err);
+		ASSERT_MSG(text_one_line(res.err), "%s", res.err);
 		proc_result_free(&res);
 	}
 	free(gz);
@@ -1082,8 +1082,7 @@ static void run_output_fault(const char *steps, const char *const *env, const ch
 	ASSERT_MSG(r.res.status == 0 && !strcmp(r.res.out, want), "%s: status %d, %s", env[0],
 		   r.res.status, r.res.out);
 	check_messages(&r.res, env[0], true);
-	ASSERT_MSG(strchr(r.res.err, '\n') == r.res.err + r.res.err_len - 1 &&
-		       strstr(r.res.err, says),
+	ASSERT_MSG(text_one_line(r.res.err) && strstr(r.res.err, says),
 		   "%s: want one line with \"%s\", got: %s", env[0], says, r.res.err);
 	ASSERT_EQ(r.n_traces, 0);
 	e2e_free(&r);
@@ -1142,9 +1141,7 @@ TEST(rel_output_hostile_link)
 	run_raw(argv, env, dir, sizeof(dir), &res);
 	ASSERT_MSG(res.status == 0, "status %d: %s", res.status, res.err);
 	check_messages(&res, "plant", true);
-	ASSERT_MSG(strchr(res.err, '\n') == res.err + res.err_len - 1 &&
-		       strstr(res.err, "cannot rename"),
-		   "%s", res.err);
+	ASSERT_MSG(text_one_line(res.err) && strstr(res.err, "cannot rename"), "%s", res.err);
 	ASSERT(file_is(victim, "victim\n"));
 	partial = only_file(dir, ".partial");
 	final = strndup(partial, strlen(partial) - strlen(".partial"));

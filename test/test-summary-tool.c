@@ -818,7 +818,7 @@ TEST(summary_tool_bad_files)
 	ASSERT_STR_EQ(res.out, want);
 	ASSERT(!strncmp(res.err, "gprof-summary: cannot write ", 28));
 	ASSERT_STR_CONTAINS(res.err, p[0]);
-	ASSERT_EQ(strchr(res.err, '\n') - res.err + 1, (long)strlen(res.err));
+	ASSERT_MSG(text_one_line(res.err), "%s", res.err);
 	proc_result_free(&res);
 	free(gz);
 	free(want);
@@ -848,7 +848,7 @@ TEST(summary_tool_usage)
 		run_tool(&res, misuse[i][0], misuse[i][1], misuse[i][2], misuse[i][3], NULL);
 		ASSERT_MSG(res.status == 2, "case %zu: %d", i, res.status);
 		ASSERT(!strncmp(res.err, "gprof-summary: ", 15));
-		ASSERT_EQ(strchr(res.err, '\n') - res.err + 1, (long)strlen(res.err));
+		ASSERT_MSG(text_one_line(res.err), "%s", res.err);
 		ASSERT_STR_EQ(res.out, "");
 		proc_result_free(&res);
 	}

@@ -28,17 +28,6 @@ struct run {
 	struct proc_result res;
 };
 
-static const char *src_path(const char *rel)
-{
-	char *p = NULL;
-	const char *src = getenv("TEST_SRC");
-
-	if (!src)
-		SKIP("TEST_SRC is not set");
-	ASSERT(asprintf(&p, "%s/%s", src, rel) > 0);
-	return p;
-}
-
 static char *fmt(const char *f, const char *a)
 {
 	char *p = NULL;
@@ -129,7 +118,7 @@ static void run_tool(struct run *r, const char *tool, const char *const *args,
 	int n = 0;
 
 	skip_under_tsan();
-	argv[n++] = tool ? tool : src_path("scripts/gprof-run");
+	argv[n++] = tool ? tool : proc_src_path("scripts/gprof-run");
 	if (!tool) {
 		argv[n++] = "--lib";
 		argv[n++] = proc_build_path("libgprof.so");
@@ -338,7 +327,7 @@ TEST(tools_run_cannot_start)
 /* gprof-run [option] -- sh -c script sh arg, in the background, with the tests' environment. */
 static pid_t spawn_with(const char *option, const char *script, const char *arg, const char *tmpdir)
 {
-	const char *argv[] = {src_path("scripts/gprof-run"),
+	const char *argv[] = {proc_src_path("scripts/gprof-run"),
 			      "--lib",
 			      proc_build_path("libgprof.so"),
 			      option ? option : "--",
@@ -613,7 +602,7 @@ static const char *tool_lib_env(void)
 static void run_train(struct run *r, const char *const *opts, const char *iters,
 		      const char *optimizers)
 {
-	const char *env[] = {fmt("PYTHONPATH=%s", src_path("test/stand-ins")), tool_lib_env(),
+	const char *env[] = {fmt("PYTHONPATH=%s", proc_src_path("test/stand-ins")), tool_lib_env(),
 			     NULL};
 	const char *args[MAX_ARGS];
 	int n = 0;
@@ -625,7 +614,7 @@ static void run_train(struct run *r, const char *const *opts, const char *iters,
 		args[n++] = *opts;
 	args[n++] = "--";
 	args[n++] = "python3";
-	args[n++] = src_path("test/stand-ins/train.py");
+	args[n++] = proc_src_path("test/stand-ins/train.py");
 	args[n++] = iters;
 	args[n++] = optimizers;
 	args[n] = NULL;
@@ -792,7 +781,7 @@ TEST(tools_torch_steps_startup_hook)
 				    "print('hooks', len(o._global_post_hooks))";
 	static const char other[] = "import os\n"
 				    "open(os.path.join(os.path.dirname(__file__), 'ran'), 'w')\n";
-	const char *stand_ins = src_path("test/stand-ins");
+	const char *stand_ins = proc_src_path("test/stand-ins");
 	char *path = NULL;
 	struct run r;
 	FILE *f;
@@ -834,7 +823,8 @@ TEST(tools_torch_steps_under_python_E)
 	ASSERT(asprintf(&code,
 			"import sys; sys.path.insert(0, '%s'); sys.argv = ['train.py', '4']; "
 			"exec(open('%s').read())",
-			src_path("test/stand-ins"), src_path("test/stand-ins/train.py")) > 0);
+			proc_src_path("test/stand-ins"),
+			proc_src_path("test/stand-ins/train.py")) > 0);
 	for (int plain = 0; plain < 2; plain++) {
 		const char *args[] = {"--torch-steps", "--", "python3", "-E", "-c", code, NULL};
 		const char *env[] = {"PYTHONPATH", tool_lib_env(), NULL};
@@ -863,7 +853,7 @@ static void run_make(const char *target, const char *prefix, const char *destdir
 			      "make",
 			      "-s",
 			      "-C",
-			      src_path(""),
+			      proc_src_path(""),
 			      "-o",
 			      "all",
 			      target,
@@ -1022,7 +1012,7 @@ TEST(tools_run_signal_reaches_workers)
 	skip_under_tsan();
 	run_init(&r);
 	ASSERT(asprintf(&script, "cd \"$1\" && exec python3 '%s' '%s' -s 150 -d 20",
-			src_path("test/apps/launcher.py"),
+			proc_src_path("test/apps/launcher.py"),
 			proc_build_path("test/apps/trig-app")) > 0);
 	pid = spawn_with("--trigger=signal", script, r.dir, r.dir);
 	/* both workers made their first CUDA call: they are in the run */

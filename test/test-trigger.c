@@ -481,7 +481,7 @@ TEST(trigger_config_rejects)
 		snprintf(prefix, sizeof(prefix), "gprof: %s='%s': ", t[i].var, t[i].value);
 		ASSERT_MSG(load(&cfg, env, out, sizeof(out)) == -EINVAL, "%s accepted", entry);
 		ASSERT_MSG(!strncmp(out, prefix, strlen(prefix)) && strstr(out, "; expected ") &&
-			       strchr(out, '\n') == out + strlen(out) - 1,
+			       text_one_line(out),
 			   "%s: \"%s\"", entry, out);
 		ASSERT_MSG(strstr(out + strlen(prefix), t[i].hint), "%s: no \"%s\" in \"%s\"",
 			   entry, t[i].hint, out);
@@ -550,8 +550,7 @@ TEST(trigger_config_combinations)
 			ASSERT_MSG(rc == 0 && !out[0], "%s %s: \"%s\"", t[i].a, t[i].b, out);
 			continue;
 		}
-		ASSERT_MSG(rc == -EINVAL && strstr(out, t[i].error) &&
-			       strchr(out, '\n') == out + strlen(out) - 1,
+		ASSERT_MSG(rc == -EINVAL && strstr(out, t[i].error) && text_one_line(out),
 			   "%s %s: \"%s\"", t[i].a, t[i].b, out);
 	}
 	/* GPROF_DISABLE=1 silences it like any other error. */

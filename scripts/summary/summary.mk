@@ -6,7 +6,8 @@ SUMMARY_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard scripts/summary/*.c))
 
 $(SUMMARY_TOOL): $(SUMMARY_OBJS) $(CORE_LIB)
 	$(call quiet,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $(SUMMARY_OBJS) $(CORE_LIB) -lm $(LDLIBS)
+	$(Q)$(link_core)
+$(SUMMARY_TOOL): LDLIBS := -lm $(LDLIBS)
 
 all: $(SUMMARY_TOOL)
 TEST_DEPS += $(SUMMARY_TOOL)

@@ -1,14 +1,14 @@
 # Test programs for the simulated GPU: test/apps/NAME.c (or NAME.cu) becomes $(APPS_OUT)/NAME,
 # or the shared object $(APPS_OUT)/NAME.so, by the pattern rules below, linked against the fake
-# libraries in $(BUILD)/fakecuda through a relative RUNPATH (see test/fakecuda/README.md).
+# libraries in $(BUILD)/fakecuda through a relative RUNPATH (FAKE_RPATH, test/fakecuda/runtime.mk).
 # A program that links anything else says so with a target-specific APP_LIBS (the runtime it
 # links, with its search path), APP_LDFLAGS and a prerequisite; a new one is added to APPS.
+# link_app links the benchmark's and make demo's programs too.
 # The nvcc programs are left out when $(CUDA_HOME)/bin/nvcc is missing; their tests then skip.
 
 APPS_OUT   := $(BUILD)/test/apps
 NVCC       := $(CUDA_HOME)/bin/nvcc
-APPS_RPATH := -Wl,-rpath,'$$ORIGIN/../../fakecuda' -L$(FAKECUDA_OUT)
-APP_LIBS    = $(APPS_RPATH) -l:libcudart.so.13
+APP_LIBS    = $(FAKE_RPATH) -l:libcudart.so.13
 
 link_app = $(CC) $(if $(filter %.so,$@),-shared) $(LDFLAGS) $(APP_LDFLAGS) -o $@ \
 	   $(filter %.o,$^) $(APP_LIBS) -ldl -lpthread
@@ -28,9 +28,9 @@ $(APPS_OUT)/rt-app: APP_LDFLAGS := -rdynamic
 # It dlopens libcuda.so.1. Under ASan the dlopen call comes from libasan, whose search path is
 # not ours, so this one gets an old-style DT_RPATH, which applies to every lookup.
 $(APPS_OUT)/drv-app: $(FAKE_CUDA_LIB)
-$(APPS_OUT)/drv-app: APP_LIBS = $(APPS_RPATH) -Wl,--disable-new-dtags
+$(APPS_OUT)/drv-app: APP_LIBS = $(FAKE_RPATH) -Wl,--disable-new-dtags
 $(APPS_OUT)/cupti-dump.so: $(FAKECUPTI_LIB)
-$(APPS_OUT)/cupti-dump.so: APP_LIBS = $(APPS_RPATH) -l:libcupti.so.13
+$(APPS_OUT)/cupti-dump.so: APP_LIBS = $(FAKE_RPATH) -l:libcupti.so.13
 # Another CUPTI tool in the program, from its fourth step on.
 APPS += cupti-tool
 $(APPS_OUT)/cupti-tool: $(FAKECUPTI_LIB)
@@ -40,9 +40,8 @@ $(APPS_OUT)/cupti-tool: APP_LIBS += -l:libcupti.so.13
 # libcudart (which, with no GPU, fails every call with 35); a program whose CUDA runtime is
 # loaded RTLD_LOCAL, inside a plugin.
 APPS += steps-app steps-app-real local-app local-plugin.so
-$(APPS_OUT)/steps-app-real.o: $(APPS_OUT)/steps-app.o
-	$(call quiet,CP,$@)
-	$(Q)cp $< $@
+APPS_OF_OTHER := steps-app-real
+$(APPS_OUT)/steps-app-real: $(APPS_OUT)/steps-app.o
 $(APPS_OUT)/steps-app-real: APP_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 \
 				       -l:libcudart.so.13
 $(APPS_OUT)/local-app: APP_LIBS :=
@@ -65,10 +64,11 @@ $(APPS_OUT)/nccl-app: APP_LDFLAGS := -rdynamic
 # using it itself.
 APPS += rel-nvtx rel-kernels rel-exit rel-fork rel-load rel-long rel-own rel-threads
 $(APPS_OUT)/rel-kernels: APP_LIBS += -Wl,--no-as-needed -lstdc++ -Wl,--as-needed
-# rel-ctor's steps run on a thread that its library's constructor starts.
+# rel-ctor's steps run on a thread that its library's constructor starts. Private: the library,
+# its prerequisite, would otherwise link itself when rel-ctor is what makes it.
 APPS += rel-ctor-lib.so rel-ctor
 $(APPS_OUT)/rel-ctor: $(APPS_OUT)/rel-ctor-lib.so
-$(APPS_OUT)/rel-ctor: APP_LIBS += -L$(APPS_OUT) -l:rel-ctor-lib.so -Wl,-rpath,'$$ORIGIN'
+$(APPS_OUT)/rel-ctor: private APP_LIBS += -L$(APPS_OUT) -l:rel-ctor-lib.so -Wl,-rpath,'$$ORIGIN'
 
 # nvcc's programs, linked by $(CC) so that sanitizer builds link their runtime as every other
 # program does; -pt: the same source with a default stream per thread.
@@ -90,44 +90,47 @@ $(APPS_OUT)/%-pt.o: test/apps/%.cu
 	$(Q)$(nvcc_app)
 
 # The same objects on NVIDIA's runtime (the toolkit's libcudart.so.13, its static cudart) and
-# the simulated driver. DT_RPATH, which applies to the runtime's dlopen of libcuda.so.1 too.
+# the simulated driver (REAL_RPATH).
+REAL_CUDART        = $(REAL_RPATH) -l:libcudart.so.13 -lstdc++
+REAL_CUDART_STATIC = $(REAL_RPATH) -l:libcudart_static.a -lrt -lstdc++
 APPS += nvcc-real nvcc-real-static nvcc-real-pt
-REAL_RPATH := -Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN/../../fakecuda/driver' \
-	      -Wl,-rpath,$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib64
+APPS_OF_OTHER += nvcc-real nvcc-real-static nvcc-real-pt
 $(APPS_OUT)/nvcc-real: $(APPS_OUT)/nvcc-app.o
 $(APPS_OUT)/nvcc-real-pt: $(APPS_OUT)/nvcc-app-pt.o
 $(APPS_OUT)/nvcc-real-static: $(APPS_OUT)/nvcc-app.o
-$(APPS_OUT)/nvcc-real $(APPS_OUT)/nvcc-real-pt: APP_LIBS = $(REAL_RPATH) -l:libcudart.so.13 -lstdc++
-$(APPS_OUT)/nvcc-real-static: APP_LIBS = $(REAL_RPATH) -l:libcudart_static.a -lrt -lstdc++
+$(APPS_OUT)/nvcc-real $(APPS_OUT)/nvcc-real-pt: APP_LIBS = $(REAL_CUDART)
+$(APPS_OUT)/nvcc-real-static: APP_LIBS = $(REAL_CUDART_STATIC)
 # A CUDA graph and cuBLAS (the toolkit's) on the same.
 APPS += graph-app blas-app
-$(APPS_OUT)/graph-app: $(APPS_OUT)/graph-app.o
-$(APPS_OUT)/graph-app: APP_LIBS = $(REAL_RPATH) -l:libcudart.so.13 -lstdc++
-$(APPS_OUT)/blas-app: $(APPS_OUT)/blas-app.o
+$(APPS_OUT)/graph-app: APP_LIBS = $(REAL_CUDART)
 # It carries the C++ runtime, as every C++ program does, which libgprof demangles with.
 $(APPS_OUT)/blas-app: APP_LIBS = $(REAL_RPATH) -l:libcublas.so.13 -l:libcudart.so.13 \
 			       -Wl,--no-as-needed -lstdc++ -Wl,--as-needed
 # __device__ variables, and the same source as a zstd-compressed fatbin and a bare cubin that
 # it loads as libraries.
 APPS += symbol-real symbol-real-static symbol-app.fatbin symbol-app.cubin
-# Copies and memsets of 0 bytes.
-APPS += zero-app
-$(APPS_OUT)/zero-app: $(APPS_OUT)/zero-app.o
-$(APPS_OUT)/zero-app: APP_LIBS = $(REAL_RPATH) -l:libcudart.so.13 -lstdc++
+APPS_OF_OTHER += symbol-real symbol-real-static
 $(APPS_OUT)/symbol-real: $(APPS_OUT)/symbol-app.o
 $(APPS_OUT)/symbol-real-static: $(APPS_OUT)/symbol-app.o
-$(APPS_OUT)/symbol-real: APP_LIBS = $(REAL_RPATH) -l:libcudart.so.13 -lstdc++
-$(APPS_OUT)/symbol-real-static: APP_LIBS = $(REAL_RPATH) -l:libcudart_static.a -lrt -lstdc++
+$(APPS_OUT)/symbol-real: APP_LIBS = $(REAL_CUDART)
+$(APPS_OUT)/symbol-real-static: APP_LIBS = $(REAL_CUDART_STATIC)
 $(APPS_OUT)/symbol-app.fatbin: test/apps/symbol-app.cu
 	$(call quiet,NVCC,$@)
 	$(Q)$(NVCC) -fatbin -Xfatbin -compress-all -o $@ $<
 $(APPS_OUT)/symbol-app.cubin: test/apps/symbol-app.cu
 	$(call quiet,NVCC,$@)
 	$(Q)$(NVCC) -cubin -arch=sm_90 -o $@ $<
+# Copies and memsets of 0 bytes.
+APPS += zero-app
+$(APPS_OUT)/zero-app: APP_LIBS = $(REAL_CUDART)
 $(addprefix $(APPS_OUT)/,nvcc-real nvcc-real-static nvcc-real-pt graph-app blas-app symbol-real \
 	symbol-real-static zero-app): $(FAKE_DRIVER)
+endif
+
+# The same code on another runtime: a program linked from another one's object, which no
+# pattern can name, so each lists its object above and they share this rule.
+$(addprefix $(APPS_OUT)/,$(APPS_OF_OTHER)):
 	$(call quiet,LD,$@)
 	$(Q)$(link_app)
-endif
 
 TEST_DEPS += $(addprefix $(APPS_OUT)/,$(APPS))

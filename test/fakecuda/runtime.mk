@@ -1,9 +1,8 @@
 # The fake CUDA driver (libcuda.so.1, which holds the simulated GPU) and runtime
 # (libcudart.so.13), on top of fakecuda.mk's libfakegpu.so. Included by the top Makefile after
-# fakecuda.mk; see "Runtime and GPU" in test/fakecuda/README.md.
+# fakecuda.mk, whose FAKECUDA_OUT and FAKEGPU_LIB it uses; see "Runtime and GPU" in
+# test/fakecuda/README.md.
 
-FAKECUDA_OUT     ?= $(BUILD)/fakecuda
-FAKEGPU_LIB      ?= $(FAKECUDA_OUT)/libfakegpu.so
 FAKE_CUDA_LIB    := $(FAKECUDA_OUT)/libcuda.so.1
 FAKE_CUDART_LIB  := $(FAKECUDA_OUT)/libcudart.so.13
 
@@ -44,3 +43,14 @@ $(FAKE_DRIVER): $(FAKE_CUDA_LIB) $(FAKEGPU_LIB)
 	$(Q)ln -sf ../libcuda.so.1 $@ && ln -sf ../libfakegpu.so $(@D)/libfakegpu.so
 
 TEST_DEPS += $(FAKE_CUDA_LIB) $(FAKE_CUDART_LIB) $(FAKE_DRIVER)
+
+# How a program anywhere in $(BUILD) finds a runtime: through a RUNPATH relative to its own
+# folder ($ORIGIN/.. as many times as that folder is deep in $(BUILD)), so that the build
+# folder can move. FAKE_RPATH: the simulated runtime and driver, for -l:libcudart.so.13 and the
+# rest of $(FAKECUDA_OUT). REAL_RPATH: the toolkit's libraries on the simulated driver, as an
+# old-style DT_RPATH, which applies to the runtime's own dlopen of libcuda.so.1 too.
+folders_in_build = $(subst /, ,$(patsubst $(BUILD)%,%,$(@D)))
+origin_build     = $$ORIGIN$(subst $(space),,$(patsubst %,/..,$(folders_in_build)))
+FAKE_RPATH       = -Wl,-rpath,'$(origin_build)/fakecuda' -L$(FAKECUDA_OUT)
+REAL_RPATH       = -Wl,--disable-new-dtags -Wl,-rpath,'$(origin_build)/fakecuda/driver' \
+		   -Wl,-rpath,$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib64

@@ -200,15 +200,26 @@ const char *proc_preload(const char *lib)
 	return buf;
 }
 
-const char *proc_build_path(const char *rel)
+/* $var/rel, allocated; the test skips without var. */
+static const char *env_path(const char *var, const char *rel)
 {
-	const char *build = getenv("TEST_BUILD");
+	const char *dir = getenv(var);
 	char *p = NULL;
 
-	if (!build)
-		SKIP("TEST_BUILD is not set");
-	ASSERT(asprintf(&p, "%s/%s", build, rel) > 0);
+	if (!dir)
+		SKIP("%s is not set", var);
+	ASSERT(asprintf(&p, "%s/%s", dir, rel) > 0);
 	return p;
+}
+
+const char *proc_build_path(const char *rel)
+{
+	return env_path("TEST_BUILD", rel);
+}
+
+const char *proc_src_path(const char *rel)
+{
+	return env_path("TEST_SRC", rel);
 }
 
 /*

@@ -36,6 +36,8 @@ const char *proc_preload(const char *lib);
 
 /* $TEST_BUILD/rel (never freed); the test skips without TEST_BUILD. */
 const char *proc_build_path(const char *rel);
+/* $TEST_SRC/rel, the source tree's file (never freed); the test skips without TEST_SRC. */
+const char *proc_src_path(const char *rel);
 
 /*
  * The path of a new empty file (at most 8 per test) that any process may open while this one

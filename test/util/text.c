@@ -21,3 +21,10 @@ int text_lines(const char *text, const char *prefix)
 		n += !strncmp(p, prefix, len);
 	return n;
 }
+
+bool text_one_line(const char *text)
+{
+	const char *nl = strchr(text, '\n');
+
+	return nl && nl[1] == '\0';
+}

@@ -2,10 +2,15 @@
 #ifndef GPROF_TEST_TEXT_H
 #define GPROF_TEST_TEXT_H
 
+#include <stdbool.h>
+
 /* How often needle occurs in text (overlapping occurrences too). */
 int text_count(const char *text, const char *needle);
 
 /* The lines of text that start with prefix ("": every line; a last one without '\n' counts). */
 int text_lines(const char *text, const char *prefix);
+
+/* Whether text is exactly one line: not empty, and its only '\n' is its last byte. */
+bool text_one_line(const char *text);
 
 #endif
