@@ -131,6 +131,13 @@ static struct {
 	uint64_t merged, busy, late, lost;
 } wait_slot;
 
+/* The open window goes on into the next one, with the steps between and their spans. */
+static void merging(bool on)
+{
+	wait_slot.merging = on;
+	gprof_stepper_every_step(&stepper, on);
+}
+
 /* The first time a window cannot have a file of its own: one line on why. */
 static void say_busy_once(const struct gprof_sched_event *ev)
 {
@@ -181,7 +188,7 @@ static void window_begin(const struct gprof_sched_event *ev)
 	int err;
 
 	if (wait_slot.merging) {
-		wait_slot.merging = false; /* the open window goes on for this one */
+		merging(false); /* the open window goes on for this one */
 		return;
 	}
 	err = window_open_at(ev, ev->first_step, ev->begin_ns);
@@ -223,7 +230,7 @@ static void window_end(const struct gprof_sched_event *ev)
 		return;
 	if (ev->kind == GPROF_SCHED_EV_SAVE && another_follows(ev) &&
 	    !gprof_export_window_can_open()) {
-		wait_slot.merging = true;
+		merging(true);
 		wait_slot.merge_last = ev->last_step;
 		wait_slot.merged++;
 		say_busy_once(ev);
@@ -231,7 +238,7 @@ static void window_end(const struct gprof_sched_event *ev)
 	}
 	if (wait_slot.merging) {
 		/* The window that was to merge in never began (exit in its warmup). */
-		wait_slot.merging = false;
+		merging(false);
 		gprof_export_window_set_last_step(cur_window, wait_slot.merge_last);
 	} else {
 		gprof_export_window_set_last_step(cur_window, ev->last_step);

@@ -138,10 +138,17 @@ struct gprof_stepper {
 	struct gprof_schedule cycle; /* ARMED: the schedule's warmup and active, once */
 	uint64_t cycle_base;	     /* ARMED: the step the cycle under way began at */
 	uint64_t not_before_ns;	     /* the start plus the delay; UINT64_MAX before the start */
+	bool every_step; /* STEP for steps outside a window too (gprof_stepper_every_step) */
 	/* Written under lock with atomic stores, read anywhere with atomic loads. */
 	int phase;	  /* enum gprof_sched_phase */
 	uint64_t markers; /* step markers seen */
 };
+
+/*
+ * From the callback only (the lock is held): STEP events for the steps between windows too,
+ * while the caller's file goes on across them (a window that the next one merges into).
+ */
+void gprof_stepper_every_step(struct gprof_stepper *s, bool on);
 
 /* Returns 0 or a negative errno (the mutex could not be made). */
 int gprof_stepper_init(struct gprof_stepper *s, const struct gprof_schedule *sched,

@@ -87,7 +87,7 @@ static void end_step(struct gprof_stepper *s, uint64_t ts_ns)
 {
 	uint64_t begin = s->step_begin_ns;
 
-	if (!recording(s->action) || s->markers == 0)
+	if ((!recording(s->action) && !s->every_step) || s->markers == 0)
 		return;
 	/* A step that began before its window (`all`, triggers) is cut to the window. */
 	if (begin < s->window_begin_ns)
@@ -317,6 +317,11 @@ void gprof_stepper_trigger_of(const struct gprof_config *c, struct gprof_stepper
 	};
 	if (c->schedule.all || (c->trigger == GPROF_TRIGGER_STEPS && timed))
 		t->mode = GPROF_STEPPER_MANUAL;
+}
+
+void gprof_stepper_every_step(struct gprof_stepper *s, bool on)
+{
+	s->every_step = on;
 }
 
 void gprof_stepper_destroy(struct gprof_stepper *s)

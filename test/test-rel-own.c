@@ -72,19 +72,57 @@ static int step_spans(const struct trace *t)
 }
 
 /*
+ * Whether every kernel in t lies in a step that has its ProfilerStep span in t, the kernel of
+ * program step k having dim[0] (args "grid" or "block") k + 1 and lying in libgprof's step
+ * k - offset; the number of spans into *steps.
+ */
+static bool kernels_in_steps(const struct trace *t, const char *dim, int offset, int *steps)
+{
+	static bool span[1024];
+	size_t i;
+	json_t *ev;
+
+	memset(span, 0, sizeof(span));
+	*steps = 0;
+	json_array_foreach(t->events, i, ev)
+	{
+		const char *name = trace_str(ev, "name");
+
+		if (!strncmp(name, "ProfilerStep#", 13) && atoi(name + 13) < 1024) {
+			span[atoi(name + 13)] = true;
+			++*steps;
+		}
+	}
+	json_array_foreach(t->events, i, ev)
+	{
+		json_t *d = json_object_get(json_object_get(ev, "args"), dim);
+		long long k = json_integer_value(json_array_get(d, 0)) - 1 - offset;
+
+		if (!strcmp(trace_str(ev, "cat"), "kernel") && (k < 0 || k >= 1024 || !span[k]))
+			return false;
+	}
+	return true;
+}
+
+/*
  * Every window whole: each ProfilerStep with its 3 kernels and their launches. With repeat=0 a
  * file may hold several windows of steps_each steps (may_merge), merged when the writer had no
- * slot for the next (the EBUSY rule, RELIABILITY.md).
+ * slot for the next (the EBUSY rule, RELIABILITY.md), with the steps between them, each in its
+ * span; the last of the run (after rel-own's last marker, to its exit) launches nothing.
  */
 static void check_windows(const struct trace *t, int n, int steps_each, bool may_merge)
 {
 	for (int i = 0; i < n; i++) {
-		int steps = step_spans(&t[i]);
+		int steps = step_spans(&t[i]), kernels = e2e_count(&t[i], "kernel", NULL), spans;
 
-		ASSERT_MSG(may_merge ? steps > 0 && steps % steps_each == 0 : steps == steps_each,
-			   "%d steps", steps);
-		ASSERT_EQ(e2e_count(&t[i], "kernel", NULL), 3 * steps);
-		ASSERT_EQ(e2e_count(&t[i], "cuda_runtime", "cudaLaunchKernel"), 3 * steps);
+		ASSERT_MSG(may_merge ? steps >= steps_each : steps == steps_each, "%d steps",
+			   steps);
+		/* rel-own's step k launches with block (k + 1, 1, 1) before marker k */
+		ASSERT_MSG(!may_merge || kernels_in_steps(&t[i], "block", 1, &spans),
+			   "a kernel outside its step");
+		ASSERT_MSG(kernels == 3 * steps || (may_merge && kernels == 3 * steps - 3),
+			   "%d kernels in %d steps", kernels, steps);
+		ASSERT_EQ(e2e_count(&t[i], "cuda_runtime", "cudaLaunchKernel"), kernels);
 	}
 }
 
@@ -442,33 +480,47 @@ TEST(rel_own_short_lived_threads)
  * windows were lost, each with a line "is not recorded: Device or resource busy" (25 576 lines
  * in one run). Now a window that leaves no slot for the next stays open and the next merges
  * into it: every step and every kernel of the ground truth is in a trace, and two lines say
- * so (the first time, and the count at exit).
+ * so (the first time, and the count at exit). With a wait and a warmup step between windows,
+ * a merged file holds those steps too, each with its ProfilerStep span (their kernels were
+ * there without one).
  */
 TEST(rel_own_windows_busy)
 {
+	static const char *const schedules[] = {"GPROF_SCHEDULE=wait=0,warmup=0,active=2,repeat=0",
+						"GPROF_SCHEDULE=wait=1,warmup=1,active=2,repeat=0"};
 	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "200", "-S", NULL};
-	const char *extra[] = {"GPROF_SCHEDULE=wait=0,warmup=0,active=2,repeat=0",
-			       "GPROF_SUMMARY=off", NULL};
 	static struct trace t[128];
-	int n, steps = 0, kernels = 0;
-	struct e2e_run r;
 
-	e2e_run(&r, argv, e2e_cupti(true), extra, true);
-	ASSERT_MSG(r.res.status == 0, "status %d: %s", r.res.status, r.res.err);
-	n = traces_in(r.dir, t, 128);
-	ASSERT_GE(n, 1);
-	for (int i = 0; i < n; i++) {
-		steps += step_spans(&t[i]);
-		kernels += e2e_count(&t[i], "kernel", NULL);
-		trace_free(&t[i]);
+	for (int c = 0; c < 2; c++) {
+		const char *extra[] = {schedules[c], "GPROF_SUMMARY=off", NULL};
+		int n, steps = 0, kernels = 0, windows = c ? 50 : 100;
+		struct e2e_run r;
+
+		e2e_run(&r, argv, e2e_cupti(true), extra, true);
+		ASSERT_MSG(r.res.status == 0, "status %d: %s", r.res.status, r.res.err);
+		n = traces_in(r.dir, t, 128);
+		ASSERT_GE(n, 1);
+		for (int i = 0; i < n; i++) {
+			int spans;
+
+			ASSERT_MSG(kernels_in_steps(&t[i], "grid", 0, &spans),
+				   "%s: a kernel of a step without its span", schedules[c]);
+			steps += spans;
+			kernels += e2e_count(&t[i], "kernel", NULL);
+			trace_free(&t[i]);
+		}
+		/* without a wait, every step of the run and every kernel */
+		if (!c) {
+			ASSERT_EQ(steps, 200);
+			ASSERT_EQ(kernels,
+				  (int)gtlog_count(r.gt, "{\"type\":\"gpu\",\"kind\":\"kernel\"}"));
+		}
+		ASSERT_MSG(!strstr(r.res.err, "is not recorded"), "%s", r.res.err);
+		if (n < windows) {
+			ASSERT_EQ(text_lines(r.res.err, "gprof: "), 2);
+			ASSERT_STR_CONTAINS(r.res.err, "merges into its file");
+			ASSERT_STR_CONTAINS(r.res.err, "0 were not recorded");
+		}
+		e2e_free(&r);
 	}
-	ASSERT_EQ(steps, 200);
-	ASSERT_EQ(kernels, (int)gtlog_count(r.gt, "{\"type\":\"gpu\",\"kind\":\"kernel\"}"));
-	ASSERT_MSG(!strstr(r.res.err, "is not recorded"), "%s", r.res.err);
-	if (n < 100) {
-		ASSERT_EQ(text_lines(r.res.err, "gprof: "), 2);
-		ASSERT_STR_CONTAINS(r.res.err, "merges into its file");
-		ASSERT_STR_CONTAINS(r.res.err, "0 were not recorded");
-	}
-	e2e_free(&r);
 }
