@@ -478,6 +478,92 @@ TEST(fakecuda_drv_app)
 	json_decref(dump);
 }
 
+/* ---- link-app: code linked at run time, kernels named by its device sources ---- */
+
+/* What link-app launches and calls (its header comment), in the ground-truth log. */
+static const struct expect link_app_log[] = {
+    {"{\"kind\":\"kernel\"}", 5},
+    {"{\"kind\":\"kernel\",\"name\":\"link_scale\",\"grid\":[4,1,1],\"block\":[128,1,1],"
+     "\"launch_type\":0}",
+     1},
+    {"{\"kind\":\"kernel\",\"name\":\"link_scale\",\"grid\":[1,1,1],\"block\":[32,1,1],"
+     "\"launch_type\":0}",
+     1},
+    {"{\"kind\":\"kernel\",\"name\":\"_Z8link_sumPKfPfi\",\"grid\":[2,1,1],\"shared\":512,"
+     "\"launch_type\":0}",
+     1},
+    {"{\"kind\":\"kernel\",\"name\":\"link_grid_sync\",\"grid\":[8,1,1],\"block\":[256,1,1],"
+     "\"launch_type\":1}",
+     1},
+    {"{\"kind\":\"kernel\",\"name\":\"_Z5touchi\",\"grid\":[1,1,1],\"launch_type\":1}", 1},
+    {"{\"type\":\"api\",\"name\":\"cuLinkCreate_v2\",\"cbid\":381,\"result\":0}", 1},
+    {"{\"type\":\"api\",\"name\":\"cuLinkCreate\",\"cbid\":362,\"result\":0}", 1},
+    {"{\"type\":\"api\",\"name\":\"cuLinkAddData_v2\",\"cbid\":382,\"result\":0}", 2},
+    {"{\"type\":\"api\",\"name\":\"cuLinkAddData\",\"cbid\":363,\"result\":0}", 1},
+    {"{\"type\":\"api\",\"name\":\"cuLinkAddFile_v2\",\"cbid\":383,\"result\":0}", 1},
+    {"{\"type\":\"api\",\"name\":\"cuLinkComplete\",\"cbid\":365,\"result\":0}", 2},
+    {"{\"type\":\"api\",\"name\":\"cuLinkDestroy\",\"cbid\":366,\"result\":0}", 2},
+    {"{\"type\":\"api\",\"name\":\"cuLaunchCooperativeKernel\",\"cbid\":477,"
+     "\"symbol\":\"link_grid_sync\",\"result\":0}",
+     1},
+    {"{\"type\":\"api\",\"name\":\"cuLibraryLoadFromFile\",\"cbid\":679,\"result\":0}", 1},
+    /* not_linked, and link_scale in the PTX alone; link_grid_sync in the cubin */
+    {"{\"type\":\"api\",\"name\":\"cuModuleGetFunction\",\"result\":500}", 2},
+    {"{\"type\":\"api\",\"name\":\"cuLibraryGetKernel\",\"result\":500}", 1},
+};
+
+/* The same through CUPTI: a cooperative launch's record says it was one. */
+static const struct expect link_app_records[] = {
+    {"{\"type\":\"KERNEL\",\"launch_type\":0}", 3},
+    /* CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE */
+    {"{\"type\":\"KERNEL\",\"name\":\"link_grid_sync\",\"launch_type\":1}", 1},
+    {"{\"type\":\"KERNEL\",\"name\":\"_Z5touchi\",\"launch_type\":1}", 1},
+    {"{\"type\":\"DRIVER\",\"cbid\":477}", 1}, /* cuLaunchCooperativeKernel */
+    {"{\"type\":\"DRIVER\",\"cbid\":652}", 1}, /* cuLaunchKernelEx */
+    {"{\"type\":\"DRIVER\",\"cbid\":307}", 3}, /* cuLaunchKernel */
+};
+
+/*
+ * cuLink* of a cubin, PTX and a compressed fatbin built by nvcc, cuLibraryLoadFromFile and
+ * cooperative launches: the linked module has the kernels and variables of its inputs, by the
+ * names and sizes the device sources declare, and no others; the kernels go through the
+ * simulation like any other launch.
+ */
+TEST(fakecuda_link_app)
+{
+	const char *log_path = proc_tmp_file(), *dump_path = proc_tmp_file();
+	const char *argv[] = {proc_build_path("test/apps/link-app"),
+			      proc_build_path("test/apps/link-kernels.cubin"),
+			      proc_build_path("test/apps/link-more.ptx"),
+			      proc_build_path("test/apps/symbol-app.fatbin"), NULL};
+	char out_env[80], log_env[80], line[128];
+	const char *env[] = {proc_preload(proc_build_path("test/apps/cupti-dump.so")), out_env,
+			     log_env, NULL};
+	struct proc_result res;
+	json_t *log, *dump;
+
+	for (size_t i = 1; i < 4; i++)
+		if (access(argv[i], R_OK))
+			SKIP("%s was not built (no nvcc?)", argv[i]);
+	snprintf(out_env, sizeof(out_env), "CUPTI_DUMP_OUT=%s", dump_path);
+	snprintf(log_env, sizeof(log_env), "FAKEGPU_LOG=%s", log_path);
+	snprintf(line, sizeof(line),
+		 "link-app: table %zu bytes, hits %zu bytes, counter %zu bytes, big %zu bytes\n",
+		 300 * sizeof(float), sizeof(int), sizeof(int), 100000 * sizeof(float));
+	ASSERT_EQ(proc_run(argv, env, 60, &res), 0);
+	ASSERT_MSG(res.status == 0 && !strcmp(res.out, line), "link-app exited %d: %s%s",
+		   res.status, res.out, res.err);
+	proc_result_free(&res);
+	log = gtlog_load(log_path);
+	dump = gtlog_load_dump(dump_path);
+	ASSERT(log && dump);
+	CHECK_COUNTS(log, link_app_log);
+	CHECK_COUNTS(dump, link_app_records);
+	check_correlation(dump, "DRIVER");
+	json_decref(dump);
+	json_decref(log);
+}
+
 /* CUDA_INJECTION64_PATH is loaded by cuInit: the client sees nothing from before it. */
 static const struct expect injected_records[] = {
     {"{\"type\":\"INJECTION\"}", 1},

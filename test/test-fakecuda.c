@@ -253,6 +253,13 @@ static const char *const driver_exports[] = {
     "cuCtxGetCurrent",
     "cuCtxSetCurrent",
     "cuDevicePrimaryCtxRetain",
+    /* what cuDNN's loader of runtime-compiled code looks up with dlsym */
+    "cuLinkCreate",
+    "cuLinkAddData",
+    "cuLinkComplete",
+    "cuLinkDestroy",
+    "cuLaunchCooperativeKernel",
+    "cuLibraryLoadFromFile",
 };
 
 /* Every name under the version node libcudart.so.13, as in the real library, which has it too. */

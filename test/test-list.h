@@ -132,6 +132,7 @@ X(fakecuda_device_variables_real_runtime)
 X(fakecuda_runtimes_agree)
 X(fakecuda_rt_app_threads)
 X(fakecuda_drv_app)
+X(fakecuda_link_app)
 X(fakecuda_injection_at_cuinit)
 
 /* end to end: preload */

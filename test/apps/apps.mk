@@ -29,6 +29,10 @@ $(APPS_OUT)/rt-app: APP_LDFLAGS := -rdynamic
 # not ours, so this one gets an old-style DT_RPATH, which applies to every lookup.
 $(APPS_OUT)/drv-app: $(FAKE_CUDA_LIB)
 $(APPS_OUT)/drv-app: APP_LIBS = $(FAKE_RPATH) -Wl,--disable-new-dtags
+# Code linked at run time (cuLink*), from device code nvcc builds (below): as drv-app.
+APPS += link-app
+$(APPS_OUT)/link-app: $(FAKE_CUDA_LIB)
+$(APPS_OUT)/link-app: APP_LIBS = $(FAKE_RPATH) -Wl,--disable-new-dtags
 $(APPS_OUT)/cupti-dump.so: $(FAKECUPTI_LIB)
 $(APPS_OUT)/cupti-dump.so: APP_LIBS = $(FAKE_RPATH) -l:libcupti.so.13
 # Another CUPTI tool in the program, from its fourth step on.
@@ -123,6 +127,14 @@ $(APPS_OUT)/symbol-app.cubin: test/apps/symbol-app.cu
 # Copies and memsets of 0 bytes.
 APPS += zero-app
 $(APPS_OUT)/zero-app: APP_LIBS = $(REAL_CUDART)
+# link-app's inputs: a cubin and PTX (and symbol-app.fatbin).
+APPS += link-kernels.cubin link-more.ptx
+$(APPS_OUT)/link-kernels.cubin: test/apps/link-kernels.cu
+	$(call quiet,NVCC,$@)
+	$(Q)$(NVCC) -cubin -arch=sm_90 -o $@ $<
+$(APPS_OUT)/link-more.ptx: test/apps/link-more.cu
+	$(call quiet,NVCC,$@)
+	$(Q)$(NVCC) -ptx -arch=sm_90 -o $@ $<
 $(addprefix $(APPS_OUT)/,nvcc-real nvcc-real-static nvcc-real-pt graph-app blas-app symbol-real \
 	symbol-real-static zero-app): $(FAKE_DRIVER)
 endif

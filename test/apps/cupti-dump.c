@@ -35,11 +35,11 @@ static void print_kernel(const CUpti_ActivityKernel10 *k)
 	fprintf(out,
 		"KERNEL kind=%d corr=%u name=%s start=%" PRIu64 " end=%" PRIu64 " queued=%" PRIu64
 		" completed=%" PRIu64 " device=%u context=%u stream=%u grid=%d,%d,%d block=%d,%d,%d"
-		" regs=%u shared_static=%d shared_dynamic=%d\n",
+		" regs=%u shared_static=%d shared_dynamic=%d launch_type=%u\n",
 		(int)k->kind, k->correlationId, k->name ? k->name : "-", k->start, k->end,
 		k->queued, k->completed, k->deviceId, k->contextId, k->streamId, k->gridX, k->gridY,
 		k->gridZ, k->blockX, k->blockY, k->blockZ, k->registersPerThread,
-		k->staticSharedMemory, k->dynamicSharedMemory);
+		k->staticSharedMemory, k->dynamicSharedMemory, (unsigned)k->launchType);
 }
 
 static void print_memcpy(const CUpti_ActivityMemcpy6 *m)

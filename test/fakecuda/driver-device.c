@@ -404,12 +404,10 @@ CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *j
 	struct fakecuda_module *lib = NULL;
 	CUresult err = library && code ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
 
-	if (!err && !(lib = calloc(1, sizeof(*lib))))
+	if (!err && !(lib = fakecuda_module_new(code, false)))
 		err = CUDA_ERROR_OUT_OF_MEMORY;
-	if (!err) {
-		lib->image = code;
+	if (!err)
 		*library = (CUlibrary)lib;
-	}
 	return fakecuda_api_exit(&c, err, NULL);
 }
 
@@ -420,23 +418,30 @@ CUresult cuLibraryUnload(CUlibrary library)
 	CUresult err = library ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_HANDLE;
 
 	if (!err)
-		free(library);
+		fakecuda_module_free((struct fakecuda_module *)library);
 	return fakecuda_api_exit(&c, err, NULL);
 }
 
-/* Any name exists in any library: the kernel is named by what the runtime asked for. */
+/*
+ * The kernel is named by what the runtime asked for: a cubin or PTX library has the kernels its
+ * image declares, a fatbin every name (as cuModuleGetFunction).
+ */
 CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name)
 {
 	DRV_CALL(cuLibraryGetKernel, pKernel, library, name);
 	const struct fakecuda_kernel *k = NULL;
 	CUresult err =
 	    pKernel && library && name ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+	char log_name[512];
 
+	if (!err && !fakecuda_image_has_kernel(((struct fakecuda_module *)library)->image, name))
+		err = CUDA_ERROR_NOT_FOUND;
 	if (!err && !(k = fakecuda_kernel_function(library, name)))
 		err = CUDA_ERROR_OUT_OF_MEMORY;
 	if (!err)
 		*pKernel = (CUkernel)k;
-	return fakecuda_api_exit(&c, err, NULL);
+	return fakecuda_api_exit(&c, err, "\"name\":%s",
+				 fakecuda_log_str(log_name, sizeof(log_name), name));
 }
 
 /*

@@ -2,7 +2,7 @@
  * What cuBLAS and cuBLASLt look up by name in libcuda.so.1 (dlsym, not cuGetProcAddress): a
  * missing name makes cublasCreate fail with CUBLAS_STATUS_INTERNAL_ERROR. The old unversioned
  * forms answer as their newer ones; error strings are real; the features the simulation does
- * not have (graphs, linking, stream memory operations) fail with CUDA_ERROR_NOT_SUPPORTED and
+ * not have (graphs built node by node, stream memory operations) fail with CUDA_ERROR_NOT_SUPPORTED and
  * one `fakecuda:` line, so a program that needs them says so instead of going wrong quietly.
  */
 #include <stdio.h>
@@ -159,11 +159,6 @@ NOT_SIMULATED(cuGraphInstantiate)
 NOT_SIMULATED(cuGraphKernelNodeGetParams)
 NOT_SIMULATED(cuGraphNodeGetType)
 NOT_SIMULATED(cuKernelGetLibrary)
-NOT_SIMULATED(cuLinkAddData_v2)
-NOT_SIMULATED(cuLinkAddFile_v2)
-NOT_SIMULATED(cuLinkComplete)
-NOT_SIMULATED(cuLinkCreate_v2)
-NOT_SIMULATED(cuLinkDestroy)
 NOT_SIMULATED(cuMemPrefetchAsync)
 NOT_SIMULATED(cuMemcpy2DAsync_v2)
 NOT_SIMULATED(cuStreamBatchMemOp)

@@ -1,8 +1,9 @@
 /*
  * The fake libcuda.so.1's driver API: initialisation, current contexts, modules and functions,
- * and launches. Memory, copies and memsets are in driver-memory.c, streams and events in
- * driver-stream.c, device and kernel queries in driver-device.c, what NVIDIA's runtime asks for
- * in driver-exports.c and driver-proc.c.
+ * and launches (cooperative ones too). Memory, copies and memsets are in driver-memory.c, streams
+ * and events in driver-stream.c, device and kernel queries in driver-device.c, what NVIDIA's
+ * runtime asks for in driver-exports.c and driver-proc.c, linking and loading from files in
+ * driver-link.c, what an image holds in fatbin.c.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -10,7 +11,7 @@
 
 #include "test/fakecuda/driver.h"
 
-/* A CUmodule points at one; the image is never looked at. */
+/* Opens the traced call of the entry point this is written in. */
 #define drv_enter(call, cbid, name, params, symbol) \
 	fakecuda_drv_enter(call, cbid, name, params, symbol, DRV_CALLER)
 
@@ -148,12 +149,10 @@ CUresult cuModuleLoadData(CUmodule *module, const void *image)
 
 	drv_enter(&c, DRV_CBID(cuModuleLoadData), "cuModuleLoadData", &p, NULL);
 	err = module && image ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
-	if (!err && !(m = calloc(1, sizeof(*m))))
+	if (!err && !(m = fakecuda_module_new(image, false)))
 		err = CUDA_ERROR_OUT_OF_MEMORY;
-	if (!err) {
-		m->image = image;
+	if (!err)
 		*module = (CUmodule)m;
-	}
 	return fakecuda_api_exit(&c, err, NULL);
 }
 
@@ -166,25 +165,33 @@ CUresult cuModuleUnload(CUmodule hmod)
 	drv_enter(&c, DRV_CBID(cuModuleUnload), "cuModuleUnload", &p, NULL);
 	err = hmod ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_HANDLE;
 	if (!err)
-		free(hmod);
+		fakecuda_module_free((struct fakecuda_module *)hmod);
 	return fakecuda_api_exit(&c, err, NULL);
 }
 
-/* Any name exists in any module: the function is named by what the program asked for. */
+/*
+ * The function is named by what the program asked for. A cubin or PTX module has the kernels
+ * its image declares; in any other image (a fatbin, bytes the simulation cannot read) every
+ * name exists.
+ */
 CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
 {
 	cuModuleGetFunction_params p = {hfunc, hmod, name};
 	const struct fakecuda_kernel *k = NULL;
 	struct fakecuda_call c;
+	char log_name[512];
 	CUresult err;
 
 	drv_enter(&c, DRV_CBID(cuModuleGetFunction), "cuModuleGetFunction", &p, NULL);
 	err = hfunc && hmod && name ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+	if (!err && !fakecuda_image_has_kernel(((struct fakecuda_module *)hmod)->image, name))
+		err = CUDA_ERROR_NOT_FOUND;
 	if (!err && !(k = fakecuda_kernel_function(hmod, name)))
 		err = CUDA_ERROR_OUT_OF_MEMORY;
 	if (!err)
 		*hfunc = (CUfunction)k;
-	return fakecuda_api_exit(&c, err, NULL);
+	return fakecuda_api_exit(&c, err, "\"name\":%s",
+				 fakecuda_log_str(log_name, sizeof(log_name), name));
 }
 
 /* ---- launches ---- */
@@ -198,9 +205,10 @@ static bool valid_launch(const unsigned int g[3], const unsigned int b[3])
 	return (uint64_t)b[0] * b[1] * b[2] <= 1024;
 }
 
+/* The launch of a kernel: `type` is its CUpti_ActivityLaunchType (regular or cooperative). */
 static CUresult launch(CUpti_CallbackId cbid, const char *name, const void *params, CUfunction f,
 		       const unsigned int grid[3], const unsigned int block[3], unsigned int shared,
-		       CUstream stream, bool per_thread, const void *caller)
+		       CUstream stream, bool per_thread, uint8_t type, const void *caller)
 {
 	const struct fakecuda_kernel *k = fakecuda_kernel_find(f);
 	struct fakecuda_op op = {.kind = FAKECUDA_OP_KERNEL, .async = true};
@@ -222,6 +230,7 @@ static CUresult launch(CUpti_CallbackId cbid, const char *name, const void *para
 		memcpy(op.kernel.grid, grid, sizeof(op.kernel.grid));
 		memcpy(op.kernel.block, block, sizeof(op.kernel.block));
 		op.kernel.shared_bytes = shared;
+		op.kernel.launch_type = type;
 		fakecuda_op_enqueue(s, &op);
 	}
 	return fakecuda_api_exit(&c, err,
@@ -242,7 +251,7 @@ static CUresult launch(CUpti_CallbackId cbid, const char *name, const void *para
 	const unsigned int grid[3] = {gridDimX, gridDimY, gridDimZ};                      \
 	const unsigned int block[3] = {blockDimX, blockDimY, blockDimZ};                  \
 	return launch(DRV_CBID(name), #name, &p, f, grid, block, sharedMemBytes, hStream, \
-		      per_thread, DRV_CALLER)
+		      per_thread, CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR, DRV_CALLER)
 
 CUresult cuLaunchKernel(LAUNCH_ARGS)
 {
@@ -254,11 +263,39 @@ CUresult cuLaunchKernel_ptsz(LAUNCH_ARGS)
 	LAUNCH(cuLaunchKernel_ptsz, true);
 }
 
+/*
+ * A cooperative launch is a launch whose blocks may all synchronise with each other: the
+ * simulation times it as any other, and its record says it was cooperative.
+ */
+#define COOPERATIVE_ARGS                                                                   \
+	CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, \
+	    unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,        \
+	    unsigned int sharedMemBytes, CUstream hStream, void **kernelParams
+#define COOPERATIVE(name, per_thread)                                                     \
+	name##_params p = {f,	      gridDimX,	 gridDimY,	 gridDimZ, blockDimX,     \
+			   blockDimY, blockDimZ, sharedMemBytes, hStream,  kernelParams}; \
+	const unsigned int grid[3] = {gridDimX, gridDimY, gridDimZ};                      \
+	const unsigned int block[3] = {blockDimX, blockDimY, blockDimZ};                  \
+	return launch(DRV_CBID(name), #name, &p, f, grid, block, sharedMemBytes, hStream, \
+		      per_thread, CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE,   \
+		      DRV_CALLER)
+
+CUresult cuLaunchCooperativeKernel(COOPERATIVE_ARGS)
+{
+	COOPERATIVE(cuLaunchCooperativeKernel, false);
+}
+
+CUresult cuLaunchCooperativeKernel_ptsz(COOPERATIVE_ARGS)
+{
+	COOPERATIVE(cuLaunchCooperativeKernel_ptsz, true);
+}
+
 static CUresult launch_ex(CUpti_CallbackId cbid, const char *name, const void *params,
 			  const CUlaunchConfig *config, CUfunction f, bool per_thread,
 			  const void *caller)
 {
 	unsigned int grid[3] = {0}, block[3] = {0}, shared = 0;
+	uint8_t type = CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR;
 	CUstream stream = NULL;
 
 	if (config) {
@@ -267,8 +304,12 @@ static CUresult launch_ex(CUpti_CallbackId cbid, const char *name, const void *p
 		block[2] = config->blockDimZ;
 		shared = config->sharedMemBytes;
 		stream = config->hStream;
+		for (unsigned int i = 0; i < config->numAttrs; i++)
+			if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE &&
+			    config->attrs[i].value.cooperative)
+				type = CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE;
 	}
-	return launch(cbid, name, params, f, grid, block, shared, stream, per_thread, caller);
+	return launch(cbid, name, params, f, grid, block, shared, stream, per_thread, type, caller);
 }
 
 CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,

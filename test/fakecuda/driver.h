@@ -22,17 +22,74 @@ CUresult capture_info_v2(CUstream hStream, CUstreamCaptureStatus *captureStatus_
 /* Before 11.3: the status and id only. */
 CUresult capture_info_v1(CUstream hStream, CUstreamCaptureStatus *captureStatus,
 			 cuuint64_t *id) __asm__("cuStreamGetCaptureInfo");
+/* The linker's CUDA 5.5 forms, under the plain names (cuda.h's are the _v2 ones; driver-link.c). */
+CUresult link_create_v1(unsigned int numOptions, CUjit_option *options, void **optionValues,
+			CUlinkState *stateOut) __asm__("cuLinkCreate");
+CUresult link_add_data_v1(CUlinkState state, CUjitInputType type, void *data, size_t size,
+			  const char *name, unsigned int numOptions, CUjit_option *options,
+			  void **optionValues) __asm__("cuLinkAddData");
+CUresult link_add_file_v1(CUlinkState state, CUjitInputType type, const char *path,
+			  unsigned int numOptions, CUjit_option *options,
+			  void **optionValues) __asm__("cuLinkAddFile");
 #pragma GCC visibility pop
 
 #include "test/fakecuda/sim.h"
 
-/* A CUmodule, and a CUlibrary, which is its own module here: the image it was loaded from. */
+/*
+ * A CUmodule, and a CUlibrary, which is its own module here: the image it was loaded from, and
+ * the copy it holds of an image read from a file (freed with it), else NULL.
+ */
 struct fakecuda_module {
 	const void *image;
+	void *owned;
 };
 
-/* The size of __device__ variable `name` in a loaded image (fatbin.c); 0 when not known. */
+/*
+ * A new module of `image`, which it owns if `owned`, else holds a copy of when it is a cubin or
+ * PTX (fakecuda_image_size); NULL when out of memory.
+ */
+struct fakecuda_module *fakecuda_module_new(const void *image, bool owned);
+void fakecuda_module_free(struct fakecuda_module *module);
+/* The bytes of a file, in memory of malloc (*size of them); NULL when it cannot be read. */
+void *fakecuda_read_file(const char *path, size_t *size);
+
+/* ---- what an image holds (fatbin.c) ---- */
+
+enum fakecuda_image_kind {
+	FAKECUDA_IMAGE_UNKNOWN,
+	FAKECUDA_IMAGE_CUBIN,
+	FAKECUDA_IMAGE_PTX,
+	FAKECUDA_IMAGE_FATBIN,
+};
+
+enum fakecuda_image_symbol {
+	FAKECUDA_IMAGE_KERNEL,	 /* an entry function */
+	FAKECUDA_IMAGE_VARIABLE, /* a __device__ or __constant__ variable, of `size` bytes */
+};
+
+/* Called for each symbol of an image (`name` is not NUL-terminated); true stops the walk. */
+typedef bool (*fakecuda_image_symbol_fn)(void *arg, enum fakecuda_image_symbol kind,
+					 const char *name, size_t name_len, uint64_t size);
+
+/*
+ * Walks the symbols of a loaded image (a fatbin, nvcc's wrapper of one, a cubin or PTX); with
+ * fn NULL, only says what it is.
+ */
+enum fakecuda_image_kind fakecuda_image_each(const void *image, fakecuda_image_symbol_fn fn,
+					     void *arg);
+/* The same for `len` bytes of a linker input of CUjitInputType `type` (cubin, PTX, fatbin). */
+enum fakecuda_image_kind fakecuda_image_data_each(int type, const void *data, size_t len,
+						  fakecuda_image_symbol_fn fn, void *arg);
+/* The size of __device__ variable `name` in a loaded image; 0 when not known. */
 size_t fakecuda_image_symbol_size(const void *image, const char *name);
+/*
+ * The bytes of a cubin or PTX image; 0 for others. A module keeps a copy of such an image, as
+ * the real driver does: a program may free its buffer once it is loaded (a JIT compiler's
+ * output, the linker's after cuLinkDestroy). Fatbins stay where the runtime registered them.
+ */
+size_t fakecuda_image_size(const void *image);
+/* Whether a cubin or PTX image has kernel `name` (1 or 0); -1 for other images (not looked in). */
+int fakecuda_image_has_kernel(const void *image, const char *name);
 
 #define DRV_CBID(fn)	    CUPTI_DRIVER_TRACE_CBID_##fn
 #define CUDA_VERSION_NUMBER 13000
@@ -131,6 +188,11 @@ CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int g
 			     void **kernelParams, void **extra);
 CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
 			       void **extra);
+CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+					unsigned int gridDimZ, unsigned int blockDimX,
+					unsigned int blockDimY, unsigned int blockDimZ,
+					unsigned int sharedMemBytes, CUstream hStream,
+					void **kernelParams);
 #pragma GCC visibility pop
 
 #endif

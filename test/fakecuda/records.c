@@ -58,7 +58,7 @@ static void emit_kernel(const struct fakecuda_op *op, int device, uint32_t strea
 	    .name = k->name,
 	    .queued = op->queued_ns,
 	    .submitted = op->queued_ns,
-	    .launchType = CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR,
+	    .launchType = op->kernel.launch_type,
 	    .channelType = CUPTI_CHANNEL_TYPE_COMPUTE,
 	};
 	char name[4096];
@@ -66,12 +66,14 @@ static void emit_kernel(const struct fakecuda_op *op, int device, uint32_t strea
 	emit(&rec, sizeof(rec));
 	fakecuda_log("\"type\":\"gpu\",\"kind\":\"kernel\",\"pid\":%d,\"name\":%s,\"corr\":%u,"
 		     "\"device\":%d,\"stream\":%u,\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],"
-		     "\"shared\":%u,\"registers\":%u,\"queued\":%llu,\"start\":%llu,\"end\":%llu",
+		     "\"shared\":%u,\"registers\":%u,\"launch_type\":%u,\"queued\":%llu,"
+		     "\"start\":%llu,\"end\":%llu",
 		     (int)getpid(), fakecuda_log_str(name, sizeof(name), k->name), op->correlation,
 		     device, stream_id, op->kernel.grid[0], op->kernel.grid[1], op->kernel.grid[2],
 		     op->kernel.block[0], op->kernel.block[1], op->kernel.block[2],
-		     op->kernel.shared_bytes, k->registers, (unsigned long long)op->queued_ns,
-		     (unsigned long long)op->start_ns, (unsigned long long)op->end_ns);
+		     op->kernel.shared_bytes, k->registers, op->kernel.launch_type,
+		     (unsigned long long)op->queued_ns, (unsigned long long)op->start_ns,
+		     (unsigned long long)op->end_ns);
 }
 
 static void emit_memcpy(const struct fakecuda_op *op, int device, uint32_t stream_id)

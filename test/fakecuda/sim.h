@@ -166,6 +166,7 @@ struct fakecuda_op {
 			const struct fakecuda_kernel *kernel;
 			uint32_t grid[3], block[3];
 			uint32_t shared_bytes; /* dynamic shared memory */
+			uint8_t launch_type;   /* CUpti_ActivityLaunchType */
 		} kernel;
 		struct {
 			uint64_t bytes;

@@ -11,13 +11,13 @@ Before the loop (fixed seed 0): a 2-layer transformer encoder (d_model 64, 4 hea
     zero_grad(set_to_none), backward, optimizer.step();
   - a scratch tensor of (step + 1) MiB made and dropped, then torch.cuda.empty_cache(), so that
     the caching allocator calls cudaMalloc and cudaFree inside every step.
-Attention does not use cuDNN's backend: its runtime-compiled engines link code with cuLink*, which
-the simulated driver does not have yet (docs/FRAMEWORKS.md). With --torch-profiler, the loop runs under torch.profiler.profile (CPU and CUDA activities, the
-schedule wait=1, warmup=1, active=3, prof.step() after each step), which writes its trace to
-FILE. With FRAMEWORKS_MARKS=path, the realtime clock (ns) of each step's start is appended to path,
-one per line: right before the NVTX mark with --nvtx, else right after optimizer.step() (where
-gprof-run --torch-steps marks), so a test can place the simulated GPU's work in steps without
-libgprof. The kernels do not run on the simulated GPU, so no value is printed: the program prints
+Attention takes PyTorch's default backend on an sm_90 device, cuDNN's (its kernels compiled at run
+time by NVRTC and loaded as libraries). With --torch-profiler, the loop runs under
+torch.profiler.profile (CPU and CUDA activities, the schedule wait=1, warmup=1, active=3,
+prof.step() after each step), which writes its trace to FILE. With FRAMEWORKS_MARKS=path, the
+realtime clock (ns) of each step's start is appended to path, one per line: right before the NVTX
+mark with --nvtx, else right after optimizer.step() (where gprof-run --torch-steps marks), so a
+test can place the simulated GPU's work in steps without libgprof. The kernels do not run on the simulated GPU, so no value is printed: the program prints
 "train: N steps, P parameters, loss <dtype>" and exits 0.
 """
 
@@ -55,7 +55,6 @@ def main():
                 f.write("%d\n" % time.time_ns())
 
     torch.manual_seed(0)
-    torch.backends.cuda.enable_cudnn_sdp(False)
     layer = torch.nn.TransformerEncoderLayer(FEATURES, 4, 128, batch_first=True, dropout=0.0)
     model = torch.nn.Sequential(torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False),
                                 torch.nn.Linear(FEATURES, CLASSES)).cuda()

@@ -1,0 +1,242 @@
+/*
+ * Code linked and loaded at run time, as cuDNN's runtime-compiled engines and JIT compilers do.
+ * Usage: link-app CUBIN PTX FATBIN: link-kernels.cubin, link-more.ptx and symbol-app.fatbin of
+ * the build (their sources say what they hold).
+ *
+ * dlopens libcuda.so.1; cuInit and device 0's primary context. Entry points from
+ * cuGetProcAddress_v2 at 12000 (the _v2 linker), except a second linker found by dlsym under the
+ * plain names (the CUDA 5.5 forms, which cuDNN asks for).
+ * 1. cuLinkCreate_v2; cuLinkAddData of the cubin and of the PTX; cuLinkAddFile of the fatbin;
+ *    cuLinkComplete; cuModuleLoadData of the linked image; cuLinkDestroy (the module outlives
+ *    it). cuModuleGetFunction of link_scale, _Z8link_sumPKfPfi, link_grid_sync and _Z5touchi
+ *    (symbol-app's kernel), and of "not_linked", which must be CUDA_ERROR_NOT_FOUND.
+ *    cuModuleGetGlobal of table, hits, counter and big: their sizes are printed.
+ *    Launches, legacy stream: cuLaunchKernel(link_scale, grid 4, block 128);
+ *    cuLaunchKernel(_Z8link_sumPKfPfi, grid 2, block 64, 512 B shared);
+ *    cuLaunchCooperativeKernel(link_grid_sync, grid 8, block 256);
+ *    cuLaunchKernelEx(_Z5touchi, grid 1, block 32) with CU_LAUNCH_ATTRIBUTE_COOPERATIVE 1.
+ * 2. cuLinkCreate (5.5 form); cuLinkAddData of the PTX alone; cuLinkComplete; cuModuleLoadData;
+ *    cuLinkDestroy; cuModuleGetFunction(link_grid_sync) and of link_scale (not linked this time:
+ *    must be CUDA_ERROR_NOT_FOUND).
+ * 3. cuLibraryLoadFromFile of the cubin; cuLibraryGetKernel(link_scale), launched with
+ *    cuLaunchKernel(grid 1, block 32); cuLibraryGetKernel(link_grid_sync), which is in the PTX
+ *    only, must be CUDA_ERROR_NOT_FOUND.
+ * cuCtxSynchronize; prints "link-app: table T bytes, hits H bytes, counter C bytes, big B bytes"
+ * and exits 0. Any other result: one line on stderr, exit 1.
+ */
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda.h>
+
+static struct {
+	CUresult (*init)(unsigned int);
+	CUresult (*device_get)(CUdevice *, int);
+	CUresult (*ctx_retain)(CUcontext *, CUdevice);
+	CUresult (*ctx_set)(CUcontext);
+	CUresult (*link_create)(unsigned int, CUjit_option *, void **, CUlinkState *);
+	CUresult (*link_add_data)(CUlinkState, CUjitInputType, void *, size_t, const char *,
+				  unsigned int, CUjit_option *, void **);
+	CUresult (*link_add_file)(CUlinkState, CUjitInputType, const char *, unsigned int,
+				  CUjit_option *, void **);
+	CUresult (*link_complete)(CUlinkState, void **, size_t *);
+	CUresult (*link_destroy)(CUlinkState);
+	CUresult (*module_load)(CUmodule *, const void *);
+	CUresult (*module_get_function)(CUfunction *, CUmodule, const char *);
+	CUresult (*module_get_global)(CUdeviceptr *, size_t *, CUmodule, const char *);
+	CUresult (*library_load_file)(CUlibrary *, const char *, CUjit_option *, void **,
+				      unsigned int, CUlibraryOption *, void **, unsigned int);
+	CUresult (*library_get_kernel)(CUkernel *, CUlibrary, const char *);
+	CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+			   unsigned, CUstream, void **, void **);
+	CUresult (*launch_cooperative)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+				       unsigned, unsigned, CUstream, void **);
+	CUresult (*launch_ex)(const CUlaunchConfig *, CUfunction, void **, void **);
+	CUresult (*sync)(void);
+	/* the CUDA 5.5 linker, by dlsym */
+	CUresult (*link_create_v1)(unsigned int, CUjit_option *, void **, CUlinkState *);
+	CUresult (*link_add_data_v1)(CUlinkState, CUjitInputType, void *, size_t, const char *,
+				     unsigned int, CUjit_option *, void **);
+} cu;
+
+/* Which base name fills which pointer of `cu`. */
+#define ENTRY(name, member)                            \
+	{                                              \
+		name, offsetof(__typeof__(cu), member) \
+	}
+static const struct {
+	const char *name;
+	size_t offset;
+} entries[] = {
+    ENTRY("cuInit", init),
+    ENTRY("cuDeviceGet", device_get),
+    ENTRY("cuDevicePrimaryCtxRetain", ctx_retain),
+    ENTRY("cuCtxSetCurrent", ctx_set),
+    ENTRY("cuLinkCreate", link_create),
+    ENTRY("cuLinkAddData", link_add_data),
+    ENTRY("cuLinkAddFile", link_add_file),
+    ENTRY("cuLinkComplete", link_complete),
+    ENTRY("cuLinkDestroy", link_destroy),
+    ENTRY("cuModuleLoadData", module_load),
+    ENTRY("cuModuleGetFunction", module_get_function),
+    ENTRY("cuModuleGetGlobal", module_get_global),
+    ENTRY("cuLibraryLoadFromFile", library_load_file),
+    ENTRY("cuLibraryGetKernel", library_get_kernel),
+    ENTRY("cuLaunchKernel", launch),
+    ENTRY("cuLaunchCooperativeKernel", launch_cooperative),
+    ENTRY("cuLaunchKernelEx", launch_ex),
+    ENTRY("cuCtxSynchronize", sync),
+};
+
+static void fail(const char *what, int err)
+{
+	fprintf(stderr, "link-app: %s: error %d\n", what, err);
+	exit(1);
+}
+
+#define CHECK(call)                             \
+	do {                                    \
+		CUresult err_ = (call);         \
+		if (err_ != CUDA_SUCCESS)       \
+			fail(#call, (int)err_); \
+	} while (0)
+
+/* `call` must fail with CUDA_ERROR_NOT_FOUND. */
+#define NOT_FOUND(call)                           \
+	do {                                      \
+		CUresult err_ = (call);           \
+		if (err_ != CUDA_ERROR_NOT_FOUND) \
+			fail(#call, (int)err_);   \
+	} while (0)
+
+static void resolve(void)
+{
+	CUresult (*get_proc)(const char *, void **, int, cuuint64_t,
+			     CUdriverProcAddressQueryResult *);
+	CUdriverProcAddressQueryResult status;
+	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+
+	if (!lib) {
+		fprintf(stderr, "link-app: %s\n", dlerror());
+		exit(1);
+	}
+	*(void **)&get_proc = dlsym(lib, "cuGetProcAddress_v2");
+	*(void **)&cu.link_create_v1 = dlsym(lib, "cuLinkCreate");
+	*(void **)&cu.link_add_data_v1 = dlsym(lib, "cuLinkAddData");
+	if (!get_proc || !cu.link_create_v1 || !cu.link_add_data_v1) {
+		fprintf(stderr, "link-app: libcuda.so.1 lacks an entry point\n");
+		exit(1);
+	}
+	for (size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); i++)
+		CHECK(get_proc(entries[i].name, (void **)((char *)&cu + entries[i].offset), 12000,
+			       CU_GET_PROC_ADDRESS_DEFAULT, &status));
+}
+
+/* A file's bytes and a NUL (PTX is a string). */
+static char *slurp(const char *path, size_t *size)
+{
+	FILE *f = fopen(path, "rb");
+	char *data;
+	long len;
+
+	if (!f || fseek(f, 0, SEEK_END) || (len = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) ||
+	    !(data = calloc(1, (size_t)len + 1)) || fread(data, 1, (size_t)len, f) != (size_t)len) {
+		fprintf(stderr, "link-app: cannot read %s\n", path);
+		exit(1);
+	}
+	fclose(f);
+	*size = (size_t)len;
+	return data;
+}
+
+static size_t global_size(CUmodule mod, const char *name)
+{
+	CUdeviceptr ptr;
+	size_t bytes = 0;
+
+	CHECK(cu.module_get_global(&ptr, &bytes, mod, name));
+	return bytes;
+}
+
+int main(int argc, char **argv)
+{
+	CUfunction scale, sum, grid_sync, touch, f;
+	size_t cubin_size, ptx_size, linked_size;
+	CUlaunchAttribute cooperative = {.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE,
+					 .value.cooperative = 1};
+	CUlaunchConfig config = {.gridDimX = 1,
+				 .gridDimY = 1,
+				 .gridDimZ = 1,
+				 .blockDimX = 32,
+				 .blockDimY = 1,
+				 .blockDimZ = 1,
+				 .attrs = &cooperative,
+				 .numAttrs = 1};
+	char *cubin, *ptx;
+	CUmodule mod, ptx_mod;
+	CUlinkState link;
+	CUlibrary lib;
+	CUcontext ctx;
+	CUkernel kernel;
+	CUdevice dev;
+	void *linked;
+
+	if (argc != 4) {
+		fprintf(stderr, "usage: link-app CUBIN PTX FATBIN\n");
+		return 2;
+	}
+	resolve();
+	cubin = slurp(argv[1], &cubin_size);
+	ptx = slurp(argv[2], &ptx_size);
+	CHECK(cu.init(0));
+	CHECK(cu.device_get(&dev, 0));
+	CHECK(cu.ctx_retain(&ctx, dev));
+	CHECK(cu.ctx_set(ctx));
+
+	/* 1. three inputs */
+	CHECK(cu.link_create(0, NULL, NULL, &link));
+	CHECK(cu.link_add_data(link, CU_JIT_INPUT_CUBIN, cubin, cubin_size, "link-kernels.cubin", 0,
+			       NULL, NULL));
+	CHECK(cu.link_add_data(link, CU_JIT_INPUT_PTX, ptx, ptx_size + 1, "link-more.ptx", 0, NULL,
+			       NULL));
+	CHECK(cu.link_add_file(link, CU_JIT_INPUT_FATBINARY, argv[3], 0, NULL, NULL));
+	CHECK(cu.link_complete(link, &linked, &linked_size));
+	CHECK(cu.module_load(&mod, linked));
+	CHECK(cu.link_destroy(link));
+	CHECK(cu.module_get_function(&scale, mod, "link_scale"));
+	CHECK(cu.module_get_function(&sum, mod, "_Z8link_sumPKfPfi"));
+	CHECK(cu.module_get_function(&grid_sync, mod, "link_grid_sync"));
+	CHECK(cu.module_get_function(&touch, mod, "_Z5touchi"));
+	NOT_FOUND(cu.module_get_function(&f, mod, "not_linked"));
+	CHECK(cu.launch(scale, 4, 1, 1, 128, 1, 1, 0, NULL, NULL, NULL));
+	CHECK(cu.launch(sum, 2, 1, 1, 64, 1, 1, 512, NULL, NULL, NULL));
+	CHECK(cu.launch_cooperative(grid_sync, 8, 1, 1, 256, 1, 1, 0, NULL, NULL));
+	CHECK(cu.launch_ex(&config, touch, NULL, NULL));
+
+	/* 2. the PTX alone, through the CUDA 5.5 forms */
+	CHECK(cu.link_create_v1(0, NULL, NULL, &link));
+	CHECK(cu.link_add_data_v1(link, CU_JIT_INPUT_PTX, ptx, ptx_size + 1, "link-more.ptx", 0,
+				  NULL, NULL));
+	CHECK(cu.link_complete(link, &linked, &linked_size));
+	CHECK(cu.module_load(&ptx_mod, linked));
+	CHECK(cu.link_destroy(link));
+	CHECK(cu.module_get_function(&f, ptx_mod, "link_grid_sync"));
+	NOT_FOUND(cu.module_get_function(&f, ptx_mod, "link_scale"));
+
+	/* 3. the cubin as a library, from its file */
+	CHECK(cu.library_load_file(&lib, argv[1], NULL, NULL, 0, NULL, NULL, 0));
+	CHECK(cu.library_get_kernel(&kernel, lib, "link_scale"));
+	CHECK(cu.launch((CUfunction)kernel, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+	NOT_FOUND(cu.library_get_kernel(&kernel, lib, "link_grid_sync"));
+
+	CHECK(cu.sync());
+	printf("link-app: table %zu bytes, hits %zu bytes, counter %zu bytes, big %zu bytes\n",
+	       global_size(mod, "table"), global_size(mod, "hits"), global_size(mod, "counter"),
+	       global_size(mod, "big"));
+	free(cubin);
+	free(ptx);
+	return 0;
+}
