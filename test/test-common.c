@@ -165,6 +165,46 @@ TEST(map_shared_grows_under_readers)
 	gprof_map_free(&m);
 }
 
+/*
+ * Keys of bytes: equal for equal bytes and seed, blind to what lies past n, changed by any one
+ * byte, the length or the seed; distinct over many kernel-like names (a 64-bit key collides
+ * there only when the hash is broken).
+ */
+TEST(map_key_bytes)
+{
+	enum {
+		NAMES = 20000
+	};
+	char a[48] = "void gemm<float, 128>(float const*, ...)", b[48];
+	struct gprof_map seen = {0};
+	uint64_t k, v;
+
+	memcpy(b, a, sizeof(a));
+	ASSERT_EQ(gprof_map_key_bytes(a, 20, 1), gprof_map_key_bytes(b, 20, 1));
+	b[20] ^= 1;
+	ASSERT_EQ(gprof_map_key_bytes(a, 20, 1), gprof_map_key_bytes(b, 20, 1));
+	ASSERT_NE(gprof_map_key_bytes(a, 20, 1), gprof_map_key_bytes(a, 20, 2));
+	ASSERT_NE(gprof_map_key_bytes(a, 20, 1), gprof_map_key_bytes(a, 19, 1));
+	ASSERT_NE(gprof_map_key_bytes("", 0, 0), 0);
+	for (size_t n = 1; n <= sizeof(a); n++)
+		for (size_t i = 0; i < n; i++) {
+			memcpy(b, a, sizeof(a));
+			b[i] ^= 0x20;
+			ASSERT_MSG(gprof_map_key_bytes(a, n, 0) != gprof_map_key_bytes(b, n, 0),
+				   "byte %zu of %zu", i, n);
+		}
+	ASSERT_EQ(gprof_map_init(&seen, 2 * NAMES), 0);
+	for (unsigned i = 0; i < NAMES; i++) {
+		int len = snprintf(a, sizeof(a), "kernel_%u", i);
+
+		k = gprof_map_key_bytes(a, (size_t)len, 0);
+		ASSERT_MSG(!gprof_map_get(&seen, k, &v), "%s and kernel_%llu", a,
+			   (unsigned long long)v);
+		ASSERT_EQ(gprof_map_set(&seen, k, i), 0);
+	}
+	gprof_map_free(&seen);
+}
+
 /* The length of the union of intervals within [lo, hi), by a bitmap of 1-ns cells. */
 static uint64_t union_ref(const uint64_t (*iv)[2], size_t n, uint64_t lo, uint64_t hi)
 {
