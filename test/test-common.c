@@ -2,11 +2,13 @@
  * Tests of common/'s infrastructure: the hash map (owned and shared), the interval union, the
  * loaded-object finder and the thread starter, each against a plain reference.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <zlib.h>
 
 #include "common/compiler.h"
 #include "common/dso.h"
@@ -286,6 +288,25 @@ TEST(dso_finds_loaded)
 	ASSERT_EQ(strlen(path), 4);
 	ASSERT_EQ(gprof_dso_each("lib", count_libs, &n), 0);
 	ASSERT_GE(n, 3); /* libc, libjansson and libz at least */
+}
+
+/*
+ * Symbols of loaded objects, found in them or their dependencies; an object the process has
+ * not loaded answers NULL and stays unloaded (libanl.so.1, a glibc stub nothing here loads).
+ */
+TEST(dso_sym_of_loaded)
+{
+	char path[4096];
+
+	ASSERT(gprof_dso_sym("libc.so.6", "gnu_get_libc_version") ==
+	       dlsym(RTLD_DEFAULT, "gnu_get_libc_version"));
+	ASSERT(gprof_dso_sym("libz.so.1", "zlibVersion") == (void *)zlibVersion);
+	ASSERT(!gprof_dso_sym("libc.so.6", "gprof_no_such_symbol"));
+	ASSERT(!gprof_dso_find("libanl.so", path, sizeof(path)));
+	ASSERT(!gprof_dso_sym("libanl.so.1", "gnu_get_libc_version"));
+	ASSERT(!gprof_dso_find("libanl.so", path, sizeof(path)));
+	ASSERT(dlopen("libanl.so.1", RTLD_LAZY));
+	ASSERT(gprof_dso_sym("libanl.so.1", "gnu_get_libc_version"));
 }
 
 struct mask_arg {

@@ -16,6 +16,7 @@ X(spans_union)
 X(spans_retire_and_floor)
 X(stats_steps)
 X(dso_finds_loaded)
+X(dso_sym_of_loaded)
 X(thread_takes_no_signal)
 
 /* common/config */
