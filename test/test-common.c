@@ -1,6 +1,6 @@
 /*
  * Tests of common/'s infrastructure: the hash map (owned and shared), the interval union, the
- * loaded-object finder and the thread starter, each against a plain reference.
+ * loaded-object finder, the thread starter and the clock, each against a plain reference.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <zlib.h>
 
+#include "common/clock.h"
 #include "common/compiler.h"
 #include "common/dso.h"
 #include "common/map.h"
@@ -353,6 +354,45 @@ TEST(thread_takes_no_signal)
 	pthread_sigmask(SIG_SETMASK, NULL, &after);
 	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
 		ASSERT_EQ(sigismember(&after, sigs[i]), sigismember(&before, sigs[i]));
+}
+
+static uint64_t ns_of(struct timespec ts)
+{
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The clocks against time() and each other; deadlines as a timed wait keeps them. */
+TEST(clock_deadlines)
+{
+	const uint64_t wait_ns = 20 * 1000 * 1000;
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	struct timespec ts = gprof_clock_timespec(5 * 1000000000ull + 999999999);
+	time_t wall = time(NULL);
+	uint64_t real = gprof_realtime_ns(), before, after;
+	pthread_condattr_t attr;
+	pthread_cond_t cond;
+
+	ASSERT_LE((uint64_t)wall - 1, real / 1000000000ull);
+	ASSERT_LE(real / 1000000000ull, (uint64_t)wall + 1);
+	ASSERT_EQ(ts.tv_sec, 5);
+	ASSERT_EQ(ts.tv_nsec, 999999999);
+	ts = gprof_clock_timespec(0);
+	ASSERT_EQ(ts.tv_sec + ts.tv_nsec, 0);
+	before = gprof_clock_ns(CLOCK_MONOTONIC);
+	ts = gprof_clock_deadline(CLOCK_MONOTONIC, wait_ns);
+	after = gprof_clock_ns(CLOCK_MONOTONIC);
+	ASSERT_LT(ts.tv_nsec, 1000000000);
+	ASSERT_LE(before + wait_ns, ns_of(ts));
+	ASSERT_LE(ns_of(ts), after + wait_ns);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&cond, &attr);
+	pthread_mutex_lock(&lock);
+	ASSERT_EQ(pthread_cond_timedwait(&cond, &lock, &ts), ETIMEDOUT);
+	pthread_mutex_unlock(&lock);
+	ASSERT_LE(before + wait_ns, gprof_clock_ns(CLOCK_MONOTONIC));
+	pthread_cond_destroy(&cond);
+	pthread_condattr_destroy(&attr);
 }
 
 /* The smallest value with at least p% of v at or below it, by counting (v unsorted). */

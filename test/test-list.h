@@ -7,7 +7,7 @@
 X(log_prefix_and_kept_warnings)
 X(log_line_made_safe)
 
-/* common: map, spans, dso, thread */
+/* common: map, spans, dso, thread, clock */
 X(map_against_array)
 X(map_shared_threads)
 X(map_shared_grows_under_readers)
@@ -18,6 +18,7 @@ X(stats_steps)
 X(dso_finds_loaded)
 X(dso_sym_of_loaded)
 X(thread_takes_no_signal)
+X(clock_deadlines)
 
 /* common/config */
 X(config_defaults)
