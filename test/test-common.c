@@ -1,6 +1,7 @@
 /*
  * Tests of common/'s infrastructure: the hash map (owned and shared), the interval union, the
- * loaded-object finder, the thread starter and the clock, each against a plain reference.
+ * loaded-object finder, the thread starter, the clock and growing arrays, each against a plain
+ * reference.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <zlib.h>
 
+#include "common/array.h"
 #include "common/clock.h"
 #include "common/compiler.h"
 #include "common/dso.h"
@@ -354,6 +356,40 @@ TEST(thread_takes_no_signal)
 	pthread_sigmask(SIG_SETMASK, NULL, &after);
 	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
 		ASSERT_EQ(sigismember(&after, sigs[i]), sigismember(&before, sigs[i]));
+}
+
+/*
+ * Room by doubling from first, cut at max: the caps a table goes through, its elements kept;
+ * refused at max and when the bytes would not fit a size_t, with the array as it was.
+ */
+TEST(array_room)
+{
+	static const size_t caps[] = {3, 6, 12, 20, 20};
+	uint32_t *v = NULL;
+	size_t cap = 0, n = 0;
+	void *big = NULL;
+
+	for (size_t i = 0; i < ARRAY_SIZE(caps); i++) {
+		for (; n < cap; n++) {
+			ASSERT_EQ(gprof_array_room((void **)&v, &cap, n, sizeof(*v), 3, 20), 0);
+			v[n] = (uint32_t)n * 7;
+		}
+		ASSERT_EQ(gprof_array_room((void **)&v, &cap, n, sizeof(*v), 3, 20),
+			  n < 20 ? 0 : -ENOSPC);
+		ASSERT_EQ(cap, caps[i]);
+		for (size_t k = 0; k < n; k++)
+			ASSERT_EQ(v[k], k * 7);
+	}
+	free(v);
+	v = NULL;
+	cap = 0;
+	ASSERT_EQ(gprof_array_room((void **)&v, &cap, 0, sizeof(*v), 64, 5), 0);
+	ASSERT_EQ(cap, 5); /* first is cut at max too */
+	free(v);
+	cap = 0;
+	ASSERT_EQ(gprof_array_room(&big, &cap, 0, SIZE_MAX / 2, 4, SIZE_MAX), -ENOMEM);
+	ASSERT(!big);
+	ASSERT_EQ(cap, 0);
 }
 
 static uint64_t ns_of(struct timespec ts)
