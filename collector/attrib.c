@@ -15,6 +15,7 @@
 
 #define PR_FMT "collector: "
 #include "collector/internal.h"
+#include "common/array.h"
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/log.h"
@@ -521,14 +522,9 @@ static void on_memory(struct gprof_coll_rec *r)
 		delta = 0;
 	if (!delta || !w || !(gprof_coll_activities & GPROF_ACT_MEMORY))
 		return;
-	if (w->n_mem == w->cap_mem && w->cap_mem < GPROF_COLL_MEM_MAX) {
-		size_t cap = w->cap_mem ? 2 * w->cap_mem : 64;
-		struct gprof_coll_mem *more = realloc(w->mem, cap * sizeof(*more));
-
-		if (more)
-			w->mem = more, w->cap_mem = cap;
-	}
-	if (w->n_mem < w->cap_mem)
+	/* Held to sort at the close; past the limit, or out of memory, pushed at once. */
+	if (!gprof_array_room((void **)&w->mem, &w->cap_mem, w->n_mem, sizeof(*w->mem), 64,
+			      GPROF_COLL_MEM_MAX))
 		w->mem[w->n_mem++] = (struct gprof_coll_mem){r->ev.ts_ns, r->address, delta, dev};
 	else
 		push_memory(w, &(struct gprof_coll_mem){r->ev.ts_ns, r->address, delta, dev});

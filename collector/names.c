@@ -256,22 +256,13 @@ const struct gprof_coll_api *gprof_coll_api_name(bool driver, uint32_t cbid)
 	return a;
 }
 
-/* Kernel names: FNV-1a of the raw name -> its entry; a hash collision just skips the cache. */
+/* Kernel names: the raw name's key -> its entry; a key collision just skips the cache. */
 struct kname {
 	const struct gprof_export_str *name;
 	char raw[];
 };
 
 static struct gprof_map knames;
-
-static uint64_t fnv1a(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h ? h : 1;
-}
 
 static void remember(uint64_t h, const char *raw, const struct gprof_export_str *name)
 {
@@ -294,7 +285,7 @@ const struct gprof_export_str *gprof_coll_kernel_name(const char *raw)
 	uint64_t h, v;
 
 	raw = raw ? raw : "";
-	h = fnv1a(raw);
+	h = gprof_map_key_bytes(raw, strlen(raw), 0);
 	if (gprof_map_get(&knames, h, &v)) {
 		const struct kname *k = (const struct kname *)(uintptr_t)v;
 

@@ -21,13 +21,17 @@ static inline uint64_t gprof_realtime_ns(void)
 	return gprof_clock_ns(CLOCK_REALTIME);
 }
 
-/* ns from now on clock, as pthread_cond_timedwait() and pthread_timedjoin_np() take it. */
+/* A time in ns on some clock as pthread_cond_timedwait() and pthread_timedjoin_np() take it. */
+static inline struct timespec gprof_clock_timespec(uint64_t ns)
+{
+	return (struct timespec){.tv_sec = (time_t)(ns / 1000000000ull),
+				 .tv_nsec = (long)(ns % 1000000000ull)};
+}
+
+/* ns from now on clock, as a deadline for those waits. */
 static inline struct timespec gprof_clock_deadline(clockid_t clock, uint64_t ns)
 {
-	uint64_t t = gprof_clock_ns(clock) + ns;
-
-	return (struct timespec){.tv_sec = (time_t)(t / 1000000000ull),
-				 .tv_nsec = (long)(t % 1000000000ull)};
+	return gprof_clock_timespec(gprof_clock_ns(clock) + ns);
 }
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/demangle.h"
+#include "common/dso.h"
 
 typedef char *(*cxa_demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
 
@@ -16,14 +17,8 @@ static cxa_demangle_fn find_demangle(void)
 	static const char *const runtimes[] = {"libstdc++.so.6", "libc++abi.so.1", "libc++.so.1"};
 	void *f = dlsym(RTLD_DEFAULT, "__cxa_demangle");
 
-	for (size_t i = 0; !f && i < sizeof(runtimes) / sizeof(runtimes[0]); i++) {
-		void *lib = dlopen(runtimes[i], RTLD_LAZY | RTLD_NOLOAD);
-
-		if (lib) {
-			f = dlsym(lib, "__cxa_demangle");
-			dlclose(lib);
-		}
-	}
+	for (size_t i = 0; !f && i < sizeof(runtimes) / sizeof(runtimes[0]); i++)
+		f = gprof_dso_sym(runtimes[i], "__cxa_demangle");
 	return (cxa_demangle_fn)f;
 }
 

@@ -1,4 +1,5 @@
-/* The loaded objects of dso.h, by dl_iterate_phdr(). */
+/* The loaded objects of dso.h, by dl_iterate_phdr(), and their symbols. */
+#include <dlfcn.h>
 #include <link.h>
 #include <stdio.h>
 #include <string.h>
@@ -48,4 +49,15 @@ bool gprof_dso_find(const char *prefix, char *out, size_t size)
 	struct found f = {out, size};
 
 	return gprof_dso_each(prefix, take_first, &f) != 0;
+}
+
+void *gprof_dso_sym(const char *name, const char *symbol)
+{
+	void *h = dlopen(name, RTLD_LAZY | RTLD_NOLOAD), *p;
+
+	if (!h)
+		return NULL;
+	p = dlsym(h, symbol);
+	dlclose(h);
+	return p;
 }

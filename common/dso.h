@@ -1,4 +1,7 @@
-/* The shared objects loaded in the process, found by the start of their file name. */
+/*
+ * The shared objects loaded in the process, found by the start of their file name, and symbols
+ * in them; none is ever loaded here.
+ */
 #ifndef GPROF_DSO_H
 #define GPROF_DSO_H
 
@@ -12,5 +15,11 @@
 int gprof_dso_each(const char *prefix, int (*fn)(const char *path, void *arg), void *arg);
 /* The path of the first such object into out (cut to size): true, or false when none is. */
 bool gprof_dso_find(const char *prefix, char *out, size_t size);
+/*
+ * The address of symbol in the object named name (a soname or a path) when the process has
+ * loaded it, found in it or its dependencies; else NULL. The object is not held open: the
+ * process holds it (preload/resolve.c keeps its handle, for hooks that outlive a dlclose).
+ */
+void *gprof_dso_sym(const char *name, const char *symbol);
 
 #endif

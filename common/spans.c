@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "common/spans.h"
 
 #define FIRST_CAP 64
@@ -26,28 +27,9 @@ static size_t first_reaching(const struct gprof_spans *s, uint64_t t)
 	return lo;
 }
 
-/* Room for one more span, doubling up to max. */
-static int room(struct gprof_spans *s)
-{
-	size_t cap = s->cap ? 2 * s->cap : FIRST_CAP;
-	void *p;
-
-	if (s->n < s->cap)
-		return 0;
-	if (s->n >= s->max)
-		return -ENOSPC;
-	cap = cap < s->max ? cap : s->max;
-	p = realloc(s->v, cap * sizeof(*s->v));
-	if (!p)
-		return -ENOMEM;
-	s->v = p;
-	s->cap = cap;
-	return 0;
-}
-
 int gprof_spans_add(struct gprof_spans *s, uint64_t b, uint64_t e)
 {
-	int rc = room(s);
+	int rc = gprof_array_room((void **)&s->v, &s->cap, s->n, sizeof(*s->v), FIRST_CAP, s->max);
 	size_t i, j;
 
 	if (rc)

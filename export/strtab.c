@@ -25,23 +25,6 @@ static const struct gprof_export_str full = {
     .text = "[gprof: string table full]",
 };
 
-/* A fast 64-bit hash, eight bytes at a time; `cut` keeps truncated strings apart. */
-static uint64_t hash_bytes(const char *s, size_t n, bool cut)
-{
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ (n << 1 | cut), w;
-
-	for (; n >= 8; s += 8, n -= 8) {
-		memcpy(&w, s, 8);
-		h = (h ^ w) * 0xff51afd7ed558ccdull;
-		h ^= h >> 32;
-	}
-	w = 0;
-	memcpy(&w, s, n);
-	h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
-	h ^= h >> 29;
-	return h ? h : 1; /* the map's keys are not 0 */
-}
-
 static struct gprof_export_str *probe(uint64_t h, const char *s, size_t n, bool cut)
 {
 	struct gprof_export_str *e = (struct gprof_export_str *)gprof_map_get_shared(&table, h);
@@ -107,7 +90,7 @@ const struct gprof_export_str *gprof_export_intern_n(const char *s, size_t n)
 		for (int i = 0; i < 3 && ((unsigned char)s[n] & 0xc0) == 0x80; i++)
 			n--;
 	}
-	h = hash_bytes(s, n, cut);
+	h = gprof_map_key_bytes(s, n, n << 1 | cut); /* the seed keeps truncated strings apart */
 	e = probe(h, s, n, cut);
 	return e ? e : intern_slow(h, s, n, cut);
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "common/log.h"
 #include "common/map.h"
 #include "common/spans.h"
@@ -94,18 +95,12 @@ static struct kernel_total *kernel_of(struct gprof_export_summary *s,
 				      const struct gprof_export_str *name)
 {
 	uint64_t key = (uintptr_t)name, i;
-	size_t cap = s->cap_kernels ? 2 * s->cap_kernels : 64;
-	void *p;
 
 	if (gprof_map_get(&s->kernel_index, key, &i))
 		return &s->kernels[i - 1];
-	if (s->n_kernels == s->cap_kernels) {
-		p = realloc(s->kernels, cap * sizeof(*s->kernels));
-		if (!p)
-			return NULL;
-		s->kernels = p;
-		s->cap_kernels = cap;
-	}
+	if (gprof_array_room((void **)&s->kernels, &s->cap_kernels, s->n_kernels,
+			     sizeof(*s->kernels), 64, SIZE_MAX))
+		return NULL;
 	if (gprof_map_set(&s->kernel_index, key, s->n_kernels + 1))
 		return NULL;
 	s->kernels[s->n_kernels] = (struct kernel_total){.name = name};
@@ -199,17 +194,11 @@ static void add_step(struct gprof_export_summary *s, const struct gprof_export_e
 		s->step_begin = ev->ts_ns;
 	if (!s->steps || end > s->step_end)
 		s->step_end = end;
-	if (s->steps == s->cap_steps) {
-		size_t cap = s->cap_steps ? 2 * s->cap_steps : 64;
-		void *p = realloc(s->step_durs, cap * sizeof(*s->step_durs));
-
-		if (!p) {
-			s->failed = true;
-		} else {
-			s->step_durs = p;
-			s->cap_steps = cap;
-		}
-	}
+	/* Once it failed, steps stay past cap_steps: no later step is kept out of order. */
+	if (s->steps == s->cap_steps &&
+	    gprof_array_room((void **)&s->step_durs, &s->cap_steps, s->steps, sizeof(*s->step_durs),
+			     64, SIZE_MAX))
+		s->failed = true;
 	if (s->steps < s->cap_steps)
 		s->step_durs[s->steps] = dur;
 	s->steps++;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "common/array.h"
 #include "export/internal.h"
 
 /* 1 if key is new (appended), 0 if known, or -ENOMEM. */
@@ -22,15 +23,8 @@ static int seen_add(struct gprof_seen *s, uint64_t key)
 		s->last = key;
 		return 0;
 	}
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 16;
-		uint64_t *keys = realloc(s->keys, cap * sizeof(*keys));
-
-		if (!keys)
-			return -ENOMEM;
-		s->keys = keys;
-		s->cap = cap;
-	}
+	if (gprof_array_room((void **)&s->keys, &s->cap, s->n, sizeof(*s->keys), 16, SIZE_MAX))
+		return -ENOMEM;
 	if (key && gprof_map_set(&s->index, key, s->n))
 		return -ENOMEM;
 	s->has_zero |= !key;

@@ -4,13 +4,13 @@
  * calls: the collector is told they are ours, not the program's. A program that links the
  * static cudart (nvcc's default) has no runtime to ask: the driver it loaded answers.
  */
-#include <dlfcn.h>
 #include <stdio.h>
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include "collector/collector.h"
+#include "common/dso.h"
 #include "export/export.h"
 #include "preload/preload.h"
 
@@ -40,13 +40,7 @@ int gprof_runtime_device(void)
 /* A driver function of the libcuda.so.1 the process has loaded (libgprof never loads it). */
 static void *driver_fn(const char *symbol)
 {
-	void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD), *fn;
-
-	if (!h)
-		return NULL;
-	fn = dlsym(h, symbol);
-	dlclose(h);
-	return fn;
+	return gprof_dso_sym("libcuda.so.1", symbol);
 }
 
 int64_t gprof_runtime_memory_in_use(int *device)

@@ -92,10 +92,7 @@ static bool timer_quit;
 /* Under timer_lock: sleeps until deadline_ns (CLOCK_REALTIME, the condition's clock). */
 static void sleep_until(uint64_t deadline_ns)
 {
-	struct timespec ts = {
-	    .tv_sec = (time_t)(deadline_ns / 1000000000u),
-	    .tv_nsec = (long)(deadline_ns % 1000000000u),
-	};
+	struct timespec ts = gprof_clock_timespec(deadline_ns);
 
 	if (deadline_ns == UINT64_MAX)
 		pthread_cond_wait(&timer_cond, &timer_lock);

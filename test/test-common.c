@@ -1,13 +1,18 @@
 /*
  * Tests of common/'s infrastructure: the hash map (owned and shared), the interval union, the
- * loaded-object finder and the thread starter, each against a plain reference.
+ * loaded-object finder, the thread starter, the clock and growing arrays, each against a plain
+ * reference.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <zlib.h>
 
+#include "common/array.h"
+#include "common/clock.h"
 #include "common/compiler.h"
 #include "common/dso.h"
 #include "common/map.h"
@@ -165,6 +170,46 @@ TEST(map_shared_grows_under_readers)
 	gprof_map_free(&m);
 }
 
+/*
+ * Keys of bytes: equal for equal bytes and seed, blind to what lies past n, changed by any one
+ * byte, the length or the seed; distinct over many kernel-like names (a 64-bit key collides
+ * there only when the hash is broken).
+ */
+TEST(map_key_bytes)
+{
+	enum {
+		NAMES = 20000
+	};
+	char a[48] = "void gemm<float, 128>(float const*, ...)", b[48];
+	struct gprof_map seen = {0};
+	uint64_t k, v;
+
+	memcpy(b, a, sizeof(a));
+	ASSERT_EQ(gprof_map_key_bytes(a, 20, 1), gprof_map_key_bytes(b, 20, 1));
+	b[20] ^= 1;
+	ASSERT_EQ(gprof_map_key_bytes(a, 20, 1), gprof_map_key_bytes(b, 20, 1));
+	ASSERT_NE(gprof_map_key_bytes(a, 20, 1), gprof_map_key_bytes(a, 20, 2));
+	ASSERT_NE(gprof_map_key_bytes(a, 20, 1), gprof_map_key_bytes(a, 19, 1));
+	ASSERT_NE(gprof_map_key_bytes("", 0, 0), 0);
+	for (size_t n = 1; n <= sizeof(a); n++)
+		for (size_t i = 0; i < n; i++) {
+			memcpy(b, a, sizeof(a));
+			b[i] ^= 0x20;
+			ASSERT_MSG(gprof_map_key_bytes(a, n, 0) != gprof_map_key_bytes(b, n, 0),
+				   "byte %zu of %zu", i, n);
+		}
+	ASSERT_EQ(gprof_map_init(&seen, 2 * NAMES), 0);
+	for (unsigned i = 0; i < NAMES; i++) {
+		int len = snprintf(a, sizeof(a), "kernel_%u", i);
+
+		k = gprof_map_key_bytes(a, (size_t)len, 0);
+		ASSERT_MSG(!gprof_map_get(&seen, k, &v), "%s and kernel_%llu", a,
+			   (unsigned long long)v);
+		ASSERT_EQ(gprof_map_set(&seen, k, i), 0);
+	}
+	gprof_map_free(&seen);
+}
+
 /* The length of the union of intervals within [lo, hi), by a bitmap of 1-ns cells. */
 static uint64_t union_ref(const uint64_t (*iv)[2], size_t n, uint64_t lo, uint64_t hi)
 {
@@ -248,6 +293,25 @@ TEST(dso_finds_loaded)
 	ASSERT_GE(n, 3); /* libc, libjansson and libz at least */
 }
 
+/*
+ * Symbols of loaded objects, found in them or their dependencies; an object the process has
+ * not loaded answers NULL and stays unloaded (libanl.so.1, a glibc stub nothing here loads).
+ */
+TEST(dso_sym_of_loaded)
+{
+	char path[4096];
+
+	ASSERT(gprof_dso_sym("libc.so.6", "gnu_get_libc_version") ==
+	       dlsym(RTLD_DEFAULT, "gnu_get_libc_version"));
+	ASSERT(gprof_dso_sym("libz.so.1", "zlibVersion") == (void *)zlibVersion);
+	ASSERT(!gprof_dso_sym("libc.so.6", "gprof_no_such_symbol"));
+	ASSERT(!gprof_dso_find("libanl.so", path, sizeof(path)));
+	ASSERT(!gprof_dso_sym("libanl.so.1", "gnu_get_libc_version"));
+	ASSERT(!gprof_dso_find("libanl.so", path, sizeof(path)));
+	ASSERT(dlopen("libanl.so.1", RTLD_LAZY));
+	ASSERT(gprof_dso_sym("libanl.so.1", "gnu_get_libc_version"));
+}
+
 struct mask_arg {
 	sigset_t seen;
 	pthread_mutex_t lock;
@@ -292,6 +356,79 @@ TEST(thread_takes_no_signal)
 	pthread_sigmask(SIG_SETMASK, NULL, &after);
 	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
 		ASSERT_EQ(sigismember(&after, sigs[i]), sigismember(&before, sigs[i]));
+}
+
+/*
+ * Room by doubling from first, cut at max: the caps a table goes through, its elements kept;
+ * refused at max and when the bytes would not fit a size_t, with the array as it was.
+ */
+TEST(array_room)
+{
+	static const size_t caps[] = {3, 6, 12, 20, 20};
+	uint32_t *v = NULL;
+	size_t cap = 0, n = 0;
+	void *big = NULL;
+
+	for (size_t i = 0; i < ARRAY_SIZE(caps); i++) {
+		for (; n < cap; n++) {
+			ASSERT_EQ(gprof_array_room((void **)&v, &cap, n, sizeof(*v), 3, 20), 0);
+			v[n] = (uint32_t)n * 7;
+		}
+		ASSERT_EQ(gprof_array_room((void **)&v, &cap, n, sizeof(*v), 3, 20),
+			  n < 20 ? 0 : -ENOSPC);
+		ASSERT_EQ(cap, caps[i]);
+		for (size_t k = 0; k < n; k++)
+			ASSERT_EQ(v[k], k * 7);
+	}
+	free(v);
+	v = NULL;
+	cap = 0;
+	ASSERT_EQ(gprof_array_room((void **)&v, &cap, 0, sizeof(*v), 64, 5), 0);
+	ASSERT_EQ(cap, 5); /* first is cut at max too */
+	free(v);
+	cap = 0;
+	ASSERT_EQ(gprof_array_room(&big, &cap, 0, SIZE_MAX / 2, 4, SIZE_MAX), -ENOMEM);
+	ASSERT(!big);
+	ASSERT_EQ(cap, 0);
+}
+
+static uint64_t ns_of(struct timespec ts)
+{
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The clocks against time() and each other; deadlines as a timed wait keeps them. */
+TEST(clock_deadlines)
+{
+	const uint64_t wait_ns = 20 * 1000 * 1000;
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	struct timespec ts = gprof_clock_timespec(5 * 1000000000ull + 999999999);
+	time_t wall = time(NULL);
+	uint64_t real = gprof_realtime_ns(), before, after;
+	pthread_condattr_t attr;
+	pthread_cond_t cond;
+
+	ASSERT_LE((uint64_t)wall - 1, real / 1000000000ull);
+	ASSERT_LE(real / 1000000000ull, (uint64_t)wall + 1);
+	ASSERT_EQ(ts.tv_sec, 5);
+	ASSERT_EQ(ts.tv_nsec, 999999999);
+	ts = gprof_clock_timespec(0);
+	ASSERT_EQ(ts.tv_sec + ts.tv_nsec, 0);
+	before = gprof_clock_ns(CLOCK_MONOTONIC);
+	ts = gprof_clock_deadline(CLOCK_MONOTONIC, wait_ns);
+	after = gprof_clock_ns(CLOCK_MONOTONIC);
+	ASSERT_LT(ts.tv_nsec, 1000000000);
+	ASSERT_LE(before + wait_ns, ns_of(ts));
+	ASSERT_LE(ns_of(ts), after + wait_ns);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&cond, &attr);
+	pthread_mutex_lock(&lock);
+	ASSERT_EQ(pthread_cond_timedwait(&cond, &lock, &ts), ETIMEDOUT);
+	pthread_mutex_unlock(&lock);
+	ASSERT_LE(before + wait_ns, gprof_clock_ns(CLOCK_MONOTONIC));
+	pthread_cond_destroy(&cond);
+	pthread_condattr_destroy(&attr);
 }
 
 /* The smallest value with at least p% of v at or below it, by counting (v unsorted). */

@@ -7,15 +7,19 @@
 X(log_prefix_and_kept_warnings)
 X(log_line_made_safe)
 
-/* common: map, spans, dso, thread */
+/* common: map, spans, dso, thread, clock, array */
 X(map_against_array)
 X(map_shared_threads)
 X(map_shared_grows_under_readers)
+X(map_key_bytes)
 X(spans_union)
 X(spans_retire_and_floor)
 X(stats_steps)
 X(dso_finds_loaded)
+X(dso_sym_of_loaded)
 X(thread_takes_no_signal)
+X(clock_deadlines)
+X(array_room)
 
 /* common/config */
 X(config_defaults)

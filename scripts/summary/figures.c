@@ -8,24 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "export/internal.h"
 #include "scripts/summary/tool.h"
-
-/* Room for one more of n elements of size at *p, doubling; false when out of memory. */
-static bool grow(void **p, size_t *cap, size_t n, size_t size)
-{
-	size_t c = *cap ? 2 * *cap : 64;
-	void *q;
-
-	if (n < *cap)
-		return true;
-	q = realloc(*p, c * size);
-	if (!q)
-		return false;
-	*p = q;
-	*cap = c;
-	return true;
-}
 
 /* The device's figures, added when new (with room per step once the steps are known). */
 static struct tool_device *device(struct tool_trace *t, uint32_t id)
@@ -50,8 +35,8 @@ static bool add_kernel(struct tool_trace *t, const char *name, uint64_t ns)
 	uint64_t i;
 
 	if (!gprof_map_get(&t->kernel_index, (uintptr_t)name, &i)) {
-		if (!grow((void **)&t->kernels, &t->kernels_cap, t->n_kernels,
-			  sizeof(*t->kernels)) ||
+		if (gprof_array_room((void **)&t->kernels, &t->kernels_cap, t->n_kernels,
+				     sizeof(*t->kernels), 64, SIZE_MAX) ||
 		    gprof_map_set(&t->kernel_index, (uintptr_t)name, t->n_kernels + 1))
 			return false;
 		t->kernels[t->n_kernels] = (struct tool_kernel){.name = name};
@@ -111,7 +96,8 @@ int tool_figures_add(struct tool_trace *t, const struct gprof_export_event *e)
 	int rc;
 
 	if (e->kind == GPROF_EXPORT_STEP) {
-		if (!grow((void **)&t->steps, &t->steps_cap, t->n_steps, sizeof(*t->steps)))
+		if (gprof_array_room((void **)&t->steps, &t->steps_cap, t->n_steps,
+				     sizeof(*t->steps), 64, SIZE_MAX))
 			return -1;
 		t->steps[t->n_steps++] = (struct tool_step){e->u.step, e->ts_ns, e->dur_ns};
 		return 0;
