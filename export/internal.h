@@ -185,7 +185,7 @@ struct gprof_sink;
  */
 #define GPROF_SINK_MEM_LEVEL 6
 /* Takes fd on success (finish or free closes it); on failure the caller keeps it. */
-struct gprof_sink *gprof_sink_gzip(int fd, int level, const char *head, size_t len, int *err);
+struct gprof_sink *gprof_sink_gzip(int fd, int level, int *err);
 /*
  * Compressor threads for a gzip sink (other sinks ignore it; call it once, before any write).
  * While behind() says the writer falls behind (NULL: always), at a sync point the body goes
@@ -203,12 +203,17 @@ void gprof_sink_threads(struct gprof_sink *s, unsigned max, size_t slice_bytes,
 void gprof_sink_named(struct gprof_sink *s, const char *path);
 /* Tests: from now on starting a compressor thread fails (EAGAIN), as pthread_create() can. */
 void gprof_sink_fail_threads(bool fail);
-/* The same calls into memory (tests): the text is kept uncompressed. */
-struct gprof_sink *gprof_sink_memory(const char *head, size_t len);
+/* The same calls into memory (tests): the text is kept uncompressed. NULL: out of memory. */
+struct gprof_sink *gprof_sink_memory(void);
 const char *gprof_sink_memory_text(const struct gprof_sink *s, size_t *len);
+/*
+ * The first bytes, once, before any write: a head of fixed length (at most 64 KiB - 1 for
+ * gzip), which finish() replaces. Each call returns 0 or the sink's first error.
+ */
+int gprof_sink_head(struct gprof_sink *s, const char *head, size_t len);
 int gprof_sink_write(struct gprof_sink *s, const void *buf, size_t len);
 int gprof_sink_sync(struct gprof_sink *s);
-/* Writes the end and the final head (same length as at open); the fd stays open. */
+/* Writes the end and the final head (same length as the first); a gzip sink's file is closed. */
 int gprof_sink_finish(struct gprof_sink *s, const char *head, size_t len);
 void gprof_sink_free(struct gprof_sink *s);
 
@@ -256,29 +261,24 @@ struct gprof_trace_meta {
 
 struct gprof_trace;
 /*
- * Writes the first header (m->proc is copied) into a gzip file on fd (the trace owns fd from
- * here, also on failure), or into memory when fd < 0 (tests: gprof_trace_text).
+ * Writes the first header (m->proc is copied) as the head of sink s, which the caller made and
+ * frees after the trace (a gzip file; memory in tests).
  */
-struct gprof_trace *gprof_trace_open(const struct gprof_trace_meta *m, uint64_t open_ns, int fd,
-				     int level, int *err);
+struct gprof_trace *gprof_trace_open(const struct gprof_trace_meta *m, uint64_t open_ns,
+				     struct gprof_sink *s, int *err);
 /* Formats events into the trace (the writer's inner loop). */
 void gprof_trace_events(struct gprof_trace *t, const struct gprof_export_event *ev, size_t n);
-/* gprof_sink_threads for the trace's sink (a gzip file; memory traces ignore it). */
-void gprof_trace_threads(struct gprof_trace *t, unsigned max, size_t slice_bytes,
-			 bool (*behind)(void));
-/* gprof_sink_named for the trace's sink. */
-void gprof_trace_named(struct gprof_trace *t, const char *path);
 /* Every pass of the writer: hands formatted text to the sink; sync-flushes every 100 ms. */
 int gprof_trace_tick(struct gprof_trace *t, uint64_t now_ns);
 /* Newer process facts (devices, versions) for the kernel numbers and the final header. */
 void gprof_trace_set_proc(struct gprof_trace *t, const struct gprof_export_process_info *p);
 /*
  * Metadata events, traceName, the final header (counts are the trace's own, m->proc becomes
- * the trace's copy), gzip trailer; the file is closed. Returns 0 or the first error.
+ * the trace's copy); the sink is finished. Returns 0 or the first error.
  */
 int gprof_trace_close(struct gprof_trace *t, struct gprof_trace_meta *m);
 const uint64_t *gprof_trace_counts(const struct gprof_trace *t);
-const char *gprof_trace_text(const struct gprof_trace *t, size_t *len);
+/* Frees the trace, not its sink. */
 void gprof_trace_free(struct gprof_trace *t);
 /* The header text, exactly GPROF_TRACE_HEAD_BYTES long, into b (exposed for tests). */
 int gprof_trace_head(struct gprof_jbuf *b, const struct gprof_trace_meta *m,

@@ -7,7 +7,6 @@
  * one long run, which deflate, the writer's main cost, takes fastest and stores smallest.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -18,8 +17,8 @@
 #define SYNC_EVERY_NS	100000000ull /* a sync flush at least this often while data comes */
 
 struct gprof_trace {
-	struct gprof_sink *sink;
-	struct gprof_jbuf out; /* formatted, not yet in the sink */
+	struct gprof_sink *sink; /* the caller's */
+	struct gprof_jbuf out;	 /* formatted, not yet in the sink */
 	struct gprof_export_process_info proc;
 	uint64_t base_ns, open_ns, last_sync_ns;
 	bool unsynced; /* text went to the sink since the last sync flush */
@@ -492,17 +491,6 @@ int gprof_trace_tick(struct gprof_trace *t, uint64_t now_ns)
 	return t->err;
 }
 
-void gprof_trace_named(struct gprof_trace *t, const char *path)
-{
-	gprof_sink_named(t->sink, path);
-}
-
-void gprof_trace_threads(struct gprof_trace *t, unsigned max, size_t slice_bytes,
-			 bool (*behind)(void))
-{
-	gprof_sink_threads(t->sink, max, slice_bytes, behind);
-}
-
 void gprof_trace_set_proc(struct gprof_trace *t, const struct gprof_export_process_info *p)
 {
 	t->proc = *p;
@@ -617,12 +605,9 @@ int gprof_trace_close(struct gprof_trace *t, struct gprof_trace_meta *m)
 	return t->err;
 }
 
-/*
- * fd >= 0: a gzip file (the trace owns fd from here, also on failure); fd < 0: memory.
- * The first header is written at once; m->proc is copied.
- */
-struct gprof_trace *gprof_trace_open(const struct gprof_trace_meta *m, uint64_t open_ns, int fd,
-				     int level, int *err)
+/* The first header is written into s at once; m->proc is copied. */
+struct gprof_trace *gprof_trace_open(const struct gprof_trace_meta *m, uint64_t open_ns,
+				     struct gprof_sink *s, int *err)
 {
 	struct gprof_trace *t = calloc(1, sizeof(*t));
 	struct gprof_jbuf head = {0};
@@ -631,41 +616,28 @@ struct gprof_trace *gprof_trace_open(const struct gprof_trace_meta *m, uint64_t 
 	if (!t || gprof_jbuf_init(&t->out, 2 * OUT_FLUSH_BYTES) ||
 	    gprof_jbuf_init(&head, GPROF_TRACE_HEAD_BYTES))
 		goto fail;
+	t->sink = s;
 	t->proc = *m->proc;
 	t->base_ns = m->base_ns;
 	t->open_ns = t->last_sync_ns = open_ns;
 	t->pid = (int)getpid();
 	*err = gprof_trace_head(&head, m, t->counts);
+	if (!*err)
+		*err = gprof_sink_head(s, head.p, head.len);
 	if (*err)
-		goto fail;
-	if (fd >= 0) {
-		t->sink = gprof_sink_gzip(fd, level, head.p, head.len, err);
-	} else {
-		t->sink = gprof_sink_memory(head.p, head.len);
-		*err = t->sink ? 0 : -ENOMEM;
-	}
-	if (!t->sink)
 		goto fail;
 	gprof_jbuf_free(&head);
 	return t;
 fail:
-	if (fd >= 0)
-		close(fd);
 	gprof_jbuf_free(&head);
 	gprof_trace_free(t);
 	return NULL;
-}
-
-const char *gprof_trace_text(const struct gprof_trace *t, size_t *len)
-{
-	return gprof_sink_memory_text(t->sink, len);
 }
 
 void gprof_trace_free(struct gprof_trace *t)
 {
 	if (!t)
 		return;
-	gprof_sink_free(t->sink);
 	gprof_jbuf_free(&t->out);
 	gprof_tracks_free(&t->tracks);
 	free(t);

@@ -37,6 +37,7 @@ struct window {
 	uint64_t open_ns;
 	/* Writer only. */
 	uint32_t wid;		   /* the id this slot's trace was opened for, 0 if none */
+	struct gprof_sink *sink;   /* the trace's file; NULL with trace */
 	struct gprof_trace *trace; /* NULL: not opened yet, or failed */
 	struct gprof_export_summary *summary; /* tallied with the trace; may be NULL */
 	int error;			      /* why the window failed */
@@ -170,6 +171,17 @@ static void partial_remove(const struct window *w)
 		unlink(partial);
 }
 
+/* Frees the window's trace, the sink under it (closing the file) and its tally. */
+static void drop_trace(struct window *w)
+{
+	gprof_trace_free(w->trace);
+	gprof_sink_free(w->sink);
+	gprof_summary_free(w->summary);
+	w->trace = NULL;
+	w->sink = NULL;
+	w->summary = NULL;
+}
+
 /* The window is lost: say so once, remove what was written; its events are dropped. */
 static void abandon(struct window *w, int err, const char *what)
 {
@@ -178,10 +190,7 @@ static void abandon(struct window *w, int err, const char *what)
 	       err == -EBADF ? "The program closed or replaced libgprof's descriptor of it, and "
 			       "it could not be opened again; the program's files are left alone."
 			     : "Free space or point GPROF_OUTPUT at a writable folder.");
-	gprof_trace_free(w->trace);
-	gprof_summary_free(w->summary);
-	w->trace = NULL;
-	w->summary = NULL;
+	drop_trace(w);
 	w->error = err;
 	partial_remove(w);
 }
@@ -231,17 +240,22 @@ static int create_file(struct window *w, struct gprof_trace_meta *m, const char 
 		return -EBADF;
 	w->dev = st.st_dev;
 	w->ino = st.st_ino;
-	w->trace = gprof_trace_open(m, w->open_ns, fd, ctl.cfg.gzip_level, &err);
-	if (!w->trace || !unnamed)
-		return err;
-	snprintf(partial, sizeof(partial), "%s.partial", w->path);
-	err = gprof_output_publish(fd, &st, partial);
-	if (err) {
-		gprof_trace_free(w->trace);
-		w->trace = NULL;
+	w->sink = gprof_sink_gzip(fd, ctl.cfg.gzip_level, &err);
+	if (!w->sink) {
+		close(fd);
 		return err;
 	}
-	gprof_trace_named(w->trace, partial);
+	w->trace = gprof_trace_open(m, w->open_ns, w->sink, &err);
+	if (w->trace && unnamed) {
+		snprintf(partial, sizeof(partial), "%s.partial", w->path);
+		err = gprof_output_publish(fd, &st, partial);
+	}
+	if (err) {
+		drop_trace(w);
+		return err;
+	}
+	if (unnamed)
+		gprof_sink_named(w->sink, partial);
 	return 0;
 }
 
@@ -280,7 +294,7 @@ static void open_window(struct window *w, struct gprof_trace_meta *m)
 		return;
 	}
 	w->summary = gprof_summary_new();
-	gprof_trace_threads(w->trace, ctl.cfg.writer_threads, GPROF_SINK_SYNC_BYTES, writer_behind);
+	gprof_sink_threads(w->sink, ctl.cfg.writer_threads, GPROF_SINK_SYNC_BYTES, writer_behind);
 }
 
 static void report(const struct window *w, const struct gprof_trace_meta *m, const uint64_t *counts,
@@ -334,10 +348,7 @@ static void finish_window(struct window *w, struct gprof_trace_meta *m)
 		       (unsigned long long)w->number, w->path, strerror(-err));
 out:
 	report(w, m, w->trace ? gprof_trace_counts(w->trace) : NULL, err);
-	gprof_trace_free(w->trace);
-	gprof_summary_free(w->summary);
-	w->trace = NULL;
-	w->summary = NULL;
+	drop_trace(w);
 	w->error = err;
 }
 

@@ -444,6 +444,50 @@ static void check_header(const struct trace *t, long rank, long world)
 	ASSERT_STR_EQ(trace_str(t->root, "displayTimeUnit"), "ms");
 }
 
+/* A trace and the sink it writes: memory, or a gzip file (level 1). */
+struct tt {
+	struct gprof_sink *sink;
+	struct gprof_trace *tr;
+};
+
+/* Opens m's trace at open_ns into memory (fd < 0) or a gzip file on fd (taken). */
+static void tt_open(struct tt *tt, const struct gprof_trace_meta *m, uint64_t open_ns, int fd)
+{
+	int err = -ENOMEM;
+
+	tt->sink = fd < 0 ? gprof_sink_memory() : gprof_sink_gzip(fd, 1, &err);
+	ASSERT_MSG(tt->sink, "%s", strerror(-err));
+	tt->tr = gprof_trace_open(m, open_ns, tt->sink, &err);
+	ASSERT_MSG(tt->tr, "%s", strerror(-err));
+}
+
+static void tt_events(struct tt *tt, const struct gprof_export_event *ev, size_t n)
+{
+	gprof_trace_events(tt->tr, ev, n);
+}
+
+static int tt_tick(struct tt *tt, uint64_t now_ns)
+{
+	return gprof_trace_tick(tt->tr, now_ns);
+}
+
+static int tt_close(struct tt *tt, struct gprof_trace_meta *m)
+{
+	return gprof_trace_close(tt->tr, m);
+}
+
+/* The text of a memory trace. */
+static const char *tt_text(const struct tt *tt, size_t *len)
+{
+	return gprof_sink_memory_text(tt->sink, len);
+}
+
+static void tt_free(struct tt *tt)
+{
+	gprof_trace_free(tt->tr);
+	gprof_sink_free(tt->sink);
+}
+
 TEST(export_trace_every_kind)
 {
 	struct gprof_export_process_info proc = {.n_devices = 1,
@@ -458,15 +502,13 @@ TEST(export_trace_every_kind)
 				     .trace_name = "host_1.2.pt.trace.json.gz"};
 	struct gprof_export_event ev[16];
 	size_t n = every_kind(1, 4242, ev), len;
-	struct gprof_trace *tr;
+	struct tt tr;
 	struct trace t;
-	int err;
 
-	tr = gprof_trace_open(&m, BASE_NS + US(1000000), -1, 0, &err);
-	ASSERT(tr);
-	gprof_trace_events(tr, ev, n);
-	ASSERT_EQ(gprof_trace_close(tr, &m), 0);
-	const char *text = gprof_trace_text(tr, &len);
+	tt_open(&tr, &m, BASE_NS + US(1000000), -1);
+	tt_events(&tr, ev, n);
+	ASSERT_EQ(tt_close(&tr, &m), 0);
+	const char *text = tt_text(&tr, &len);
 
 	ASSERT_EQ(trace_parse(text, len, &t, why, sizeof(why)), 0);
 	ASSERT_TRACE_OK(&t);
@@ -478,7 +520,7 @@ TEST(export_trace_every_kind)
 	ASSERT_EQ(int_at(json_object_get(json_object_get(t.root, "gprof"), "records"), "kernel"),
 		  1);
 	trace_free(&t);
-	gprof_trace_free(tr);
+	tt_free(&tr);
 }
 
 /* Skips a number written as digits and an optional fraction: where it ends, or NULL. */
@@ -503,15 +545,15 @@ TEST(export_lines_end_with_what_varies)
 				     .rank = {0, 1},
 				     .base_ns = BASE_NS,
 				     .trace_name = "h_1.2.pt.trace.json.gz"};
-	struct gprof_trace *tr = gprof_trace_open(&m, BASE_NS, -1, 0, &(int){0});
 	struct gprof_export_event ev[16];
 	size_t n = every_kind(1, 4242, ev), len, lines = 0;
 	char *text, *line, *save = NULL;
+	struct tt tr;
 
-	ASSERT(tr);
-	gprof_trace_events(tr, ev, n);
-	ASSERT_EQ(gprof_trace_close(tr, &m), 0);
-	text = strdup(gprof_trace_text(tr, &len) + GPROF_TRACE_HEAD_BYTES);
+	tt_open(&tr, &m, BASE_NS, -1);
+	tt_events(&tr, ev, n);
+	ASSERT_EQ(tt_close(&tr, &m), 0);
+	text = strdup(tt_text(&tr, &len) + GPROF_TRACE_HEAD_BYTES);
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		const char *ts = strstr(line, ",\"ts\":"), *end, *corr;
 
@@ -532,7 +574,7 @@ TEST(export_lines_end_with_what_varies)
 	/* every_kind's events and their four flow halves. */
 	ASSERT_EQ(lines, n + 4);
 	free(text);
-	gprof_trace_free(tr);
+	tt_free(&tr);
 }
 
 /* Every track gets its metadata, however many (the track sets grow past their first size). */
@@ -543,13 +585,13 @@ TEST(export_trace_many_tracks)
 				     .rank = {0, 1},
 				     .base_ns = BASE_NS,
 				     .trace_name = "h_1.2.pt.trace.json.gz"};
-	struct gprof_trace *tr = gprof_trace_open(&m, BASE_NS, -1, 0, &(int){0});
 	int threads = 0, streams = 0, gpus = 0;
 	size_t len, i;
 	struct trace t;
+	struct tt tr;
 	json_t *ev;
 
-	ASSERT(tr);
+	tt_open(&tr, &m, BASE_NS, -1);
 	for (uint32_t k = 0; k < 100; k++) {
 		struct gprof_export_event e[2] = {
 		    {.kind = GPROF_EXPORT_NVTX_MARK,
@@ -563,10 +605,10 @@ TEST(export_trace_many_tracks)
 		     .dur_ns = 10},
 		};
 
-		gprof_trace_events(tr, e, 2);
+		tt_events(&tr, e, 2);
 	}
-	ASSERT_EQ(gprof_trace_close(tr, &m), 0);
-	const char *text = gprof_trace_text(tr, &len);
+	ASSERT_EQ(tt_close(&tr, &m), 0);
+	const char *text = tt_text(&tr, &len);
 
 	ASSERT_EQ(trace_parse(text, len, &t, why, sizeof(why)), 0);
 	ASSERT_TRACE_OK(&t);
@@ -585,7 +627,7 @@ TEST(export_trace_many_tracks)
 	ASSERT_EQ(streams, 100);
 	ASSERT_EQ(gpus, 3);
 	trace_free(&t);
-	gprof_trace_free(tr);
+	tt_free(&tr);
 }
 
 /* The one trace file in dir (no .partial left, nothing else); its name into name. */
@@ -851,8 +893,9 @@ TEST(export_cut_after_sync_flush)
 	b_len = lines(b, "{\"event\": %d, \"after\": \"the flush\"},\n", 20000, 80000);
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0644);
 	ASSERT(fd >= 0);
-	s = gprof_sink_gzip(fd, 1, head, sizeof(head), &err);
+	s = gprof_sink_gzip(fd, 1, &err);
 	ASSERT(s);
+	ASSERT_EQ(gprof_sink_head(s, head, sizeof(head)), 0);
 	ASSERT_EQ(gprof_sink_write(s, a, a_len), 0);
 	ASSERT_EQ(gprof_sink_sync(s), 0);
 	/* A crash here: the file as it is now. */
@@ -918,19 +961,19 @@ static void launch_pair(uint32_t i, struct gprof_export_event ev[2])
  * One window of `pairs` launches into tr, with a writer pass (tick) every 500 pairs, 150 ms of
  * trace time apart, so that sync flushes fall between slices too. The text of a memory trace.
  */
-static const char *write_pairs(struct gprof_trace *tr, struct gprof_trace_meta *m, uint32_t pairs,
+static const char *write_pairs(struct tt *tr, struct gprof_trace_meta *m, uint32_t pairs,
 			       size_t *len)
 {
 	struct gprof_export_event ev[2];
 
 	for (uint32_t i = 0; i < pairs; i++) {
 		launch_pair(i, ev);
-		gprof_trace_events(tr, ev, 2);
+		tt_events(tr, ev, 2);
 		if (i % 500 == 499)
-			ASSERT_EQ(gprof_trace_tick(tr, BASE_NS + i / 500 * US(150000)), 0);
+			ASSERT_EQ(tt_tick(tr, BASE_NS + i / 500 * US(150000)), 0);
 	}
-	ASSERT_EQ(gprof_trace_close(tr, m), 0);
-	return len ? gprof_trace_text(tr, len) : NULL;
+	ASSERT_EQ(tt_close(tr, m), 0);
+	return len ? tt_text(tr, len) : NULL;
 }
 
 /* What argv printed on stdout; it must exit 0. Skips the test where argv[1] is missing. */
@@ -981,25 +1024,23 @@ TEST(export_slices_match_single_thread)
 				    "sys.stdout.buffer.write(gzip.open(sys.argv[1]).read())",
 				    path,
 				    NULL};
-		struct gprof_trace *one, *tr;
 		size_t one_len, gz_len, len;
+		struct tt one, tr;
 		const char *want;
 		char *gz, *text;
 		struct trace t;
-		int err, fd;
+		int fd;
 
 		m.proc = &proc;
-		one = gprof_trace_open(&m, BASE_NS, -1, 0, &(int){0});
-		ASSERT(one);
-		want = write_pairs(one, &m, cases[c].pairs, &one_len);
+		tt_open(&one, &m, BASE_NS, -1);
+		want = write_pairs(&one, &m, cases[c].pairs, &one_len);
 		fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
 		ASSERT(fd >= 0);
 		m.proc = &proc; /* close pointed it at the trace's copy */
-		tr = gprof_trace_open(&m, BASE_NS, fd, 1, &err);
-		ASSERT_MSG(tr, "%s", strerror(-err));
-		gprof_trace_threads(tr, cases[c].threads, cases[c].slice_bytes, NULL);
-		write_pairs(tr, &m, cases[c].pairs, NULL);
-		gprof_trace_free(tr);
+		tt_open(&tr, &m, BASE_NS, fd);
+		gprof_sink_threads(tr.sink, cases[c].threads, cases[c].slice_bytes, NULL);
+		write_pairs(&tr, &m, cases[c].pairs, NULL);
+		tt_free(&tr);
 
 		gz = read_file(path, &gz_len);
 		ASSERT_MSG(trace_gunzip(gz, gz_len, false, &text, &len, why, sizeof(why)) == 0,
@@ -1015,7 +1056,7 @@ TEST(export_slices_match_single_thread)
 		ASSERT_MSG(len == one_len && !memcmp(text, want, len),
 			   "slices of %zu: Python's gzip reads other text", cases[c].slice_bytes);
 		free(text);
-		gprof_trace_free(one);
+		tt_free(&one);
 	}
 	rm_rf(dir);
 }
@@ -1028,34 +1069,33 @@ TEST(export_slices_without_threads)
 				     .rank = {0, 1},
 				     .base_ns = BASE_NS,
 				     .trace_name = "h_1.2.pt.trace.json.gz"};
-	struct gprof_trace *one, *tr;
 	char dir[64], path[128], *gz, *text;
 	size_t one_len, gz_len, len;
 	const char *want, *err_text;
-	int err, fd;
+	struct tt one, tr;
+	int fd;
 
 	make_tmpdir(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/t.gz", dir);
-	one = gprof_trace_open(&m, BASE_NS, -1, 0, &(int){0});
-	ASSERT(one);
-	want = write_pairs(one, &m, 4000, &one_len);
+	tt_open(&one, &m, BASE_NS, -1);
+	want = write_pairs(&one, &m, 4000, &one_len);
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
 	ASSERT(fd >= 0);
 	m.proc = &proc;
-	tr = gprof_trace_open(&m, BASE_NS, fd, 1, &err);
-	ASSERT(tr);
+	tt_open(&tr, &m, BASE_NS, fd);
 	gprof_sink_fail_threads(true);
 	capture_stderr();
-	gprof_trace_threads(tr, 2, 65536, NULL);
-	write_pairs(tr, &m, 4000, NULL);
-	gprof_trace_free(tr);
+	gprof_sink_threads(tr.sink, 2, 65536, NULL);
+	write_pairs(&tr, &m, 4000, NULL);
+	tt_free(&tr);
 	/* A second file tries again, and says nothing more. */
 	m.proc = &proc;
-	tr = gprof_trace_open(&m, BASE_NS, open(path, O_RDWR | O_TRUNC), 1, &err);
-	ASSERT(tr);
-	gprof_trace_threads(tr, 2, 65536, NULL);
-	write_pairs(tr, &m, 4000, NULL);
-	gprof_trace_free(tr);
+	fd = open(path, O_RDWR | O_TRUNC);
+	ASSERT(fd >= 0);
+	tt_open(&tr, &m, BASE_NS, fd);
+	gprof_sink_threads(tr.sink, 2, 65536, NULL);
+	write_pairs(&tr, &m, 4000, NULL);
+	tt_free(&tr);
 	err_text = end_capture();
 	ASSERT_MSG(text_lines(err_text, "gprof: ") == 1 && text_lines(err_text, "") == 1, "%s",
 		   err_text);
@@ -1064,7 +1104,7 @@ TEST(export_slices_without_threads)
 	ASSERT_MSG(trace_gunzip(gz, gz_len, false, &text, &len, why, sizeof(why)) == 0, "%s", why);
 	ASSERT(len == one_len && !memcmp(text, want, len));
 	free(text), free(gz);
-	gprof_trace_free(one);
+	tt_free(&one);
 	rm_rf(dir);
 }
 
@@ -1722,20 +1762,18 @@ TEST(export_header_shortens_warnings)
 				     .trace_name = "h_1.2.pt.trace.json.gz",
 				     .warnings = warnings,
 				     .n_warnings = GPROF_LOG_KEPT};
-	struct gprof_trace *tr;
 	const json_t *kept;
 	const char *text;
 	struct trace t;
+	struct tt tr;
 	size_t len;
-	int err;
 
 	/* Each 0xff becomes a 3-byte U+FFFD: 32 of these need about 49 KB. */
 	for (int i = 0; i < GPROF_LOG_KEPT; i++)
 		memset(warnings[i], 0xff, GPROF_LOG_LINE_MAX - 1);
-	tr = gprof_trace_open(&m, BASE_NS, -1, 0, &err);
-	ASSERT(tr);
-	ASSERT_EQ(gprof_trace_close(tr, &m), 0);
-	text = gprof_trace_text(tr, &len);
+	tt_open(&tr, &m, BASE_NS, -1);
+	ASSERT_EQ(tt_close(&tr, &m), 0);
+	text = tt_text(&tr, &len);
 	ASSERT_EQ(trace_parse(text, len, &t, why, sizeof(why)), 0);
 	ASSERT_TRACE_OK(&t);
 	kept = gprof_meta(&t, "warnings");
@@ -1745,7 +1783,7 @@ TEST(export_header_shortens_warnings)
 		  GPROF_LOG_KEPT);
 	ASSERT(!strncmp(text + GPROF_TRACE_HEAD_BYTES - 17, "\"traceEvents\": [\n", 17));
 	trace_free(&t);
-	gprof_trace_free(tr);
+	tt_free(&tr);
 }
 
 struct intern_arg {
