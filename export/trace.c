@@ -1,6 +1,7 @@
 /*
- * The Kineto trace schema (shared/TRACE_FORMAT.md): one emit function per event kind, the
- * metadata events derived from the tracks a window used, and the end of the file.
+ * The Kineto trace schema (shared/TRACE_FORMAT.md), the writer's output format
+ * (gprof_format_kineto): one emit function per event kind, the metadata events derived from
+ * the tracks a window used, and the end of the file.
  *
  * Every event line ends with what changes from one event to the next (correlation last in
  * args, then ts and dur): the constant rest of a line repeats the line before of its kind as
@@ -16,8 +17,10 @@
 #define OUT_FLUSH_BYTES (64u << 10)  /* formatted text handed to the sink in pieces this big */
 #define SYNC_EVERY_NS	100000000ull /* a sync flush at least this often while data comes */
 
+/* One window's trace: a struct gprof_format of gprof_format_kineto. */
 struct gprof_trace {
-	struct gprof_sink *sink; /* the caller's */
+	struct gprof_format base;
+	struct gprof_sink *sink; /* the writer's */
 	struct gprof_jbuf out;	 /* formatted, not yet in the sink */
 	struct gprof_export_process_info proc;
 	uint64_t base_ns, open_ns, last_sync_ns;
@@ -466,8 +469,10 @@ static void hand_over(struct gprof_trace *t)
 	t->out.len = 0;
 }
 
-void gprof_trace_events(struct gprof_trace *t, const struct gprof_export_event *ev, size_t n)
+static void trace_events(struct gprof_format *f, const struct gprof_export_event *ev, size_t n)
 {
+	struct gprof_trace *t = (struct gprof_trace *)f;
+
 	for (size_t i = 0; i < n; i++) {
 		unsigned kind = ev[i].kind;
 
@@ -480,8 +485,10 @@ void gprof_trace_events(struct gprof_trace *t, const struct gprof_export_event *
 		hand_over(t);
 }
 
-int gprof_trace_tick(struct gprof_trace *t, uint64_t now_ns)
+static int trace_tick(struct gprof_format *f, uint64_t now_ns)
 {
+	struct gprof_trace *t = (struct gprof_trace *)f;
+
 	hand_over(t);
 	if (!t->err && t->unsynced && now_ns - t->last_sync_ns >= SYNC_EVERY_NS) {
 		t->err = gprof_sink_sync(t->sink);
@@ -491,14 +498,14 @@ int gprof_trace_tick(struct gprof_trace *t, uint64_t now_ns)
 	return t->err;
 }
 
-void gprof_trace_set_proc(struct gprof_trace *t, const struct gprof_export_process_info *p)
+static void trace_set_proc(struct gprof_format *f, const struct gprof_export_process_info *p)
 {
-	t->proc = *p;
+	((struct gprof_trace *)f)->proc = *p;
 }
 
-const uint64_t *gprof_trace_counts(const struct gprof_trace *t)
+static const uint64_t *trace_counts(const struct gprof_format *f)
 {
-	return t->counts;
+	return ((const struct gprof_trace *)f)->counts;
 }
 
 /* `{"name":"<what>","ph":"M","ts":T,"pid":P,"tid":T,"args":{"<key>":` */
@@ -581,8 +588,9 @@ static void put_tracks(struct gprof_trace *t)
 	}
 }
 
-int gprof_trace_close(struct gprof_trace *t, struct gprof_trace_meta *m)
+static int trace_close(struct gprof_format *f, struct gprof_trace_meta *m)
 {
+	struct gprof_trace *t = (struct gprof_trace *)f;
 	struct gprof_jbuf head;
 
 	put_processes(t);
@@ -605,9 +613,20 @@ int gprof_trace_close(struct gprof_trace *t, struct gprof_trace_meta *m)
 	return t->err;
 }
 
+static void trace_free(struct gprof_format *f)
+{
+	struct gprof_trace *t = (struct gprof_trace *)f;
+
+	if (!t)
+		return;
+	gprof_jbuf_free(&t->out);
+	gprof_tracks_free(&t->tracks);
+	free(t);
+}
+
 /* The first header is written into s at once; m->proc is copied. */
-struct gprof_trace *gprof_trace_open(const struct gprof_trace_meta *m, uint64_t open_ns,
-				     struct gprof_sink *s, int *err)
+static struct gprof_format *trace_open(const struct gprof_trace_meta *m, uint64_t open_ns,
+				       struct gprof_sink *s, int *err)
 {
 	struct gprof_trace *t = calloc(1, sizeof(*t));
 	struct gprof_jbuf head = {0};
@@ -616,6 +635,7 @@ struct gprof_trace *gprof_trace_open(const struct gprof_trace_meta *m, uint64_t 
 	if (!t || gprof_jbuf_init(&t->out, 2 * OUT_FLUSH_BYTES) ||
 	    gprof_jbuf_init(&head, GPROF_TRACE_HEAD_BYTES))
 		goto fail;
+	t->base.ops = &gprof_format_kineto;
 	t->sink = s;
 	t->proc = *m->proc;
 	t->base_ns = m->base_ns;
@@ -627,18 +647,21 @@ struct gprof_trace *gprof_trace_open(const struct gprof_trace_meta *m, uint64_t 
 	if (*err)
 		goto fail;
 	gprof_jbuf_free(&head);
-	return t;
+	return &t->base;
 fail:
 	gprof_jbuf_free(&head);
-	gprof_trace_free(t);
+	trace_free(t ? &t->base : NULL);
 	return NULL;
 }
 
-void gprof_trace_free(struct gprof_trace *t)
-{
-	if (!t)
-		return;
-	gprof_jbuf_free(&t->out);
-	gprof_tracks_free(&t->tracks);
-	free(t);
-}
+const struct gprof_format_ops gprof_format_kineto = {
+    .name = "Kineto JSON",
+    .suffix = ".pt.trace.json",
+    .open = trace_open,
+    .events = trace_events,
+    .tick = trace_tick,
+    .set_proc = trace_set_proc,
+    .close = trace_close,
+    .counts = trace_counts,
+    .free = trace_free,
+};

@@ -444,10 +444,10 @@ static void check_header(const struct trace *t, long rank, long world)
 	ASSERT_STR_EQ(trace_str(t->root, "displayTimeUnit"), "ms");
 }
 
-/* A trace and the sink it writes: memory, or a gzip file (level 1). */
+/* A Kineto trace and the sink it writes: memory, or a gzip file (level 1). */
 struct tt {
 	struct gprof_sink *sink;
-	struct gprof_trace *tr;
+	struct gprof_format *tr;
 };
 
 /* Opens m's trace at open_ns into memory (fd < 0) or a gzip file on fd (taken). */
@@ -457,23 +457,23 @@ static void tt_open(struct tt *tt, const struct gprof_trace_meta *m, uint64_t op
 
 	tt->sink = fd < 0 ? gprof_sink_memory() : gprof_sink_gzip(fd, 1, &err);
 	ASSERT_MSG(tt->sink, "%s", strerror(-err));
-	tt->tr = gprof_trace_open(m, open_ns, tt->sink, &err);
+	tt->tr = gprof_format_kineto.open(m, open_ns, tt->sink, &err);
 	ASSERT_MSG(tt->tr, "%s", strerror(-err));
 }
 
 static void tt_events(struct tt *tt, const struct gprof_export_event *ev, size_t n)
 {
-	gprof_trace_events(tt->tr, ev, n);
+	tt->tr->ops->events(tt->tr, ev, n);
 }
 
 static int tt_tick(struct tt *tt, uint64_t now_ns)
 {
-	return gprof_trace_tick(tt->tr, now_ns);
+	return tt->tr->ops->tick(tt->tr, now_ns);
 }
 
 static int tt_close(struct tt *tt, struct gprof_trace_meta *m)
 {
-	return gprof_trace_close(tt->tr, m);
+	return tt->tr->ops->close(tt->tr, m);
 }
 
 /* The text of a memory trace. */
@@ -484,7 +484,7 @@ static const char *tt_text(const struct tt *tt, size_t *len)
 
 static void tt_free(struct tt *tt)
 {
-	gprof_trace_free(tt->tr);
+	tt->tr->ops->free(tt->tr);
 	gprof_sink_free(tt->sink);
 }
 
@@ -817,7 +817,9 @@ TEST(export_rank_and_names)
 	ASSERT_STR_EQ(got, want);
 	ASSERT_EQ(gprof_output_expand("0123456789", env, got, 8), -ENAMETOOLONG);
 	ASSERT_EQ(gprof_output_expand("%q{FOO}%q{FOO}%q{FOO}", env, got, 9), -ENAMETOOLONG);
-	ASSERT_EQ(gprof_output_name(1751410836123456789ull, got, sizeof(got)), 0);
+	ASSERT_EQ(gprof_output_name(1751410836123456789ull, gprof_format_kineto.suffix,
+				    GPROF_SINK_GZIP_SUFFIX, got, sizeof(got)),
+		  0);
 	snprintf(want, sizeof(want), "%s_%d.1751410836123456789.pt.trace.json.gz", host,
 		 (int)getpid());
 	ASSERT_STR_EQ(got, want);
