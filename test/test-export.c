@@ -107,6 +107,8 @@ static void on_done(const struct gprof_export_result *r, void *arg)
 
 /* Compressor threads the writer may start (a test that wants them sets it first). */
 static unsigned export_threads;
+/* The writer's format (NULL: Kineto's); export_format_plugged_in sets it. */
+static const struct gprof_format_ops *export_format;
 
 static void start_export(const char *output, size_t cap)
 {
@@ -117,6 +119,7 @@ static void start_export(const char *output, size_t cap)
 	    .writer_threads = export_threads,
 	    .base_ns = BASE_NS,
 	    .on_window_done = on_done,
+	    .format = export_format,
 	};
 
 	ASSERT_EQ(gprof_export_init(&cfg), 0);
@@ -928,6 +931,145 @@ TEST(export_cut_after_sync_flush)
 		free(text);
 	}
 	free(a), free(b), free(cut), free(full);
+	rm_rf(dir);
+}
+
+/*
+ * A format of the tests' own: a head "lines N\n" (N: 5 digits, the events written, 0 at
+ * open), then one line "<kind> <tid>" per event. Whether the writer calls it is all it shows.
+ */
+struct lines_format {
+	struct gprof_format base;
+	struct gprof_sink *sink;
+	uint64_t counts[GPROF_EXPORT_KINDS];
+	size_t n;
+};
+
+static unsigned lines_closed; /* close() calls, on the writer thread */
+
+static int lines_head(struct lines_format *l, bool final)
+{
+	char head[16];
+
+	snprintf(head, sizeof(head), "lines %05zu\n", l->n);
+	return final ? gprof_sink_finish(l->sink, head, 12) : gprof_sink_head(l->sink, head, 12);
+}
+
+static void lines_free(struct gprof_format *f)
+{
+	free(f);
+}
+
+static struct gprof_format *lines_open(const struct gprof_trace_meta *m, uint64_t open_ns,
+				       struct gprof_sink *s, int *err);
+
+static void lines_events(struct gprof_format *f, const struct gprof_export_event *ev, size_t n)
+{
+	struct lines_format *l = (struct lines_format *)f;
+	char line[32];
+
+	for (size_t i = 0; i < n; i++, l->n++) {
+		l->counts[ev[i].kind]++;
+		gprof_sink_write(
+		    l->sink, line,
+		    (size_t)snprintf(line, sizeof(line), "%u %u\n", ev[i].kind, ev[i].tid));
+	}
+}
+
+static int lines_tick(struct gprof_format *f, uint64_t now_ns)
+{
+	(void)now_ns;
+	return gprof_sink_sync(((struct lines_format *)f)->sink);
+}
+
+static void lines_set_proc(struct gprof_format *f, const struct gprof_export_process_info *p)
+{
+	(void)f, (void)p;
+}
+
+static int lines_close(struct gprof_format *f, struct gprof_trace_meta *m)
+{
+	(void)m;
+	lines_closed++;
+	return lines_head((struct lines_format *)f, true);
+}
+
+static const uint64_t *lines_counts(const struct gprof_format *f)
+{
+	return ((const struct lines_format *)f)->counts;
+}
+
+static const struct gprof_format_ops lines_ops = {
+    .name = "lines",
+    .suffix = ".lines",
+    .open = lines_open,
+    .events = lines_events,
+    .tick = lines_tick,
+    .set_proc = lines_set_proc,
+    .close = lines_close,
+    .counts = lines_counts,
+    .free = lines_free,
+};
+
+static struct gprof_format *lines_open(const struct gprof_trace_meta *m, uint64_t open_ns,
+				       struct gprof_sink *s, int *err)
+{
+	struct lines_format *l = calloc(1, sizeof(*l));
+
+	(void)m, (void)open_ns;
+	*err = l ? 0 : -ENOMEM;
+	if (!l)
+		return NULL;
+	*l = (struct lines_format){.base.ops = &lines_ops, .sink = s};
+	*err = lines_head(l, false);
+	if (*err) {
+		free(l);
+		return NULL;
+	}
+	return &l->base;
+}
+
+/* The writer takes its format from the config: a window goes through the tests' own. */
+TEST(export_format_plugged_in)
+{
+	char dir[64], path[512], want[64], got[512], *gz, *text;
+	struct gprof_export_event ev[16];
+	uint64_t counts[GPROF_EXPORT_KINDS] = {0};
+	size_t n, gz_len, len, at;
+	uint32_t w;
+
+	make_tmpdir(dir, sizeof(dir));
+	export_format = &lines_ops;
+	start_export(dir, 8u << 20);
+	w = open_window(1, 0);
+	n = every_kind(w, my_tid(), ev);
+	for (size_t i = 0; i < n; i++)
+		ASSERT_EQ(gprof_export_push(&ev[i]), 0);
+	close_window(w);
+	ASSERT_EQ(last_result.error, 0);
+	ASSERT_EQ(lines_closed, 1);
+	for (size_t i = 0; i < n; i++)
+		counts[ev[i].kind]++;
+	ASSERT(!memcmp(last_result.events, counts, sizeof(counts)));
+	the_trace(dir, path, sizeof(path));
+	check_name(path, ".lines.gz");
+	gz = read_file(path, &gz_len);
+	ASSERT_MSG(trace_gunzip(gz, gz_len, false, &text, &len, why, sizeof(why)) == 0, "%s", why);
+	ASSERT(len < sizeof(got));
+	memcpy(got, text, len);
+	got[len] = '\0';
+	/* The final head, then a line per event, in the order the writer drained them. */
+	at = (size_t)snprintf(want, sizeof(want), "lines %05zu\n", n);
+	ASSERT_MSG(!strncmp(got, want, at), "%s", got);
+	for (size_t i = 0; i < n; i++) {
+		size_t k = (size_t)snprintf(want, sizeof(want), "\n%u %u\n", ev[i].kind, ev[i].tid);
+
+		ASSERT_MSG(strstr(got, want), "no '%.*s' in %s", (int)k - 2, want + 1, got);
+		at += k - 1;
+	}
+	ASSERT_EQ(len, at);
+	free(text), free(gz);
+	ASSERT_EQ(gprof_export_shutdown(5000), 0);
 	rm_rf(dir);
 }
 
