@@ -273,6 +273,8 @@ char *gprof_export_summary_text(const struct gprof_export_result *r);
  */
 char *gprof_export_summary_line(const struct gprof_export_result *r);
 
+struct gprof_format_ops;
+
 /* Set up by gprof_export_init(); read by the writer. */
 struct gprof_export_config {
 	/*
@@ -291,6 +293,8 @@ struct gprof_export_config {
 	/* Called on the writer thread when a window's file is done or abandoned; may be NULL. */
 	void (*on_window_done)(const struct gprof_export_result *r, void *arg);
 	void *arg;
+	/* The files' format (export/internal.h); NULL: the Kineto JSON of TRACE_FORMAT.md. */
+	const struct gprof_format_ops *format;
 };
 
 /*

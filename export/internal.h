@@ -121,8 +121,9 @@ int gprof_output_expand(const char *tmpl, char *const *env, char *out, size_t si
  * (the folder the process started in; "" leaves a relative one as it is).
  */
 int gprof_output_folder(const char *tmpl, const char *base, char *out, size_t size);
-/* `<host>_<pid>.<unix_ns>.pt.trace.json.gz` into out. */
-int gprof_output_name(uint64_t unix_ns, char *out, size_t size);
+/* `<host>_<pid>.<unix_ns><format><sink>` into out: format and sink are suffixes. */
+int gprof_output_name(uint64_t unix_ns, const char *format, const char *sink, char *out,
+		      size_t size);
 /*
  * Creates dir (mkdir -p) and the file for `<dir>/<name>.partial` (0644): an unnamed one
  * (O_TMPFILE, *unnamed true) that gprof_output_publish() names once its header is in, so that a
@@ -185,7 +186,8 @@ struct gprof_sink;
  */
 #define GPROF_SINK_MEM_LEVEL 6
 /* Takes fd on success (finish or free closes it); on failure the caller keeps it. */
-struct gprof_sink *gprof_sink_gzip(int fd, int level, const char *head, size_t len, int *err);
+struct gprof_sink *gprof_sink_gzip(int fd, int level, int *err);
+#define GPROF_SINK_GZIP_SUFFIX ".gz" /* of a gzip sink's file name */
 /*
  * Compressor threads for a gzip sink (other sinks ignore it; call it once, before any write).
  * While behind() says the writer falls behind (NULL: always), at a sync point the body goes
@@ -203,12 +205,17 @@ void gprof_sink_threads(struct gprof_sink *s, unsigned max, size_t slice_bytes,
 void gprof_sink_named(struct gprof_sink *s, const char *path);
 /* Tests: from now on starting a compressor thread fails (EAGAIN), as pthread_create() can. */
 void gprof_sink_fail_threads(bool fail);
-/* The same calls into memory (tests): the text is kept uncompressed. */
-struct gprof_sink *gprof_sink_memory(const char *head, size_t len);
+/* The same calls into memory (tests): the text is kept uncompressed. NULL: out of memory. */
+struct gprof_sink *gprof_sink_memory(void);
 const char *gprof_sink_memory_text(const struct gprof_sink *s, size_t *len);
+/*
+ * The first bytes, once, before any write: a head of fixed length (at most 64 KiB - 1 for
+ * gzip), which finish() replaces. Each call returns 0 or the sink's first error.
+ */
+int gprof_sink_head(struct gprof_sink *s, const char *head, size_t len);
 int gprof_sink_write(struct gprof_sink *s, const void *buf, size_t len);
 int gprof_sink_sync(struct gprof_sink *s);
-/* Writes the end and the final head (same length as at open); the fd stays open. */
+/* Writes the end and the final head (same length as the first); a gzip sink's file is closed. */
 int gprof_sink_finish(struct gprof_sink *s, const char *head, size_t len);
 void gprof_sink_free(struct gprof_sink *s);
 
@@ -235,10 +242,12 @@ void gprof_tracks_free(struct gprof_tracks *k);
 /* /proc/self/task/<tid>/comm, or "" when the thread is gone. */
 void gprof_tracks_comm(uint32_t tid, char out[16]);
 
-/* trace.c: the Kineto schema. */
-#define GPROF_TRACE_HEAD_BYTES 49152u /* the stored block: fixed, fits every header but warnings */
+/*
+ * Output formats: what the writer calls to turn a window's events into a file, over a sink it
+ * made (a gzip file; tests make memory ones). A second format is one new file defining its ops.
+ */
 
-/* What the header says; counts and names are filled in by the trace. */
+/* What a window's header says, whatever the format; counts and names come from the format. */
 struct gprof_trace_meta {
 	const struct gprof_export_process_info *proc;
 	struct gprof_rank rank;
@@ -254,32 +263,40 @@ struct gprof_trace_meta {
 	const char *trace_name;
 };
 
-struct gprof_trace;
-/*
- * Writes the first header (m->proc is copied) into a gzip file on fd (the trace owns fd from
- * here, also on failure), or into memory when fd < 0 (tests: gprof_trace_text).
- */
-struct gprof_trace *gprof_trace_open(const struct gprof_trace_meta *m, uint64_t open_ns, int fd,
-				     int level, int *err);
-/* Formats events into the trace (the writer's inner loop). */
-void gprof_trace_events(struct gprof_trace *t, const struct gprof_export_event *ev, size_t n);
-/* gprof_sink_threads for the trace's sink (a gzip file; memory traces ignore it). */
-void gprof_trace_threads(struct gprof_trace *t, unsigned max, size_t slice_bytes,
-			 bool (*behind)(void));
-/* gprof_sink_named for the trace's sink. */
-void gprof_trace_named(struct gprof_trace *t, const char *path);
-/* Every pass of the writer: hands formatted text to the sink; sync-flushes every 100 ms. */
-int gprof_trace_tick(struct gprof_trace *t, uint64_t now_ns);
-/* Newer process facts (devices, versions) for the kernel numbers and the final header. */
-void gprof_trace_set_proc(struct gprof_trace *t, const struct gprof_export_process_info *p);
-/*
- * Metadata events, traceName, the final header (counts are the trace's own, m->proc becomes
- * the trace's copy), gzip trailer; the file is closed. Returns 0 or the first error.
- */
-int gprof_trace_close(struct gprof_trace *t, struct gprof_trace_meta *m);
-const uint64_t *gprof_trace_counts(const struct gprof_trace *t);
-const char *gprof_trace_text(const struct gprof_trace *t, size_t *len);
-void gprof_trace_free(struct gprof_trace *t);
+/* One window's output: each format's own state begins with it. */
+struct gprof_format {
+	const struct gprof_format_ops *ops;
+};
+
+struct gprof_format_ops {
+	const char *name;   /* for people: "Kineto JSON" */
+	const char *suffix; /* of the file name, before the sink's (".pt.trace.json") */
+	/*
+	 * Writes the first header (m->proc is copied) as sink s's head. s stays the caller's, to
+	 * free after the format. NULL and *err on failure.
+	 */
+	struct gprof_format *(*open)(const struct gprof_trace_meta *m, uint64_t open_ns,
+				     struct gprof_sink *s, int *err);
+	/* Formats events (the writer's inner loop). */
+	void (*events)(struct gprof_format *f, const struct gprof_export_event *ev, size_t n);
+	/* Every pass of the writer: hands text to the sink, sync-flushes now and then. */
+	int (*tick)(struct gprof_format *f, uint64_t now_ns);
+	/* Newer process facts (devices, versions) for later events and the final header. */
+	void (*set_proc)(struct gprof_format *f, const struct gprof_export_process_info *p);
+	/*
+	 * The end of the file and the final head (m->proc may become the format's copy), then
+	 * gprof_sink_finish. Returns 0 or the first error, of the format or its sink.
+	 */
+	int (*close)(struct gprof_format *f, struct gprof_trace_meta *m);
+	/* Events written, per enum gprof_export_kind (GPROF_EXPORT_KINDS of them). */
+	const uint64_t *(*counts)(const struct gprof_format *f);
+	/* Frees f (NULL is fine), not its sink. */
+	void (*free)(struct gprof_format *f);
+};
+
+/* trace.c: the Kineto schema, the writer's format unless gprof_export_config says otherwise. */
+extern const struct gprof_format_ops gprof_format_kineto;
+#define GPROF_TRACE_HEAD_BYTES 49152u /* the stored block: fixed, fits every header but warnings */
 /* The header text, exactly GPROF_TRACE_HEAD_BYTES long, into b (exposed for tests). */
 int gprof_trace_head(struct gprof_jbuf *b, const struct gprof_trace_meta *m,
 		     const uint64_t *counts);

@@ -14,6 +14,7 @@
 #include "export/internal.h"
 
 struct sink_ops {
+	int (*head)(struct gprof_sink *s, const char *head, size_t len);
 	int (*write)(struct gprof_sink *s, const void *buf, size_t len);
 	int (*sync)(struct gprof_sink *s);
 	int (*finish)(struct gprof_sink *s, const char *head, size_t len);
@@ -22,7 +23,8 @@ struct sink_ops {
 
 struct gprof_sink {
 	const struct sink_ops *ops;
-	size_t head_len; /* fixed at open */
+	size_t head_len; /* fixed by gprof_sink_head */
+	bool started;	 /* the head (or body text) is in: no head may come now */
 	int err;	 /* the first error; every later call returns it */
 };
 
@@ -528,18 +530,14 @@ static void gz_free(struct gprof_sink *s)
 	free(g);
 }
 
-static const struct sink_ops gz_ops = {
-    .write = gz_write,
-    .sync = gz_sync,
-    .finish = gz_finish,
-    .free = gz_free,
-};
-
-/* gzip header (no name, no mtime, OS unix), then the stored block's header. */
-static int gz_begin(struct gz_sink *g, const char *head, size_t len)
+/* gzip header (no name, no mtime, OS unix), then the head as a stored block. */
+static int gz_head(struct gprof_sink *s, const char *head, size_t len)
 {
+	struct gz_sink *g = (struct gz_sink *)s;
 	unsigned char start[GZ_HEAD_AT] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0};
 
+	if (len > 0xffff)
+		return -EINVAL;
 	start[11] = (unsigned char)len;
 	start[12] = (unsigned char)(len >> 8);
 	start[13] = (unsigned char)~len;
@@ -550,26 +548,31 @@ static int gz_begin(struct gz_sink *g, const char *head, size_t len)
 	return gz_out(g);
 }
 
-struct gprof_sink *gprof_sink_gzip(int fd, int level, const char *head, size_t len, int *err)
+static const struct sink_ops gz_ops = {
+    .head = gz_head,
+    .write = gz_write,
+    .sync = gz_sync,
+    .finish = gz_finish,
+    .free = gz_free,
+};
+
+struct gprof_sink *gprof_sink_gzip(int fd, int level, int *err)
 {
 	struct gz_sink *g = calloc(1, sizeof(*g));
 
 	*err = -ENOMEM;
 	if (!g)
 		return NULL;
-	g->base = (struct gprof_sink){.ops = &gz_ops, .head_len = len};
+	g->base = (struct gprof_sink){.ops = &gz_ops};
 	g->file.fd = -1;
 	g->par.level = level;
-	if (len > 0xffff || deflateInit2(&g->zs, level, Z_DEFLATED, -15, GPROF_SINK_MEM_LEVEL,
-					 Z_DEFAULT_STRATEGY)) {
-		*err = len > 0xffff ? -EINVAL : -ENOMEM;
+	if (deflateInit2(&g->zs, level, Z_DEFLATED, -15, GPROF_SINK_MEM_LEVEL,
+			 Z_DEFAULT_STRATEGY)) {
 		free(g);
 		return NULL;
 	}
 	*err = gprof_file_adopt(&g->file, fd);
 	g->crc = crc32(0, NULL, 0);
-	if (!*err)
-		*err = gz_begin(g, head, len);
 	if (*err) {
 		g->file.fd = -1; /* the caller still owns it */
 		gz_free(&g->base);
@@ -620,6 +623,11 @@ static int mem_write(struct gprof_sink *s, const void *buf, size_t len)
 	return m->text.failed ? -ENOMEM : 0;
 }
 
+static int mem_head(struct gprof_sink *s, const char *head, size_t len)
+{
+	return mem_write(s, head, len);
+}
+
 static int mem_sync(struct gprof_sink *s)
 {
 	(void)s;
@@ -643,22 +651,22 @@ static void mem_free(struct gprof_sink *s)
 }
 
 static const struct sink_ops mem_ops = {
+    .head = mem_head,
     .write = mem_write,
     .sync = mem_sync,
     .finish = mem_finish,
     .free = mem_free,
 };
 
-struct gprof_sink *gprof_sink_memory(const char *head, size_t len)
+struct gprof_sink *gprof_sink_memory(void)
 {
 	struct mem_sink *m = calloc(1, sizeof(*m));
 
-	if (!m || gprof_jbuf_init(&m->text, len + 4096)) {
+	if (!m || gprof_jbuf_init(&m->text, 65536)) {
 		free(m);
 		return NULL;
 	}
-	m->base = (struct gprof_sink){.ops = &mem_ops, .head_len = len};
-	gprof_jbuf_put(&m->text, head, len);
+	m->base = (struct gprof_sink){.ops = &mem_ops};
 	return &m->base;
 }
 
@@ -671,10 +679,22 @@ const char *gprof_sink_memory_text(const struct gprof_sink *s, size_t *len)
 }
 
 /* The calls below keep the first error: after it nothing more is written. */
+int gprof_sink_head(struct gprof_sink *s, const char *head, size_t len)
+{
+	if (s->started)
+		return s->err = s->err ? s->err : -EINVAL;
+	s->started = true;
+	s->head_len = len;
+	if (!s->err)
+		s->err = s->ops->head(s, head, len);
+	return s->err;
+}
+
 int gprof_sink_write(struct gprof_sink *s, const void *buf, size_t len)
 {
 	if (!s->err && len)
 		s->err = s->ops->write(s, buf, len);
+	s->started = true;
 	return s->err;
 }
 

@@ -1,13 +1,13 @@
 /*
- * The Kineto trace schema (shared/TRACE_FORMAT.md): one emit function per event kind, the
- * metadata events derived from the tracks a window used, and the end of the file.
+ * The Kineto trace schema (shared/TRACE_FORMAT.md), the writer's output format
+ * (gprof_format_kineto): one emit function per event kind, the metadata events derived from
+ * the tracks a window used, and the end of the file.
  *
  * Every event line ends with what changes from one event to the next (correlation last in
  * args, then ts and dur): the constant rest of a line repeats the line before of its kind as
  * one long run, which deflate, the writer's main cost, takes fastest and stores smallest.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -17,9 +17,11 @@
 #define OUT_FLUSH_BYTES (64u << 10)  /* formatted text handed to the sink in pieces this big */
 #define SYNC_EVERY_NS	100000000ull /* a sync flush at least this often while data comes */
 
+/* One window's trace: a struct gprof_format of gprof_format_kineto. */
 struct gprof_trace {
-	struct gprof_sink *sink;
-	struct gprof_jbuf out; /* formatted, not yet in the sink */
+	struct gprof_format base;
+	struct gprof_sink *sink; /* the writer's */
+	struct gprof_jbuf out;	 /* formatted, not yet in the sink */
 	struct gprof_export_process_info proc;
 	uint64_t base_ns, open_ns, last_sync_ns;
 	bool unsynced; /* text went to the sink since the last sync flush */
@@ -467,8 +469,10 @@ static void hand_over(struct gprof_trace *t)
 	t->out.len = 0;
 }
 
-void gprof_trace_events(struct gprof_trace *t, const struct gprof_export_event *ev, size_t n)
+static void trace_events(struct gprof_format *f, const struct gprof_export_event *ev, size_t n)
 {
+	struct gprof_trace *t = (struct gprof_trace *)f;
+
 	for (size_t i = 0; i < n; i++) {
 		unsigned kind = ev[i].kind;
 
@@ -481,8 +485,10 @@ void gprof_trace_events(struct gprof_trace *t, const struct gprof_export_event *
 		hand_over(t);
 }
 
-int gprof_trace_tick(struct gprof_trace *t, uint64_t now_ns)
+static int trace_tick(struct gprof_format *f, uint64_t now_ns)
 {
+	struct gprof_trace *t = (struct gprof_trace *)f;
+
 	hand_over(t);
 	if (!t->err && t->unsynced && now_ns - t->last_sync_ns >= SYNC_EVERY_NS) {
 		t->err = gprof_sink_sync(t->sink);
@@ -492,25 +498,14 @@ int gprof_trace_tick(struct gprof_trace *t, uint64_t now_ns)
 	return t->err;
 }
 
-void gprof_trace_named(struct gprof_trace *t, const char *path)
+static void trace_set_proc(struct gprof_format *f, const struct gprof_export_process_info *p)
 {
-	gprof_sink_named(t->sink, path);
+	((struct gprof_trace *)f)->proc = *p;
 }
 
-void gprof_trace_threads(struct gprof_trace *t, unsigned max, size_t slice_bytes,
-			 bool (*behind)(void))
+static const uint64_t *trace_counts(const struct gprof_format *f)
 {
-	gprof_sink_threads(t->sink, max, slice_bytes, behind);
-}
-
-void gprof_trace_set_proc(struct gprof_trace *t, const struct gprof_export_process_info *p)
-{
-	t->proc = *p;
-}
-
-const uint64_t *gprof_trace_counts(const struct gprof_trace *t)
-{
-	return t->counts;
+	return ((const struct gprof_trace *)f)->counts;
 }
 
 /* `{"name":"<what>","ph":"M","ts":T,"pid":P,"tid":T,"args":{"<key>":` */
@@ -593,8 +588,9 @@ static void put_tracks(struct gprof_trace *t)
 	}
 }
 
-int gprof_trace_close(struct gprof_trace *t, struct gprof_trace_meta *m)
+static int trace_close(struct gprof_format *f, struct gprof_trace_meta *m)
 {
+	struct gprof_trace *t = (struct gprof_trace *)f;
 	struct gprof_jbuf head;
 
 	put_processes(t);
@@ -617,12 +613,20 @@ int gprof_trace_close(struct gprof_trace *t, struct gprof_trace_meta *m)
 	return t->err;
 }
 
-/*
- * fd >= 0: a gzip file (the trace owns fd from here, also on failure); fd < 0: memory.
- * The first header is written at once; m->proc is copied.
- */
-struct gprof_trace *gprof_trace_open(const struct gprof_trace_meta *m, uint64_t open_ns, int fd,
-				     int level, int *err)
+static void trace_free(struct gprof_format *f)
+{
+	struct gprof_trace *t = (struct gprof_trace *)f;
+
+	if (!t)
+		return;
+	gprof_jbuf_free(&t->out);
+	gprof_tracks_free(&t->tracks);
+	free(t);
+}
+
+/* The first header is written into s at once; m->proc is copied. */
+static struct gprof_format *trace_open(const struct gprof_trace_meta *m, uint64_t open_ns,
+				       struct gprof_sink *s, int *err)
 {
 	struct gprof_trace *t = calloc(1, sizeof(*t));
 	struct gprof_jbuf head = {0};
@@ -631,42 +635,33 @@ struct gprof_trace *gprof_trace_open(const struct gprof_trace_meta *m, uint64_t 
 	if (!t || gprof_jbuf_init(&t->out, 2 * OUT_FLUSH_BYTES) ||
 	    gprof_jbuf_init(&head, GPROF_TRACE_HEAD_BYTES))
 		goto fail;
+	t->base.ops = &gprof_format_kineto;
+	t->sink = s;
 	t->proc = *m->proc;
 	t->base_ns = m->base_ns;
 	t->open_ns = t->last_sync_ns = open_ns;
 	t->pid = (int)getpid();
 	*err = gprof_trace_head(&head, m, t->counts);
+	if (!*err)
+		*err = gprof_sink_head(s, head.p, head.len);
 	if (*err)
 		goto fail;
-	if (fd >= 0) {
-		t->sink = gprof_sink_gzip(fd, level, head.p, head.len, err);
-	} else {
-		t->sink = gprof_sink_memory(head.p, head.len);
-		*err = t->sink ? 0 : -ENOMEM;
-	}
-	if (!t->sink)
-		goto fail;
 	gprof_jbuf_free(&head);
-	return t;
+	return &t->base;
 fail:
-	if (fd >= 0)
-		close(fd);
 	gprof_jbuf_free(&head);
-	gprof_trace_free(t);
+	trace_free(t ? &t->base : NULL);
 	return NULL;
 }
 
-const char *gprof_trace_text(const struct gprof_trace *t, size_t *len)
-{
-	return gprof_sink_memory_text(t->sink, len);
-}
-
-void gprof_trace_free(struct gprof_trace *t)
-{
-	if (!t)
-		return;
-	gprof_sink_free(t->sink);
-	gprof_jbuf_free(&t->out);
-	gprof_tracks_free(&t->tracks);
-	free(t);
-}
+const struct gprof_format_ops gprof_format_kineto = {
+    .name = "Kineto JSON",
+    .suffix = ".pt.trace.json",
+    .open = trace_open,
+    .events = trace_events,
+    .tick = trace_tick,
+    .set_proc = trace_set_proc,
+    .close = trace_close,
+    .counts = trace_counts,
+    .free = trace_free,
+};

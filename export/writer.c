@@ -36,8 +36,9 @@ struct window {
 	unsigned long log_seq; /* warnings from this one on belong to the window */
 	uint64_t open_ns;
 	/* Writer only. */
-	uint32_t wid;		   /* the id this slot's trace was opened for, 0 if none */
-	struct gprof_trace *trace; /* NULL: not opened yet, or failed */
+	uint32_t wid;		    /* the id this slot's trace was opened for, 0 if none */
+	struct gprof_sink *sink;    /* the trace's file; NULL with trace */
+	struct gprof_format *trace; /* in ctl.format; NULL: not opened yet, or failed */
 	struct gprof_export_summary *summary; /* tallied with the trace; may be NULL */
 	int error;			      /* why the window failed */
 	struct gprof_rank rank;
@@ -56,7 +57,8 @@ static struct {
 	bool kick;    /* something changed: the writer makes a pass before sleeping */
 	pthread_t thread;
 	struct gprof_export_config cfg;
-	char output[PATH_MAX]; /* the template, for messages */
+	const struct gprof_format_ops *format; /* cfg.format, or Kineto's */
+	char output[PATH_MAX];		       /* the template, for messages */
 	/*
 	 * Resolved by gprof_export_init (and in a child after fork, which has no other thread
 	 * yet): the environment is never read again, and a later chdir changes nothing.
@@ -139,7 +141,7 @@ static void route(const struct gprof_export_event *ev, size_t n, void *arg)
 		while (run < n && ev[run].window == ev->window)
 			run++;
 		if (w) {
-			gprof_trace_events(w->trace, ev, run);
+			w->trace->ops->events(w->trace, ev, run);
 			gprof_summary_events(w->summary, ev, run);
 			wr.written += run;
 		} else if ((int32_t)(ev->window - p->last_id) > 0 && hold(ev, run)) {
@@ -170,6 +172,18 @@ static void partial_remove(const struct window *w)
 		unlink(partial);
 }
 
+/* Frees the window's trace, the sink under it (closing the file) and its tally. */
+static void drop_trace(struct window *w)
+{
+	if (w->trace)
+		w->trace->ops->free(w->trace);
+	gprof_sink_free(w->sink);
+	gprof_summary_free(w->summary);
+	w->trace = NULL;
+	w->sink = NULL;
+	w->summary = NULL;
+}
+
 /* The window is lost: say so once, remove what was written; its events are dropped. */
 static void abandon(struct window *w, int err, const char *what)
 {
@@ -178,10 +192,7 @@ static void abandon(struct window *w, int err, const char *what)
 	       err == -EBADF ? "The program closed or replaced libgprof's descriptor of it, and "
 			       "it could not be opened again; the program's files are left alone."
 			     : "Free space or point GPROF_OUTPUT at a writable folder.");
-	gprof_trace_free(w->trace);
-	gprof_summary_free(w->summary);
-	w->trace = NULL;
-	w->summary = NULL;
+	drop_trace(w);
 	w->error = err;
 	partial_remove(w);
 }
@@ -231,17 +242,22 @@ static int create_file(struct window *w, struct gprof_trace_meta *m, const char 
 		return -EBADF;
 	w->dev = st.st_dev;
 	w->ino = st.st_ino;
-	w->trace = gprof_trace_open(m, w->open_ns, fd, ctl.cfg.gzip_level, &err);
-	if (!w->trace || !unnamed)
-		return err;
-	snprintf(partial, sizeof(partial), "%s.partial", w->path);
-	err = gprof_output_publish(fd, &st, partial);
-	if (err) {
-		gprof_trace_free(w->trace);
-		w->trace = NULL;
+	w->sink = gprof_sink_gzip(fd, ctl.cfg.gzip_level, &err);
+	if (!w->sink) {
+		close(fd);
 		return err;
 	}
-	gprof_trace_named(w->trace, partial);
+	w->trace = ctl.format->open(m, w->open_ns, w->sink, &err);
+	if (w->trace && unnamed) {
+		snprintf(partial, sizeof(partial), "%s.partial", w->path);
+		err = gprof_output_publish(fd, &st, partial);
+	}
+	if (err) {
+		drop_trace(w);
+		return err;
+	}
+	if (unnamed)
+		gprof_sink_named(w->sink, partial);
 	return 0;
 }
 
@@ -258,7 +274,8 @@ static void open_window(struct window *w, struct gprof_trace_meta *m)
 	w->error = 0;
 	w->rank = ctl.rank;
 	if (!err)
-		err = gprof_output_name(w->open_ns, name, sizeof(name));
+		err = gprof_output_name(w->open_ns, ctl.format->suffix, GPROF_SINK_GZIP_SUFFIX,
+					name, sizeof(name));
 	if (!err &&
 	    snprintf(w->path, sizeof(w->path), "%s/%s", ctl.dir, name) >= (int)sizeof(w->path))
 		err = -ENAMETOOLONG;
@@ -279,8 +296,10 @@ static void open_window(struct window *w, struct gprof_trace_meta *m)
 		abandon(w, err, "cannot write the trace file");
 		return;
 	}
+	pr_dbg("window %llu: %s into '%.200s.partial'", (unsigned long long)w->number,
+	       ctl.format->name, w->path);
 	w->summary = gprof_summary_new();
-	gprof_trace_threads(w->trace, ctl.cfg.writer_threads, GPROF_SINK_SYNC_BYTES, writer_behind);
+	gprof_sink_threads(w->sink, ctl.cfg.writer_threads, GPROF_SINK_SYNC_BYTES, writer_behind);
 }
 
 static void report(const struct window *w, const struct gprof_trace_meta *m, const uint64_t *counts,
@@ -317,7 +336,7 @@ static void finish_window(struct window *w, struct gprof_trace_meta *m)
 	m->warnings = warnings;
 	m->n_warnings = gprof_log_warnings(w->log_seq, warnings, GPROF_LOG_KEPT);
 	m->warnings_lost = gprof_log_seq() - w->log_seq - m->n_warnings;
-	err = gprof_trace_close(w->trace, m);
+	err = w->trace->ops->close(w->trace, m);
 	if (err) {
 		abandon(w, err, "cannot write the trace file");
 		goto out;
@@ -333,11 +352,8 @@ static void finish_window(struct window *w, struct gprof_trace_meta *m)
 		       "trace stays there.",
 		       (unsigned long long)w->number, w->path, strerror(-err));
 out:
-	report(w, m, w->trace ? gprof_trace_counts(w->trace) : NULL, err);
-	gprof_trace_free(w->trace);
-	gprof_summary_free(w->summary);
-	w->trace = NULL;
-	w->summary = NULL;
+	report(w, m, w->trace ? w->trace->ops->counts(w->trace) : NULL, err);
+	drop_trace(w);
 	w->error = err;
 }
 
@@ -375,7 +391,7 @@ static void pass(struct pass *p)
 			open_window(&ctl.win[i], &p->meta[i]);
 	for (unsigned i = 0; i < GPROF_EXPORT_WINDOWS && p->proc_changed; i++)
 		if (ctl.win[i].trace)
-			gprof_trace_set_proc(ctl.win[i].trace, &wr.proc);
+			ctl.win[i].trace->ops->set_proc(ctl.win[i].trace, &wr.proc);
 	if (!p->paused) {
 		struct gprof_export_event *held = wr.held;
 		size_t n_held = wr.n_held;
@@ -391,7 +407,7 @@ static void pass(struct pass *p)
 			finish_window(&ctl.win[i], &p->meta[i]);
 	for (unsigned i = 0; i < GPROF_EXPORT_WINDOWS; i++) {
 		w = &ctl.win[i];
-		int err = w->trace ? gprof_trace_tick(w->trace, now) : 0;
+		int err = w->trace ? w->trace->ops->tick(w->trace, now) : 0;
 
 		if (err)
 			abandon(w, err, "cannot write the trace file");
@@ -676,6 +692,7 @@ int gprof_export_init(const struct gprof_export_config *cfg)
 	if (err)
 		goto out;
 	ctl.cfg = *cfg;
+	ctl.format = cfg->format ? cfg->format : &gprof_format_kineto;
 	ctl.cfg.gzip_level = cfg->gzip_level < 0 ? 0 : cfg->gzip_level > 9 ? 9 : cfg->gzip_level;
 	snprintf(ctl.output, sizeof(ctl.output), "%s", cfg->output ? cfg->output : ".");
 	ctl.cfg.output = ctl.output;

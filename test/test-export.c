@@ -107,6 +107,8 @@ static void on_done(const struct gprof_export_result *r, void *arg)
 
 /* Compressor threads the writer may start (a test that wants them sets it first). */
 static unsigned export_threads;
+/* The writer's format (NULL: Kineto's); export_format_plugged_in sets it. */
+static const struct gprof_format_ops *export_format;
 
 static void start_export(const char *output, size_t cap)
 {
@@ -117,6 +119,7 @@ static void start_export(const char *output, size_t cap)
 	    .writer_threads = export_threads,
 	    .base_ns = BASE_NS,
 	    .on_window_done = on_done,
+	    .format = export_format,
 	};
 
 	ASSERT_EQ(gprof_export_init(&cfg), 0);
@@ -444,6 +447,50 @@ static void check_header(const struct trace *t, long rank, long world)
 	ASSERT_STR_EQ(trace_str(t->root, "displayTimeUnit"), "ms");
 }
 
+/* A Kineto trace and the sink it writes: memory, or a gzip file (level 1). */
+struct tt {
+	struct gprof_sink *sink;
+	struct gprof_format *tr;
+};
+
+/* Opens m's trace at open_ns into memory (fd < 0) or a gzip file on fd (taken). */
+static void tt_open(struct tt *tt, const struct gprof_trace_meta *m, uint64_t open_ns, int fd)
+{
+	int err = -ENOMEM;
+
+	tt->sink = fd < 0 ? gprof_sink_memory() : gprof_sink_gzip(fd, 1, &err);
+	ASSERT_MSG(tt->sink, "%s", strerror(-err));
+	tt->tr = gprof_format_kineto.open(m, open_ns, tt->sink, &err);
+	ASSERT_MSG(tt->tr, "%s", strerror(-err));
+}
+
+static void tt_events(struct tt *tt, const struct gprof_export_event *ev, size_t n)
+{
+	tt->tr->ops->events(tt->tr, ev, n);
+}
+
+static int tt_tick(struct tt *tt, uint64_t now_ns)
+{
+	return tt->tr->ops->tick(tt->tr, now_ns);
+}
+
+static int tt_close(struct tt *tt, struct gprof_trace_meta *m)
+{
+	return tt->tr->ops->close(tt->tr, m);
+}
+
+/* The text of a memory trace. */
+static const char *tt_text(const struct tt *tt, size_t *len)
+{
+	return gprof_sink_memory_text(tt->sink, len);
+}
+
+static void tt_free(struct tt *tt)
+{
+	tt->tr->ops->free(tt->tr);
+	gprof_sink_free(tt->sink);
+}
+
 TEST(export_trace_every_kind)
 {
 	struct gprof_export_process_info proc = {.n_devices = 1,
@@ -458,15 +505,13 @@ TEST(export_trace_every_kind)
 				     .trace_name = "host_1.2.pt.trace.json.gz"};
 	struct gprof_export_event ev[16];
 	size_t n = every_kind(1, 4242, ev), len;
-	struct gprof_trace *tr;
+	struct tt tr;
 	struct trace t;
-	int err;
 
-	tr = gprof_trace_open(&m, BASE_NS + US(1000000), -1, 0, &err);
-	ASSERT(tr);
-	gprof_trace_events(tr, ev, n);
-	ASSERT_EQ(gprof_trace_close(tr, &m), 0);
-	const char *text = gprof_trace_text(tr, &len);
+	tt_open(&tr, &m, BASE_NS + US(1000000), -1);
+	tt_events(&tr, ev, n);
+	ASSERT_EQ(tt_close(&tr, &m), 0);
+	const char *text = tt_text(&tr, &len);
 
 	ASSERT_EQ(trace_parse(text, len, &t, why, sizeof(why)), 0);
 	ASSERT_TRACE_OK(&t);
@@ -478,7 +523,7 @@ TEST(export_trace_every_kind)
 	ASSERT_EQ(int_at(json_object_get(json_object_get(t.root, "gprof"), "records"), "kernel"),
 		  1);
 	trace_free(&t);
-	gprof_trace_free(tr);
+	tt_free(&tr);
 }
 
 /* Skips a number written as digits and an optional fraction: where it ends, or NULL. */
@@ -503,15 +548,15 @@ TEST(export_lines_end_with_what_varies)
 				     .rank = {0, 1},
 				     .base_ns = BASE_NS,
 				     .trace_name = "h_1.2.pt.trace.json.gz"};
-	struct gprof_trace *tr = gprof_trace_open(&m, BASE_NS, -1, 0, &(int){0});
 	struct gprof_export_event ev[16];
 	size_t n = every_kind(1, 4242, ev), len, lines = 0;
 	char *text, *line, *save = NULL;
+	struct tt tr;
 
-	ASSERT(tr);
-	gprof_trace_events(tr, ev, n);
-	ASSERT_EQ(gprof_trace_close(tr, &m), 0);
-	text = strdup(gprof_trace_text(tr, &len) + GPROF_TRACE_HEAD_BYTES);
+	tt_open(&tr, &m, BASE_NS, -1);
+	tt_events(&tr, ev, n);
+	ASSERT_EQ(tt_close(&tr, &m), 0);
+	text = strdup(tt_text(&tr, &len) + GPROF_TRACE_HEAD_BYTES);
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		const char *ts = strstr(line, ",\"ts\":"), *end, *corr;
 
@@ -532,7 +577,7 @@ TEST(export_lines_end_with_what_varies)
 	/* every_kind's events and their four flow halves. */
 	ASSERT_EQ(lines, n + 4);
 	free(text);
-	gprof_trace_free(tr);
+	tt_free(&tr);
 }
 
 /* Every track gets its metadata, however many (the track sets grow past their first size). */
@@ -543,13 +588,13 @@ TEST(export_trace_many_tracks)
 				     .rank = {0, 1},
 				     .base_ns = BASE_NS,
 				     .trace_name = "h_1.2.pt.trace.json.gz"};
-	struct gprof_trace *tr = gprof_trace_open(&m, BASE_NS, -1, 0, &(int){0});
 	int threads = 0, streams = 0, gpus = 0;
 	size_t len, i;
 	struct trace t;
+	struct tt tr;
 	json_t *ev;
 
-	ASSERT(tr);
+	tt_open(&tr, &m, BASE_NS, -1);
 	for (uint32_t k = 0; k < 100; k++) {
 		struct gprof_export_event e[2] = {
 		    {.kind = GPROF_EXPORT_NVTX_MARK,
@@ -563,10 +608,10 @@ TEST(export_trace_many_tracks)
 		     .dur_ns = 10},
 		};
 
-		gprof_trace_events(tr, e, 2);
+		tt_events(&tr, e, 2);
 	}
-	ASSERT_EQ(gprof_trace_close(tr, &m), 0);
-	const char *text = gprof_trace_text(tr, &len);
+	ASSERT_EQ(tt_close(&tr, &m), 0);
+	const char *text = tt_text(&tr, &len);
 
 	ASSERT_EQ(trace_parse(text, len, &t, why, sizeof(why)), 0);
 	ASSERT_TRACE_OK(&t);
@@ -585,7 +630,7 @@ TEST(export_trace_many_tracks)
 	ASSERT_EQ(streams, 100);
 	ASSERT_EQ(gpus, 3);
 	trace_free(&t);
-	gprof_trace_free(tr);
+	tt_free(&tr);
 }
 
 /* The one trace file in dir (no .partial left, nothing else); its name into name. */
@@ -775,7 +820,9 @@ TEST(export_rank_and_names)
 	ASSERT_STR_EQ(got, want);
 	ASSERT_EQ(gprof_output_expand("0123456789", env, got, 8), -ENAMETOOLONG);
 	ASSERT_EQ(gprof_output_expand("%q{FOO}%q{FOO}%q{FOO}", env, got, 9), -ENAMETOOLONG);
-	ASSERT_EQ(gprof_output_name(1751410836123456789ull, got, sizeof(got)), 0);
+	ASSERT_EQ(gprof_output_name(1751410836123456789ull, gprof_format_kineto.suffix,
+				    GPROF_SINK_GZIP_SUFFIX, got, sizeof(got)),
+		  0);
 	snprintf(want, sizeof(want), "%s_%d.1751410836123456789.pt.trace.json.gz", host,
 		 (int)getpid());
 	ASSERT_STR_EQ(got, want);
@@ -851,8 +898,9 @@ TEST(export_cut_after_sync_flush)
 	b_len = lines(b, "{\"event\": %d, \"after\": \"the flush\"},\n", 20000, 80000);
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0644);
 	ASSERT(fd >= 0);
-	s = gprof_sink_gzip(fd, 1, head, sizeof(head), &err);
+	s = gprof_sink_gzip(fd, 1, &err);
 	ASSERT(s);
+	ASSERT_EQ(gprof_sink_head(s, head, sizeof(head)), 0);
 	ASSERT_EQ(gprof_sink_write(s, a, a_len), 0);
 	ASSERT_EQ(gprof_sink_sync(s), 0);
 	/* A crash here: the file as it is now. */
@@ -883,6 +931,145 @@ TEST(export_cut_after_sync_flush)
 		free(text);
 	}
 	free(a), free(b), free(cut), free(full);
+	rm_rf(dir);
+}
+
+/*
+ * A format of the tests' own: a head "lines N\n" (N: 5 digits, the events written, 0 at
+ * open), then one line "<kind> <tid>" per event. Whether the writer calls it is all it shows.
+ */
+struct lines_format {
+	struct gprof_format base;
+	struct gprof_sink *sink;
+	uint64_t counts[GPROF_EXPORT_KINDS];
+	size_t n;
+};
+
+static unsigned lines_closed; /* close() calls, on the writer thread */
+
+static int lines_head(struct lines_format *l, bool final)
+{
+	char head[16];
+
+	snprintf(head, sizeof(head), "lines %05zu\n", l->n);
+	return final ? gprof_sink_finish(l->sink, head, 12) : gprof_sink_head(l->sink, head, 12);
+}
+
+static void lines_free(struct gprof_format *f)
+{
+	free(f);
+}
+
+static struct gprof_format *lines_open(const struct gprof_trace_meta *m, uint64_t open_ns,
+				       struct gprof_sink *s, int *err);
+
+static void lines_events(struct gprof_format *f, const struct gprof_export_event *ev, size_t n)
+{
+	struct lines_format *l = (struct lines_format *)f;
+	char line[32];
+
+	for (size_t i = 0; i < n; i++, l->n++) {
+		l->counts[ev[i].kind]++;
+		gprof_sink_write(
+		    l->sink, line,
+		    (size_t)snprintf(line, sizeof(line), "%u %u\n", ev[i].kind, ev[i].tid));
+	}
+}
+
+static int lines_tick(struct gprof_format *f, uint64_t now_ns)
+{
+	(void)now_ns;
+	return gprof_sink_sync(((struct lines_format *)f)->sink);
+}
+
+static void lines_set_proc(struct gprof_format *f, const struct gprof_export_process_info *p)
+{
+	(void)f, (void)p;
+}
+
+static int lines_close(struct gprof_format *f, struct gprof_trace_meta *m)
+{
+	(void)m;
+	lines_closed++;
+	return lines_head((struct lines_format *)f, true);
+}
+
+static const uint64_t *lines_counts(const struct gprof_format *f)
+{
+	return ((const struct lines_format *)f)->counts;
+}
+
+static const struct gprof_format_ops lines_ops = {
+    .name = "lines",
+    .suffix = ".lines",
+    .open = lines_open,
+    .events = lines_events,
+    .tick = lines_tick,
+    .set_proc = lines_set_proc,
+    .close = lines_close,
+    .counts = lines_counts,
+    .free = lines_free,
+};
+
+static struct gprof_format *lines_open(const struct gprof_trace_meta *m, uint64_t open_ns,
+				       struct gprof_sink *s, int *err)
+{
+	struct lines_format *l = calloc(1, sizeof(*l));
+
+	(void)m, (void)open_ns;
+	*err = l ? 0 : -ENOMEM;
+	if (!l)
+		return NULL;
+	*l = (struct lines_format){.base.ops = &lines_ops, .sink = s};
+	*err = lines_head(l, false);
+	if (*err) {
+		free(l);
+		return NULL;
+	}
+	return &l->base;
+}
+
+/* The writer takes its format from the config: a window goes through the tests' own. */
+TEST(export_format_plugged_in)
+{
+	char dir[64], path[512], want[64], got[512], *gz, *text;
+	struct gprof_export_event ev[16];
+	uint64_t counts[GPROF_EXPORT_KINDS] = {0};
+	size_t n, gz_len, len, at;
+	uint32_t w;
+
+	make_tmpdir(dir, sizeof(dir));
+	export_format = &lines_ops;
+	start_export(dir, 8u << 20);
+	w = open_window(1, 0);
+	n = every_kind(w, my_tid(), ev);
+	for (size_t i = 0; i < n; i++)
+		ASSERT_EQ(gprof_export_push(&ev[i]), 0);
+	close_window(w);
+	ASSERT_EQ(last_result.error, 0);
+	ASSERT_EQ(lines_closed, 1);
+	for (size_t i = 0; i < n; i++)
+		counts[ev[i].kind]++;
+	ASSERT(!memcmp(last_result.events, counts, sizeof(counts)));
+	the_trace(dir, path, sizeof(path));
+	check_name(path, ".lines.gz");
+	gz = read_file(path, &gz_len);
+	ASSERT_MSG(trace_gunzip(gz, gz_len, false, &text, &len, why, sizeof(why)) == 0, "%s", why);
+	ASSERT(len < sizeof(got));
+	memcpy(got, text, len);
+	got[len] = '\0';
+	/* The final head, then a line per event, in the order the writer drained them. */
+	at = (size_t)snprintf(want, sizeof(want), "lines %05zu\n", n);
+	ASSERT_MSG(!strncmp(got, want, at), "%s", got);
+	for (size_t i = 0; i < n; i++) {
+		size_t k = (size_t)snprintf(want, sizeof(want), "\n%u %u\n", ev[i].kind, ev[i].tid);
+
+		ASSERT_MSG(strstr(got, want), "no '%.*s' in %s", (int)k - 2, want + 1, got);
+		at += k - 1;
+	}
+	ASSERT_EQ(len, at);
+	free(text), free(gz);
+	ASSERT_EQ(gprof_export_shutdown(5000), 0);
 	rm_rf(dir);
 }
 
@@ -918,19 +1105,19 @@ static void launch_pair(uint32_t i, struct gprof_export_event ev[2])
  * One window of `pairs` launches into tr, with a writer pass (tick) every 500 pairs, 150 ms of
  * trace time apart, so that sync flushes fall between slices too. The text of a memory trace.
  */
-static const char *write_pairs(struct gprof_trace *tr, struct gprof_trace_meta *m, uint32_t pairs,
+static const char *write_pairs(struct tt *tr, struct gprof_trace_meta *m, uint32_t pairs,
 			       size_t *len)
 {
 	struct gprof_export_event ev[2];
 
 	for (uint32_t i = 0; i < pairs; i++) {
 		launch_pair(i, ev);
-		gprof_trace_events(tr, ev, 2);
+		tt_events(tr, ev, 2);
 		if (i % 500 == 499)
-			ASSERT_EQ(gprof_trace_tick(tr, BASE_NS + i / 500 * US(150000)), 0);
+			ASSERT_EQ(tt_tick(tr, BASE_NS + i / 500 * US(150000)), 0);
 	}
-	ASSERT_EQ(gprof_trace_close(tr, m), 0);
-	return len ? gprof_trace_text(tr, len) : NULL;
+	ASSERT_EQ(tt_close(tr, m), 0);
+	return len ? tt_text(tr, len) : NULL;
 }
 
 /* What argv printed on stdout; it must exit 0. Skips the test where argv[1] is missing. */
@@ -981,25 +1168,23 @@ TEST(export_slices_match_single_thread)
 				    "sys.stdout.buffer.write(gzip.open(sys.argv[1]).read())",
 				    path,
 				    NULL};
-		struct gprof_trace *one, *tr;
 		size_t one_len, gz_len, len;
+		struct tt one, tr;
 		const char *want;
 		char *gz, *text;
 		struct trace t;
-		int err, fd;
+		int fd;
 
 		m.proc = &proc;
-		one = gprof_trace_open(&m, BASE_NS, -1, 0, &(int){0});
-		ASSERT(one);
-		want = write_pairs(one, &m, cases[c].pairs, &one_len);
+		tt_open(&one, &m, BASE_NS, -1);
+		want = write_pairs(&one, &m, cases[c].pairs, &one_len);
 		fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
 		ASSERT(fd >= 0);
 		m.proc = &proc; /* close pointed it at the trace's copy */
-		tr = gprof_trace_open(&m, BASE_NS, fd, 1, &err);
-		ASSERT_MSG(tr, "%s", strerror(-err));
-		gprof_trace_threads(tr, cases[c].threads, cases[c].slice_bytes, NULL);
-		write_pairs(tr, &m, cases[c].pairs, NULL);
-		gprof_trace_free(tr);
+		tt_open(&tr, &m, BASE_NS, fd);
+		gprof_sink_threads(tr.sink, cases[c].threads, cases[c].slice_bytes, NULL);
+		write_pairs(&tr, &m, cases[c].pairs, NULL);
+		tt_free(&tr);
 
 		gz = read_file(path, &gz_len);
 		ASSERT_MSG(trace_gunzip(gz, gz_len, false, &text, &len, why, sizeof(why)) == 0,
@@ -1015,7 +1200,7 @@ TEST(export_slices_match_single_thread)
 		ASSERT_MSG(len == one_len && !memcmp(text, want, len),
 			   "slices of %zu: Python's gzip reads other text", cases[c].slice_bytes);
 		free(text);
-		gprof_trace_free(one);
+		tt_free(&one);
 	}
 	rm_rf(dir);
 }
@@ -1028,34 +1213,33 @@ TEST(export_slices_without_threads)
 				     .rank = {0, 1},
 				     .base_ns = BASE_NS,
 				     .trace_name = "h_1.2.pt.trace.json.gz"};
-	struct gprof_trace *one, *tr;
 	char dir[64], path[128], *gz, *text;
 	size_t one_len, gz_len, len;
 	const char *want, *err_text;
-	int err, fd;
+	struct tt one, tr;
+	int fd;
 
 	make_tmpdir(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/t.gz", dir);
-	one = gprof_trace_open(&m, BASE_NS, -1, 0, &(int){0});
-	ASSERT(one);
-	want = write_pairs(one, &m, 4000, &one_len);
+	tt_open(&one, &m, BASE_NS, -1);
+	want = write_pairs(&one, &m, 4000, &one_len);
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
 	ASSERT(fd >= 0);
 	m.proc = &proc;
-	tr = gprof_trace_open(&m, BASE_NS, fd, 1, &err);
-	ASSERT(tr);
+	tt_open(&tr, &m, BASE_NS, fd);
 	gprof_sink_fail_threads(true);
 	capture_stderr();
-	gprof_trace_threads(tr, 2, 65536, NULL);
-	write_pairs(tr, &m, 4000, NULL);
-	gprof_trace_free(tr);
+	gprof_sink_threads(tr.sink, 2, 65536, NULL);
+	write_pairs(&tr, &m, 4000, NULL);
+	tt_free(&tr);
 	/* A second file tries again, and says nothing more. */
 	m.proc = &proc;
-	tr = gprof_trace_open(&m, BASE_NS, open(path, O_RDWR | O_TRUNC), 1, &err);
-	ASSERT(tr);
-	gprof_trace_threads(tr, 2, 65536, NULL);
-	write_pairs(tr, &m, 4000, NULL);
-	gprof_trace_free(tr);
+	fd = open(path, O_RDWR | O_TRUNC);
+	ASSERT(fd >= 0);
+	tt_open(&tr, &m, BASE_NS, fd);
+	gprof_sink_threads(tr.sink, 2, 65536, NULL);
+	write_pairs(&tr, &m, 4000, NULL);
+	tt_free(&tr);
 	err_text = end_capture();
 	ASSERT_MSG(text_lines(err_text, "gprof: ") == 1 && text_lines(err_text, "") == 1, "%s",
 		   err_text);
@@ -1064,7 +1248,7 @@ TEST(export_slices_without_threads)
 	ASSERT_MSG(trace_gunzip(gz, gz_len, false, &text, &len, why, sizeof(why)) == 0, "%s", why);
 	ASSERT(len == one_len && !memcmp(text, want, len));
 	free(text), free(gz);
-	gprof_trace_free(one);
+	tt_free(&one);
 	rm_rf(dir);
 }
 
@@ -1722,20 +1906,18 @@ TEST(export_header_shortens_warnings)
 				     .trace_name = "h_1.2.pt.trace.json.gz",
 				     .warnings = warnings,
 				     .n_warnings = GPROF_LOG_KEPT};
-	struct gprof_trace *tr;
 	const json_t *kept;
 	const char *text;
 	struct trace t;
+	struct tt tr;
 	size_t len;
-	int err;
 
 	/* Each 0xff becomes a 3-byte U+FFFD: 32 of these need about 49 KB. */
 	for (int i = 0; i < GPROF_LOG_KEPT; i++)
 		memset(warnings[i], 0xff, GPROF_LOG_LINE_MAX - 1);
-	tr = gprof_trace_open(&m, BASE_NS, -1, 0, &err);
-	ASSERT(tr);
-	ASSERT_EQ(gprof_trace_close(tr, &m), 0);
-	text = gprof_trace_text(tr, &len);
+	tt_open(&tr, &m, BASE_NS, -1);
+	ASSERT_EQ(tt_close(&tr, &m), 0);
+	text = tt_text(&tr, &len);
 	ASSERT_EQ(trace_parse(text, len, &t, why, sizeof(why)), 0);
 	ASSERT_TRACE_OK(&t);
 	kept = gprof_meta(&t, "warnings");
@@ -1745,7 +1927,7 @@ TEST(export_header_shortens_warnings)
 		  GPROF_LOG_KEPT);
 	ASSERT(!strncmp(text + GPROF_TRACE_HEAD_BYTES - 17, "\"traceEvents\": [\n", 17));
 	trace_free(&t);
-	gprof_trace_free(tr);
+	tt_free(&tr);
 }
 
 struct intern_arg {

@@ -11,13 +11,19 @@
 #include "export/internal.h"
 #include "scripts/summary/tool.h"
 
+/*
+ * The one format read: the Kineto JSON that export/trace.c writes (gprof_format_kineto,
+ * shared/TRACE_FORMAT.md), gzipped or plain. A second format in export/ needs a reader here.
+ */
+#define TOOL_FORMAT "Kineto JSON"
+
 static const char usage[] =
     "Usage: gprof-summary [--html OUT.html] TRACE...\n"
     "       gprof-summary --compare A B\n"
     "\n"
-    "Prints, for each libgprof trace (.pt.trace.json.gz, or the plain .json), the summary\n"
-    "libgprof printed when it wrote that trace: steps, GPU busy time, top kernels, copies.\n"
-    "A file that cannot be read gets one line on stderr; the others are still done.\n"
+    "Prints, for each libgprof trace (" TOOL_FORMAT ", .pt.trace.json.gz or plain .json), the\n"
+    "summary libgprof printed when it wrote that trace: steps, GPU busy time, top kernels,\n"
+    "copies. A file that cannot be read gets one line on stderr; the others are still done.\n"
     "\n"
     "  --compare A B    per-kernel changes from trace A to trace B (calls, total and mean GPU\n"
     "                   time, share of GPU time), largest absolute change in total time\n"
