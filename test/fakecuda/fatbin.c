@@ -39,39 +39,53 @@ struct entry_header {
 	uint64_t payload_size; /* after the header */
 };
 
+/* Section header i of a cubin, copied: images come at any address, unaligned too. */
+static Elf64_Shdr shdr_at(const unsigned char *elf, const Elf64_Ehdr *eh, unsigned i)
+{
+	Elf64_Shdr sh;
+
+	memcpy(&sh, elf + eh->e_shoff + (size_t)i * sizeof(sh), sizeof(sh));
+	return sh;
+}
+
 /* Calls fn for each symbol of a cubin (at elf, len bytes) until it returns true. */
 static bool cubin_each(const unsigned char *elf, size_t len, fakecuda_image_symbol_fn fn, void *arg)
 {
-	const Elf64_Ehdr *eh = (const void *)elf;
-	const Elf64_Shdr *sh;
+	Elf64_Ehdr eh;
 
-	if (len < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
-	    eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shentsize != sizeof(*sh) ||
-	    eh->e_shoff > len || (len - eh->e_shoff) / sizeof(*sh) < eh->e_shnum)
+	if (len < sizeof(eh))
 		return false;
-	sh = (const void *)(elf + eh->e_shoff);
-	for (unsigned i = 0; i < eh->e_shnum; i++) {
-		const Elf64_Shdr *str = &sh[sh[i].sh_link];
+	memcpy(&eh, elf, sizeof(eh));
+	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff > len ||
+	    (len - eh.e_shoff) / sizeof(Elf64_Shdr) < eh.e_shnum)
+		return false;
+	for (unsigned i = 0; i < eh.e_shnum; i++) {
+		Elf64_Shdr sh = shdr_at(elf, &eh, i), str;
 
-		if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum ||
-		    sh[i].sh_offset > len || sh[i].sh_size > len - sh[i].sh_offset ||
-		    str->sh_offset > len || str->sh_size > len - str->sh_offset)
+		if (sh.sh_type != SHT_SYMTAB || sh.sh_link >= eh.e_shnum || sh.sh_offset > len ||
+		    sh.sh_size > len - sh.sh_offset)
 			continue;
-		for (uint64_t s = 0; s + sizeof(Elf64_Sym) <= sh[i].sh_size;
-		     s += sizeof(Elf64_Sym)) {
-			const Elf64_Sym *sym = (const void *)(elf + sh[i].sh_offset + s);
-			const char *name = (const char *)elf + str->sh_offset + sym->st_name;
-			unsigned type = ELF64_ST_TYPE(sym->st_info);
+		str = shdr_at(elf, &eh, sh.sh_link);
+		if (str.sh_offset > len || str.sh_size > len - str.sh_offset)
+			continue;
+		for (uint64_t s = 0; s + sizeof(Elf64_Sym) <= sh.sh_size; s += sizeof(Elf64_Sym)) {
+			const char *name;
+			unsigned type;
 			size_t name_len;
+			Elf64_Sym sym;
 
-			if (sym->st_name >= str->sh_size || sym->st_shndx == SHN_UNDEF)
+			memcpy(&sym, elf + sh.sh_offset + s, sizeof(sym));
+			if (sym.st_name >= str.sh_size || sym.st_shndx == SHN_UNDEF)
 				continue;
-			name_len = strnlen(name, str->sh_size - sym->st_name);
-			if (type == STT_FUNC && (sym->st_other & STO_CUDA_ENTRY) &&
+			name = (const char *)elf + str.sh_offset + sym.st_name;
+			name_len = strnlen(name, str.sh_size - sym.st_name);
+			type = ELF64_ST_TYPE(sym.st_info);
+			if (type == STT_FUNC && (sym.st_other & STO_CUDA_ENTRY) &&
 			    fn(arg, FAKECUDA_IMAGE_KERNEL, name, name_len, 0))
 				return true;
 			if ((type == STT_OBJECT || type == STT_CUDA_OBJECT) &&
-			    fn(arg, FAKECUDA_IMAGE_VARIABLE, name, name_len, sym->st_size))
+			    fn(arg, FAKECUDA_IMAGE_VARIABLE, name, name_len, sym.st_size))
 				return true;
 		}
 	}
@@ -299,9 +313,10 @@ static bool fatbin_each(const unsigned char *p, fakecuda_image_symbol_fn fn, voi
 /* The size of a bare cubin: the linker puts its section headers last. */
 static size_t cubin_size(const void *image)
 {
-	const Elf64_Ehdr *eh = image;
+	Elf64_Ehdr eh;
 
-	return eh->e_shoff + (size_t)eh->e_shnum * sizeof(Elf64_Shdr);
+	memcpy(&eh, image, sizeof(eh));
+	return eh.e_shoff + (size_t)eh.e_shnum * sizeof(Elf64_Shdr);
 }
 
 /* What a loaded image is; *fatbin is the fatbin itself (past nvcc's wrapper). */
@@ -393,23 +408,26 @@ size_t fakecuda_image_size(const void *image)
 {
 	const unsigned char *fatbin = NULL;
 	enum fakecuda_image_kind kind = image ? image_kind(image, &fatbin) : FAKECUDA_IMAGE_UNKNOWN;
-	const Elf64_Ehdr *eh = image;
-	const Elf64_Shdr *sh;
+	Elf64_Ehdr eh;
 	size_t size;
 
 	if (kind == FAKECUDA_IMAGE_PTX)
 		return strlen(image) + 1;
-	if (kind != FAKECUDA_IMAGE_CUBIN || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh->e_shentsize != sizeof(*sh))
+	if (kind != FAKECUDA_IMAGE_CUBIN)
+		return 0;
+	memcpy(&eh, image, sizeof(eh));
+	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr))
 		return 0;
 	/* the furthest of the headers and the sections' contents */
 	size = cubin_size(image);
-	if (eh->e_phoff + (size_t)eh->e_phnum * eh->e_phentsize > size)
-		size = eh->e_phoff + (size_t)eh->e_phnum * eh->e_phentsize;
-	sh = (const void *)((const unsigned char *)image + eh->e_shoff);
-	for (unsigned i = 0; i < eh->e_shnum; i++)
-		if (sh[i].sh_type != SHT_NOBITS && sh[i].sh_offset + sh[i].sh_size > size)
-			size = sh[i].sh_offset + sh[i].sh_size;
+	if (eh.e_phoff + (size_t)eh.e_phnum * eh.e_phentsize > size)
+		size = eh.e_phoff + (size_t)eh.e_phnum * eh.e_phentsize;
+	for (unsigned i = 0; i < eh.e_shnum; i++) {
+		Elf64_Shdr sh = shdr_at(image, &eh, i);
+
+		if (sh.sh_type != SHT_NOBITS && sh.sh_offset + sh.sh_size > size)
+			size = sh.sh_offset + sh.sh_size;
+	}
 	return size;
 }
 
