@@ -479,7 +479,7 @@ void gprof_coll_attrib_memory_base(struct gprof_coll_win *w, const struct gprof_
 	}
 }
 
-/* One change of the window's gpu_memory counter, written. */
+/* One change of the window's gpu_memory counter, written (address 0: the counter alone). */
 static void push_memory(struct gprof_coll_win *w, const struct gprof_coll_mem *m)
 {
 	uint64_t *now = &w->memory[m->device];
@@ -498,35 +498,50 @@ static void push_memory(struct gprof_coll_win *w, const struct gprof_coll_mem *m
 }
 
 /*
+ * What one allocation (raw > 0) or release changes in the counter of w (NULL: none). With the
+ * opening's figure, every record counts as it is; without it, only the releases of allocations
+ * seen count, which needs the records in time order (CUPTI's come per thread, out of it: an
+ * address the allocator reuses may be allocated again before its release arrives).
+ */
+static int64_t counted(const struct gprof_coll_win *w, uint32_t dev, uint64_t address, int64_t raw)
+{
+	uint64_t bytes = 0;
+
+	if (w && (w->memory_known >> dev & 1))
+		return raw;
+	if (raw > 0)
+		return gprof_map_put(&allocs, address, (uint64_t)raw) ? 0 : raw;
+	if (gprof_map_get(&allocs, address, &bytes) && gprof_map_del(&allocs, address))
+		return -(int64_t)bytes;
+	return 0;
+}
+
+/*
  * The gpu_memory counter of the window: from what was in use at its opening, the allocations
  * CUPTI reports and the releases of those it saw, or of any when the opening's figure is known
- * (which holds the earlier ones).
+ * (which holds the earlier ones). Held until the window finishes, to be counted in time order.
  */
 static void on_memory(struct gprof_coll_rec *r)
 {
 	uint32_t dev = r->ev.device;
 	struct gprof_coll_win *w = window_at(r->ev.ts_ns);
-	uint64_t bytes = 0;
 	int64_t delta;
 
 	if (dev >= DEVICES_MAX || dev >= GPROF_COLL_MEMORY_DEVICES)
 		return;
-	if (r->delta > 0)
-		delta = gprof_map_put(&allocs, r->address, (uint64_t)r->delta) ? 0 : r->delta;
-	else if (gprof_map_get(&allocs, r->address, &bytes) && gprof_map_del(&allocs, r->address))
-		delta = -(int64_t)bytes;
-	else
-		delta = w && (w->memory_known >> dev & 1) ? r->delta : 0;
-	/* a change the driver's figure at the opening already holds */
-	if (w && (w->memory_known >> dev & 1) && r->ev.ts_ns < w->memory_ns)
-		delta = 0;
-	if (!delta || !w || !(gprof_coll_activities & GPROF_ACT_MEMORY))
+	if (!w || !(gprof_coll_activities & GPROF_ACT_MEMORY)) {
+		counted(NULL, dev, r->address, r->delta); /* the allocations seen, kept */
 		return;
-	/* Held to sort at the close; past the limit, or out of memory, pushed at once. */
+	}
+	/* Past the limit, or out of memory, counted and pushed at once. */
 	if (!gprof_array_room((void **)&w->mem, &w->cap_mem, w->n_mem, sizeof(*w->mem), 64,
-			      GPROF_COLL_MEM_MAX))
-		w->mem[w->n_mem++] = (struct gprof_coll_mem){r->ev.ts_ns, r->address, delta, dev};
-	else
+			      GPROF_COLL_MEM_MAX)) {
+		w->mem[w->n_mem++] =
+		    (struct gprof_coll_mem){r->ev.ts_ns, r->address, r->delta, dev};
+		return;
+	}
+	delta = counted(w, dev, r->address, r->delta);
+	if (delta)
 		push_memory(w, &(struct gprof_coll_mem){r->ev.ts_ns, r->address, delta, dev});
 }
 
@@ -537,13 +552,31 @@ static int by_time(const void *a, const void *b)
 	return (x->ts_ns > y->ts_ns) - (x->ts_ns < y->ts_ns);
 }
 
-/* The window's held allocations and frees, in time order, as its gpu_memory counter. */
+/*
+ * The window's held allocations and frees, in time order, as its gpu_memory counter, after its
+ * value at the opening: the driver's figure, taken a little after the opening (while the
+ * program's other threads went on), less the changes between the two, which it holds.
+ */
 static void release_memory(struct gprof_coll_win *w)
 {
 	if (w->n_mem)
 		qsort(w->mem, w->n_mem, sizeof(*w->mem), by_time);
-	for (size_t i = 0; i < w->n_mem; i++)
-		push_memory(w, &w->mem[i]);
+	for (uint32_t dev = 0; dev < GPROF_COLL_MEMORY_DEVICES; dev++) {
+		int64_t held = 0;
+
+		if (!(w->memory_known >> dev & 1))
+			continue;
+		for (size_t i = 0; i < w->n_mem && w->mem[i].ts_ns < w->memory_ns; i++)
+			held += w->mem[i].device == dev ? w->mem[i].delta : 0;
+		push_memory(w, &(struct gprof_coll_mem){w->begin_ns, 0, -held, dev});
+	}
+	for (size_t i = 0; i < w->n_mem; i++) {
+		struct gprof_coll_mem m = w->mem[i];
+
+		m.delta = counted(w, m.device, m.address, m.delta);
+		if (m.delta)
+			push_memory(w, &m);
+	}
 	free(w->mem);
 	w->mem = NULL;
 	w->n_mem = w->cap_mem = 0;

@@ -107,7 +107,8 @@ static void memory_at_open(uint32_t id, uint64_t begin_ns, struct gprof_memory_b
 	*base = (struct gprof_memory_base){
 	    .device = device, .bytes = in_use, .ts_ns = gprof_realtime_ns()};
 	gprof_memory_reset(in_use > 0 ? (uint64_t)in_use : 0, in_use < 0 ? 0 : base->ts_ns);
-	if (in_use < 0)
+	/* From CUPTI's records, the collector writes it with the changes since begin_ns out. */
+	if (in_use < 0 || (gprof_collector_covers() & GPROF_ACT_MEMORY))
 		return;
 	e.device = (uint32_t)device;
 	e.u.memory.allocated = (uint64_t)in_use;
