@@ -292,8 +292,11 @@ static bool usable(void)
 void gprof_collector_window_begin(uint32_t id, uint64_t number, uint64_t begin_ns,
 				  const struct gprof_memory_base *memory)
 {
+	static bool said;
+	bool claimed = false;
+
 	pthread_mutex_lock(&gprof_coll.lock);
-	for (unsigned i = 0; usable() && i < GPROF_COLL_WINDOWS; i++) {
+	for (unsigned i = 0; usable() && !claimed && i < GPROF_COLL_WINDOWS; i++) {
 		struct gprof_coll_win *w = &gprof_coll_wins[i];
 
 		if (__atomic_load_n(&w->id, __ATOMIC_ACQUIRE))
@@ -304,7 +307,14 @@ void gprof_collector_window_begin(uint32_t id, uint64_t number, uint64_t begin_n
 		__atomic_store_n(&w->end_ns, UINT64_MAX, __ATOMIC_RELAXED);
 		gprof_export_window_hold(id);
 		__atomic_store_n(&w->id, id, __ATOMIC_RELEASE);
-		break;
+		claimed = true;
+	}
+	/* An export slot was free, so one of ours is too (each is freed first): never expected. */
+	if (usable() && !claimed && !said) {
+		said = true;
+		pr_warn("window %llu: every collector slot is in use; its GPU activity is not "
+			"recorded (a libgprof bug: please report it)",
+			(unsigned long long)number);
 	}
 	pthread_mutex_unlock(&gprof_coll.lock);
 }

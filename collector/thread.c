@@ -91,8 +91,9 @@ static void finish(struct gprof_coll_win *w)
 	w->ended_ms = w->pending = w->dropped = w->untimed = w->unknown = w->unlinked = 0;
 	w->unheld = w->no_gpu = 0;
 	w->lo = w->hi = 0;
-	gprof_export_window_release(id);
+	/* The slot is free before the export's: a window that opens once that one is can claim it. */
 	__atomic_store_n(&w->id, 0, __ATOMIC_RELEASE);
+	gprof_export_window_release(id);
 }
 
 /* The ended window with the smallest id above `after` (windows finish in order), or NULL. */

@@ -512,8 +512,9 @@ TEST(rel_own_windows_busy)
 		/* without a wait, every step of the run and every kernel */
 		if (!c) {
 			ASSERT_EQ(steps, 200);
-			ASSERT_EQ(kernels,
-				  (int)gtlog_count(r.gt, "{\"type\":\"gpu\",\"kind\":\"kernel\"}"));
+			ASSERT_MSG(kernels == (int)gtlog_count(
+						  r.gt, "{\"type\":\"gpu\",\"kind\":\"kernel\"}"),
+				   "%d kernels in %d files: %s", kernels, n, r.res.err);
 		}
 		ASSERT_MSG(!strstr(r.res.err, "is not recorded"), "%s", r.res.err);
 		if (n < windows) {
