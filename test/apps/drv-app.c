@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include <cuda.h>
+#include "driver-entries.h"
 
 #define BYTES 4096
 
@@ -41,25 +42,21 @@ static struct {
 	CUresult (*sync)(void);
 } cu;
 
-/* Which base name fills which pointer of `cu`. */
-static const struct {
-	const char *name;
-	size_t offset;
-} entries[] = {
-    {"cuInit", offsetof(__typeof__(cu), init)},
-    {"cuDeviceGet", offsetof(__typeof__(cu), device_get)},
-    {"cuDevicePrimaryCtxRetain", offsetof(__typeof__(cu), ctx_retain)},
-    {"cuCtxSetCurrent", offsetof(__typeof__(cu), ctx_set)},
-    {"cuModuleLoadData", offsetof(__typeof__(cu), module_load)},
-    {"cuModuleGetFunction", offsetof(__typeof__(cu), module_get_function)},
-    {"cuModuleUnload", offsetof(__typeof__(cu), module_unload)},
-    {"cuMemAlloc", offsetof(__typeof__(cu), mem_alloc)},
-    {"cuMemFree", offsetof(__typeof__(cu), mem_free)},
-    {"cuMemcpyHtoD", offsetof(__typeof__(cu), htod)},
-    {"cuMemcpyDtoH", offsetof(__typeof__(cu), dtoh)},
-    {"cuLaunchKernel", offsetof(__typeof__(cu), launch)},
-    {"cuLaunchKernelEx", offsetof(__typeof__(cu), launch_ex)},
-    {"cuCtxSynchronize", offsetof(__typeof__(cu), sync)},
+static const struct driver_entry entries[] = {
+    DRIVER_ENTRY(cu, "cuInit", init),
+    DRIVER_ENTRY(cu, "cuDeviceGet", device_get),
+    DRIVER_ENTRY(cu, "cuDevicePrimaryCtxRetain", ctx_retain),
+    DRIVER_ENTRY(cu, "cuCtxSetCurrent", ctx_set),
+    DRIVER_ENTRY(cu, "cuModuleLoadData", module_load),
+    DRIVER_ENTRY(cu, "cuModuleGetFunction", module_get_function),
+    DRIVER_ENTRY(cu, "cuModuleUnload", module_unload),
+    DRIVER_ENTRY(cu, "cuMemAlloc", mem_alloc),
+    DRIVER_ENTRY(cu, "cuMemFree", mem_free),
+    DRIVER_ENTRY(cu, "cuMemcpyHtoD", htod),
+    DRIVER_ENTRY(cu, "cuMemcpyDtoH", dtoh),
+    DRIVER_ENTRY(cu, "cuLaunchKernel", launch),
+    DRIVER_ENTRY(cu, "cuLaunchKernelEx", launch_ex),
+    DRIVER_ENTRY(cu, "cuCtxSynchronize", sync),
 };
 
 #define CHECK(call)                                                                   \
@@ -73,23 +70,7 @@ static const struct {
 
 static void resolve(void)
 {
-	CUresult (*get_proc)(const char *, void **, int, cuuint64_t,
-			     CUdriverProcAddressQueryResult *);
-	CUdriverProcAddressQueryResult status;
-	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-
-	if (!lib) {
-		fprintf(stderr, "drv-app: %s\n", dlerror());
-		exit(1);
-	}
-	*(void **)&get_proc = dlsym(lib, "cuGetProcAddress_v2");
-	if (!get_proc) {
-		fprintf(stderr, "drv-app: no cuGetProcAddress_v2\n");
-		exit(1);
-	}
-	for (size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); i++)
-		CHECK(get_proc(entries[i].name, (void **)((char *)&cu + entries[i].offset), 12000,
-			       CU_GET_PROC_ADDRESS_DEFAULT, &status));
+	driver_entries("drv-app", entries, sizeof(entries) / sizeof(entries[0]), &cu);
 }
 
 int main(int argc, char **argv)

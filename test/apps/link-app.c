@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include <cuda.h>
+#include "driver-entries.h"
 
 static struct {
 	CUresult (*init)(unsigned int);
@@ -62,33 +63,25 @@ static struct {
 				     unsigned int, CUjit_option *, void **);
 } cu;
 
-/* Which base name fills which pointer of `cu`. */
-#define ENTRY(name, member)                            \
-	{                                              \
-		name, offsetof(__typeof__(cu), member) \
-	}
-static const struct {
-	const char *name;
-	size_t offset;
-} entries[] = {
-    ENTRY("cuInit", init),
-    ENTRY("cuDeviceGet", device_get),
-    ENTRY("cuDevicePrimaryCtxRetain", ctx_retain),
-    ENTRY("cuCtxSetCurrent", ctx_set),
-    ENTRY("cuLinkCreate", link_create),
-    ENTRY("cuLinkAddData", link_add_data),
-    ENTRY("cuLinkAddFile", link_add_file),
-    ENTRY("cuLinkComplete", link_complete),
-    ENTRY("cuLinkDestroy", link_destroy),
-    ENTRY("cuModuleLoadData", module_load),
-    ENTRY("cuModuleGetFunction", module_get_function),
-    ENTRY("cuModuleGetGlobal", module_get_global),
-    ENTRY("cuLibraryLoadFromFile", library_load_file),
-    ENTRY("cuLibraryGetKernel", library_get_kernel),
-    ENTRY("cuLaunchKernel", launch),
-    ENTRY("cuLaunchCooperativeKernel", launch_cooperative),
-    ENTRY("cuLaunchKernelEx", launch_ex),
-    ENTRY("cuCtxSynchronize", sync),
+static const struct driver_entry entries[] = {
+    DRIVER_ENTRY(cu, "cuInit", init),
+    DRIVER_ENTRY(cu, "cuDeviceGet", device_get),
+    DRIVER_ENTRY(cu, "cuDevicePrimaryCtxRetain", ctx_retain),
+    DRIVER_ENTRY(cu, "cuCtxSetCurrent", ctx_set),
+    DRIVER_ENTRY(cu, "cuLinkCreate", link_create),
+    DRIVER_ENTRY(cu, "cuLinkAddData", link_add_data),
+    DRIVER_ENTRY(cu, "cuLinkAddFile", link_add_file),
+    DRIVER_ENTRY(cu, "cuLinkComplete", link_complete),
+    DRIVER_ENTRY(cu, "cuLinkDestroy", link_destroy),
+    DRIVER_ENTRY(cu, "cuModuleLoadData", module_load),
+    DRIVER_ENTRY(cu, "cuModuleGetFunction", module_get_function),
+    DRIVER_ENTRY(cu, "cuModuleGetGlobal", module_get_global),
+    DRIVER_ENTRY(cu, "cuLibraryLoadFromFile", library_load_file),
+    DRIVER_ENTRY(cu, "cuLibraryGetKernel", library_get_kernel),
+    DRIVER_ENTRY(cu, "cuLaunchKernel", launch),
+    DRIVER_ENTRY(cu, "cuLaunchCooperativeKernel", launch_cooperative),
+    DRIVER_ENTRY(cu, "cuLaunchKernelEx", launch_ex),
+    DRIVER_ENTRY(cu, "cuCtxSynchronize", sync),
 };
 
 static void fail(const char *what, int err)
@@ -114,25 +107,14 @@ static void fail(const char *what, int err)
 
 static void resolve(void)
 {
-	CUresult (*get_proc)(const char *, void **, int, cuuint64_t,
-			     CUdriverProcAddressQueryResult *);
-	CUdriverProcAddressQueryResult status;
-	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	void *lib = driver_entries("link-app", entries, sizeof(entries) / sizeof(entries[0]), &cu);
 
-	if (!lib) {
-		fprintf(stderr, "link-app: %s\n", dlerror());
-		exit(1);
-	}
-	*(void **)&get_proc = dlsym(lib, "cuGetProcAddress_v2");
 	*(void **)&cu.link_create_v1 = dlsym(lib, "cuLinkCreate");
 	*(void **)&cu.link_add_data_v1 = dlsym(lib, "cuLinkAddData");
-	if (!get_proc || !cu.link_create_v1 || !cu.link_add_data_v1) {
+	if (!cu.link_create_v1 || !cu.link_add_data_v1) {
 		fprintf(stderr, "link-app: libcuda.so.1 lacks an entry point\n");
 		exit(1);
 	}
-	for (size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); i++)
-		CHECK(get_proc(entries[i].name, (void **)((char *)&cu + entries[i].offset), 12000,
-			       CU_GET_PROC_ADDRESS_DEFAULT, &status));
 }
 
 /* A file's bytes and a NUL (PTX is a string). */
