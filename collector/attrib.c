@@ -36,7 +36,6 @@
  */
 #define GPU_PATIENCE_MS 1000
 
-struct gprof_coll_win gprof_coll_wins[GPROF_COLL_WINDOWS];
 unsigned gprof_coll_activities;
 
 /* The correlation map's values: what is known of a correlation id. */
@@ -172,12 +171,6 @@ static bool is_own_call(const struct gprof_coll_rec *r)
 	return r->thread == __atomic_load_n(&own.thread, __ATOMIC_ACQUIRE) &&
 	       r->ev.ts_ns >= __atomic_load_n(&own.from_ns, __ATOMIC_RELAXED) &&
 	       r->ev.ts_ns <= __atomic_load_n(&own.to_ns, __ATOMIC_ACQUIRE);
-}
-
-bool gprof_coll_win_ended(const struct gprof_coll_win *w)
-{
-	return __atomic_load_n(&w->id, __ATOMIC_ACQUIRE) &&
-	       __atomic_load_n(&w->end_ns, __ATOMIC_ACQUIRE) != UINT64_MAX;
 }
 
 /* The window whose calls started in [begin, end) and that ts falls in. */
@@ -465,18 +458,6 @@ static void on_gpu(struct gprof_coll_rec *r)
 	gprof_coll_api_unpack(&gprof_coll_held_apis[LINK_HELD(link) - 1], corr, &api);
 	gprof_coll_held_free(GPROF_COLL_HELD_API, LINK_HELD(link));
 	push_linked(&api, &r->ev, w);
-}
-
-void gprof_coll_attrib_memory_base(struct gprof_coll_win *w, const struct gprof_memory_base *base)
-{
-	memset(w->memory, 0, sizeof(w->memory));
-	w->memory_known = w->memory_ns = 0;
-	if (base && base->bytes >= 0 && base->device >= 0 &&
-	    base->device < GPROF_COLL_MEMORY_DEVICES) {
-		w->memory[base->device] = (uint64_t)base->bytes;
-		w->memory_known = 1ull << base->device;
-		w->memory_ns = base->ts_ns;
-	}
 }
 
 /* One change of the window's gpu_memory counter, written (address 0: the counter alone). */

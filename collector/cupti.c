@@ -50,20 +50,6 @@ static void publish_status(const char *status)
 	gprof_export_set_process_info(&gprof_coll.proc);
 }
 
-/* Under lock: windows nobody will drain are let go. */
-static void release_windows(void)
-{
-	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
-		struct gprof_coll_win *w = &gprof_coll_wins[i];
-		uint32_t id = __atomic_load_n(&w->id, __ATOMIC_ACQUIRE);
-
-		if (!id)
-			continue;
-		gprof_export_window_release(id);
-		memset(w, 0, sizeof(*w));
-	}
-}
-
 /* Under lock: CUPTI is out for good; the hooks' events stand from now on. */
 static void give_up(const char *status)
 {
@@ -71,7 +57,7 @@ static void give_up(const char *status)
 	__atomic_store_n(&gprof_coll.covers, 0, __ATOMIC_RELEASE);
 	publish_status(status);
 	if (!gprof_coll.thread_running)
-		release_windows();
+		gprof_coll_windows_release_all();
 	gprof_coll_kick();
 }
 
@@ -132,14 +118,6 @@ bool gprof_coll_disable_if_idle(void)
 	}
 	pthread_mutex_unlock(&gprof_coll.lock);
 	return idle;
-}
-
-bool gprof_coll_windows_in_use(void)
-{
-	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++)
-		if (__atomic_load_n(&gprof_coll_wins[i].id, __ATOMIC_ACQUIRE))
-			return true;
-	return false;
 }
 
 int gprof_collector_init(const struct gprof_collector_config *cfg)
@@ -293,24 +271,10 @@ void gprof_collector_window_begin(uint32_t id, uint64_t number, uint64_t begin_n
 				  const struct gprof_memory_base *memory)
 {
 	static bool said;
-	bool claimed = false;
 
 	pthread_mutex_lock(&gprof_coll.lock);
-	for (unsigned i = 0; usable() && !claimed && i < GPROF_COLL_WINDOWS; i++) {
-		struct gprof_coll_win *w = &gprof_coll_wins[i];
-
-		if (__atomic_load_n(&w->id, __ATOMIC_ACQUIRE))
-			continue;
-		w->number = number;
-		gprof_coll_attrib_memory_base(w, memory);
-		__atomic_store_n(&w->begin_ns, begin_ns, __ATOMIC_RELAXED);
-		__atomic_store_n(&w->end_ns, UINT64_MAX, __ATOMIC_RELAXED);
-		gprof_export_window_hold(id);
-		__atomic_store_n(&w->id, id, __ATOMIC_RELEASE);
-		claimed = true;
-	}
 	/* An export slot was free, so one of ours is too (each is freed first): never expected. */
-	if (usable() && !claimed && !said) {
+	if (usable() && !gprof_coll_win_claim(id, number, begin_ns, memory) && !said) {
 		said = true;
 		pr_warn("window %llu: every collector slot is in use; its GPU activity is not "
 			"recorded (a libgprof bug: please report it)",
@@ -330,10 +294,8 @@ void gprof_collector_window_end(uint32_t id, uint64_t end_ns)
 			continue;
 		__atomic_store_n(&w->end_ns, end_ns, __ATOMIC_RELEASE);
 		/* CUPTI never ran for it: nothing can come. */
-		if (!gprof_coll.thread_running) {
-			gprof_export_window_release(id);
-			memset(w, 0, sizeof(*w));
-		}
+		if (!gprof_coll.thread_running)
+			gprof_coll_win_release(w);
 	}
 	pthread_mutex_unlock(&gprof_coll.lock);
 	gprof_coll_kick();
@@ -369,7 +331,7 @@ void gprof_collector_fini(unsigned timeout_ms)
 	if (gprof_coll_state() == GPROF_COLL_ENABLED)
 		disable_kinds();
 	if (!gprof_coll.thread_running)
-		release_windows();
+		gprof_coll_windows_release_all();
 	set_state(GPROF_COLL_OFF);
 	pthread_mutex_unlock(&gprof_coll.lock);
 }
@@ -381,7 +343,7 @@ void gprof_collector_forked(void)
 	__atomic_store_n(&gprof_coll.covers, 0, __ATOMIC_RELEASE);
 	gprof_coll.thread_running = false;
 	gprof_coll.want = false;
-	memset(gprof_coll_wins, 0, sizeof(gprof_coll_wins));
+	gprof_coll_windows_forget();
 	/* Another thread may have held it at fork(). */
 	pthread_mutex_init(&gprof_coll.lock, NULL);
 }

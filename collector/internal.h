@@ -240,12 +240,29 @@ struct gprof_coll_mem {
 
 extern struct gprof_coll_win gprof_coll_wins[GPROF_COLL_WINDOWS];
 
+/* windows.c: the slots from claim to release. */
+/*
+ * Under gprof_coll.lock: the first free slot for export window id (held from now on, as a
+ * window that opens at begin_ns with memory's figure), or NULL when none is free.
+ */
+struct gprof_coll_win *gprof_coll_win_claim(uint32_t id, uint64_t number, uint64_t begin_ns,
+					    const struct gprof_memory_base *memory);
+/* A window's memory counter starts from the driver's figure, if known (before w is claimed). */
+void gprof_coll_win_memory_base(struct gprof_coll_win *w, const struct gprof_memory_base *base);
+/* The slot is free, then the export window's hold is let go (in that order). */
+void gprof_coll_win_release(struct gprof_coll_win *w);
+/* Whether the slot is in use and its window has ended. */
+bool gprof_coll_win_ended(const struct gprof_coll_win *w);
+bool gprof_coll_windows_in_use(void);
+/* Under gprof_coll.lock, with no collector thread: every slot released. */
+void gprof_coll_windows_release_all(void);
+/* After fork: the slots are the parent's; forgotten, not released. */
+void gprof_coll_windows_forget(void);
+
 /* What the session asked to record (GPROF_ACTIVITIES), set before the thread starts. */
 extern unsigned gprof_coll_activities;
 
 int gprof_coll_attrib_init(void);
-/* A window's memory counter starts from the driver's figure, if known (before w is claimed). */
-void gprof_coll_attrib_memory_base(struct gprof_coll_win *w, const struct gprof_memory_base *base);
 /*
  * Whether CUPTI names threads by gettid() (cuptiSetThreadIdType SYSTEM, asked for before any
  * kind is enabled): its thread ids are then ours. Otherwise they are pthread_self() cut to 32
@@ -256,8 +273,6 @@ void gprof_coll_attrib_system_tids(bool system);
 void gprof_coll_attrib_buffer(const struct gprof_coll_buf *b);
 /* Dropped records (CUPTI's or ours) count for the window being recorded or drained. */
 void gprof_coll_attrib_dropped(uint64_t n);
-/* Whether the window's slot is in use and it has ended. */
-bool gprof_coll_win_ended(const struct gprof_coll_win *w);
 /*
  * Every flush (now_ms: CLOCK_MONOTONIC): when held.c refused an entry since the last sweep,
  * what waited too long is written without its partner to make room: GPU records whose launch
@@ -298,7 +313,6 @@ struct gprof_coll {
 extern struct gprof_coll gprof_coll;
 
 enum gprof_coll_state gprof_coll_state(void);
-bool gprof_coll_windows_in_use(void);
 /* The collector thread, when no window needs records: disables the kinds (true if it did). */
 bool gprof_coll_disable_if_idle(void);
 

@@ -82,18 +82,11 @@ static void report(const struct gprof_coll_win *w)
 
 static void finish(struct gprof_coll_win *w)
 {
-	uint32_t id = w->id;
-
 	gprof_coll_attrib_finish(w);
 	report(w);
 	if (w->dropped)
-		gprof_export_window_add_cupti_dropped(id, w->dropped);
-	w->ended_ms = w->pending = w->dropped = w->untimed = w->unknown = w->unlinked = 0;
-	w->unheld = w->no_gpu = 0;
-	w->lo = w->hi = 0;
-	/* The slot is free before the export's: a window that opens once that one is can claim it. */
-	__atomic_store_n(&w->id, 0, __ATOMIC_RELEASE);
-	gprof_export_window_release(id);
+		gprof_export_window_add_cupti_dropped(w->id, w->dropped);
+	gprof_coll_win_release(w);
 }
 
 /* The ended window with the smallest id above `after` (windows finish in order), or NULL. */

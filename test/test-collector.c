@@ -678,7 +678,7 @@ static void memory_out_of_order(bool known)
 	json_t *ev;
 	int n = 0;
 
-	gprof_coll_attrib_memory_base(w, known ? &figure : NULL);
+	gprof_coll_win_memory_base(w, known ? &figure : NULL);
 	w->end_ns = begin + 1000;
 	walk(&allocs);
 	walk(&releases);

@@ -1,0 +1,79 @@
+/*
+ * The collector's window slots, from claim to release: a session thread claims one when a
+ * window opens (under gprof_coll.lock); the collector thread, or whoever finds CUPTI gone,
+ * releases it once its last records are in, the slot before the export window's hold, so that
+ * a window the export lets open finds a slot free.
+ */
+#include <string.h>
+
+#include "collector/internal.h"
+
+struct gprof_coll_win gprof_coll_wins[GPROF_COLL_WINDOWS];
+
+void gprof_coll_win_memory_base(struct gprof_coll_win *w, const struct gprof_memory_base *base)
+{
+	memset(w->memory, 0, sizeof(w->memory));
+	w->memory_known = w->memory_ns = 0;
+	if (base && base->bytes >= 0 && base->device >= 0 &&
+	    base->device < GPROF_COLL_MEMORY_DEVICES) {
+		w->memory[base->device] = (uint64_t)base->bytes;
+		w->memory_known = 1ull << base->device;
+		w->memory_ns = base->ts_ns;
+	}
+}
+
+struct gprof_coll_win *gprof_coll_win_claim(uint32_t id, uint64_t number, uint64_t begin_ns,
+					    const struct gprof_memory_base *memory)
+{
+	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
+		struct gprof_coll_win *w = &gprof_coll_wins[i];
+
+		if (__atomic_load_n(&w->id, __ATOMIC_ACQUIRE))
+			continue;
+		w->number = number;
+		gprof_coll_win_memory_base(w, memory);
+		__atomic_store_n(&w->begin_ns, begin_ns, __ATOMIC_RELAXED);
+		__atomic_store_n(&w->end_ns, UINT64_MAX, __ATOMIC_RELAXED);
+		gprof_export_window_hold(id);
+		__atomic_store_n(&w->id, id, __ATOMIC_RELEASE);
+		return w;
+	}
+	return NULL;
+}
+
+void gprof_coll_win_release(struct gprof_coll_win *w)
+{
+	uint32_t id = w->id;
+
+	w->ended_ms = w->pending = w->dropped = w->untimed = w->unknown = w->unlinked = 0;
+	w->unheld = w->no_gpu = 0;
+	w->lo = w->hi = 0;
+	__atomic_store_n(&w->id, 0, __ATOMIC_RELEASE);
+	gprof_export_window_release(id);
+}
+
+bool gprof_coll_win_ended(const struct gprof_coll_win *w)
+{
+	return __atomic_load_n(&w->id, __ATOMIC_ACQUIRE) &&
+	       __atomic_load_n(&w->end_ns, __ATOMIC_ACQUIRE) != UINT64_MAX;
+}
+
+bool gprof_coll_windows_in_use(void)
+{
+	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++)
+		if (__atomic_load_n(&gprof_coll_wins[i].id, __ATOMIC_ACQUIRE))
+			return true;
+	return false;
+}
+
+void gprof_coll_windows_release_all(void)
+{
+	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++)
+		if (__atomic_load_n(&gprof_coll_wins[i].id, __ATOMIC_ACQUIRE))
+			gprof_coll_win_release(&gprof_coll_wins[i]);
+}
+
+void gprof_coll_windows_forget(void)
+{
+	memset(gprof_coll_wins, 0, sizeof(gprof_coll_wins));
+}
