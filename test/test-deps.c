@@ -10,7 +10,10 @@
 #include "task.h"
 #include "util/proc.h"
 
-/* collector/ joins the list once its windows have one owner (issue #19). */
+/*
+ * collector/ joins the list once its last cycle is gone (issue #19): its windows have one owner
+ * now (windows.c), but attrib.c -> external.c -> cupti.c -> attrib.c remains.
+ */
 #define CHECKED "preload", "scheduler", "export", "common"
 
 /* Runs deps.py -C root build folder... into *res; skips without python3. */
