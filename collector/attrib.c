@@ -36,7 +36,7 @@
  */
 #define GPU_PATIENCE_MS 1000
 
-unsigned gprof_coll_activities;
+static unsigned activities; /* GPROF_ACT_* to record, from the configuration */
 
 /* The correlation map's values: what is known of a correlation id. */
 enum link_kind {
@@ -99,8 +99,9 @@ static uint32_t cupti_thread_id(void)
 				  : (uint32_t)(uintptr_t)pthread_self();
 }
 
-int gprof_coll_attrib_init(void)
+int gprof_coll_attrib_init(unsigned acts)
 {
+	activities = acts;
 	if (gprof_coll_held_init() || gprof_map_init(&allocs, ALLOCS_MAX))
 		return -ENOMEM;
 	gprof_coll_attrib_reset();
@@ -323,7 +324,7 @@ static void chain_release(uint32_t index1, struct gprof_coll_win *w, struct gpro
 
 static bool api_wanted(void)
 {
-	return gprof_coll_activities & GPROF_ACT_API;
+	return activities & GPROF_ACT_API;
 }
 
 static void note_corr(struct gprof_coll_win *w, uint32_t corr)
@@ -370,7 +371,7 @@ static void on_api(struct gprof_coll_rec *r)
 	if (!w) {
 		if (waiting)
 			chain_release(LINK_HELD(link), NULL, NULL, true);
-		else if (r->launches & gprof_coll_activities)
+		else if (r->launches & activities)
 			gprof_coll_links_put(corr, LINK(LINK_OUTSIDE, 0, 0));
 		return;
 	}
@@ -379,7 +380,7 @@ static void on_api(struct gprof_coll_rec *r)
 		/* No chain: its GPU work was written unlinked (the table was full); so is it. */
 		w->unheld += api_wanted() && !LINK_HELD(link);
 		chain_release(LINK_HELD(link), w, api_wanted() ? &r->ev : NULL, false);
-	} else if (r->launches & gprof_coll_activities) {
+	} else if (r->launches & activities) {
 		hold_api(r, w);
 	} else if (api_wanted()) {
 		push(&r->ev, w, false);
@@ -510,7 +511,7 @@ static void on_memory(struct gprof_coll_rec *r)
 
 	if (dev >= DEVICES_MAX || dev >= GPROF_COLL_MEMORY_DEVICES)
 		return;
-	if (!w || !(gprof_coll_activities & GPROF_ACT_MEMORY)) {
+	if (!w || !(activities & GPROF_ACT_MEMORY)) {
 		counted(NULL, dev, r->address, r->delta); /* the allocations seen, kept */
 		return;
 	}

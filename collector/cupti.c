@@ -16,8 +16,6 @@
 #define GPU_ACTS (GPROF_ACT_KERNEL | GPROF_ACT_MEMCPY | GPROF_ACT_MEMSET)
 #define ANY_ACTS (GPU_ACTS | GPROF_ACT_MEMORY | GPROF_ACT_API)
 
-struct gprof_coll gprof_coll = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
 /* Each kind and the GPROF_ACTIVITIES bits that need it; API records place GPU work in windows. */
 static const struct {
 	CUpti_ActivityKind kind;
@@ -36,11 +34,6 @@ static const struct {
 static void set_state(enum gprof_coll_state s)
 {
 	__atomic_store_n(&gprof_coll.state, (int)s, __ATOMIC_RELEASE);
-}
-
-enum gprof_coll_state gprof_coll_state(void)
-{
-	return (enum gprof_coll_state)__atomic_load_n(&gprof_coll.state, __ATOMIC_ACQUIRE);
 }
 
 /* Under lock: the trace headers' view of CUPTI from now on. */
@@ -74,7 +67,7 @@ static void fail(const char *why)
 static void disable_kinds(void)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
-		if (kinds[i].acts & gprof_coll_activities)
+		if (kinds[i].acts & gprof_coll.cfg.activities)
 			gprof_cupti.disable(kinds[i].kind);
 	__atomic_store_n(&gprof_coll.covers, 0, __ATOMIC_RELEASE);
 }
@@ -87,7 +80,7 @@ static void enable_kinds(void)
 	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
 		CUptiResult r;
 
-		if (!(kinds[i].acts & gprof_coll_activities))
+		if (!(kinds[i].acts & gprof_coll.cfg.activities))
 			continue;
 		r = gprof_cupti.enable(kinds[i].kind);
 		if (r == CUPTI_SUCCESS)
@@ -100,7 +93,7 @@ static void enable_kinds(void)
 	}
 	set_state(GPROF_COLL_ENABLED);
 	__atomic_store_n(&gprof_coll.covers,
-			 gprof_coll_activities & (GPROF_ACT_API | GPROF_ACT_MEMORY),
+			 gprof_coll.cfg.activities & (GPROF_ACT_API | GPROF_ACT_MEMORY),
 			 __ATOMIC_RELEASE);
 }
 
@@ -130,7 +123,6 @@ int gprof_collector_init(const struct gprof_collector_config *cfg)
 		 cfg->cupti_lib ? cfg->cupti_lib : "");
 	gprof_coll.cfg.cupti_lib = gprof_coll.lib;
 	gprof_coll.drain_ms = cfg->drain_ms ? cfg->drain_ms : 2000;
-	gprof_coll_activities = cfg->activities;
 	pthread_mutex_lock(&gprof_coll.lock);
 	if (!(cfg->activities & ANY_ACTS)) {
 		set_state(GPROF_COLL_OFF);
@@ -185,7 +177,7 @@ static int attach(char *why, size_t len)
 			 gprof_coll_strerror(r, err, sizeof(err)));
 		return -EIO;
 	}
-	return gprof_coll_attrib_init();
+	return gprof_coll_attrib_init(gprof_coll.cfg.activities);
 }
 
 void gprof_collector_start(void)
@@ -199,7 +191,7 @@ void gprof_collector_start(void)
 		return;
 	rc = attach(why, sizeof(why));
 	if (!rc)
-		rc = gprof_coll_thread_start();
+		rc = gprof_coll_thread_start(gprof_coll_disable_if_idle);
 	pthread_mutex_lock(&gprof_coll.lock);
 	gprof_coll.thread_running = !rc;
 	if (gprof_coll_state() != GPROF_COLL_LOADING) {
@@ -299,6 +291,21 @@ void gprof_collector_window_end(uint32_t id, uint64_t end_ns)
 	}
 	pthread_mutex_unlock(&gprof_coll.lock);
 	gprof_coll_kick();
+}
+
+bool gprof_collector_external_begin(uint32_t id)
+{
+	if (gprof_coll_state() != GPROF_COLL_ENABLED || !gprof_cupti.push_external ||
+	    !gprof_cupti.pop_external)
+		return false;
+	return gprof_cupti.push_external(GPROF_COLL_EXTERNAL_KIND, id) == CUPTI_SUCCESS;
+}
+
+void gprof_collector_external_end(void)
+{
+	uint64_t id;
+
+	gprof_cupti.pop_external(GPROF_COLL_EXTERNAL_KIND, &id);
 }
 
 unsigned gprof_collector_covers(void)

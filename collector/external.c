@@ -1,8 +1,9 @@
 /*
  * CPU operators' External ids. Around an operator's real call the application's thread pushes
- * its id onto CUPTI's external correlation stack; CUPTI then writes an EXTERNAL_CORRELATION
- * record before the record of every API call made inside, and the collector thread keeps
- * correlation id -> External id here until the call's events and their GPU work are written.
+ * its id onto CUPTI's external correlation stack (gprof_collector_external_begin, cupti.c);
+ * CUPTI then writes an EXTERNAL_CORRELATION record before the record of every API call made
+ * inside, and the collector thread keeps correlation id -> External id here until the call's
+ * events and their GPU work are written.
  */
 #include "collector/internal.h"
 
@@ -12,21 +13,6 @@
 static struct {
 	uint32_t corr, id;
 } slots[SLOTS];
-
-bool gprof_collector_external_begin(uint32_t id)
-{
-	if (gprof_coll_state() != GPROF_COLL_ENABLED || !gprof_cupti.push_external ||
-	    !gprof_cupti.pop_external)
-		return false;
-	return gprof_cupti.push_external(GPROF_COLL_EXTERNAL_KIND, id) == CUPTI_SUCCESS;
-}
-
-void gprof_collector_external_end(void)
-{
-	uint64_t id;
-
-	gprof_cupti.pop_external(GPROF_COLL_EXTERNAL_KIND, &id);
-}
 
 void gprof_coll_external_note(uint32_t corr, uint32_t id)
 {

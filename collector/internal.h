@@ -259,10 +259,8 @@ void gprof_coll_windows_release_all(void);
 /* After fork: the slots are the parent's; forgotten, not released. */
 void gprof_coll_windows_forget(void);
 
-/* What the session asked to record (GPROF_ACTIVITIES), set before the thread starts. */
-extern unsigned gprof_coll_activities;
-
-int gprof_coll_attrib_init(void);
+/* acts: the GPROF_ACT_* bits to record (GPROF_ACTIVITIES). */
+int gprof_coll_attrib_init(unsigned acts);
 /*
  * Whether CUPTI names threads by gettid() (cuptiSetThreadIdType SYSTEM, asked for before any
  * kind is enabled): its thread ids are then ours. Otherwise they are pthread_self() cut to 32
@@ -284,7 +282,7 @@ void gprof_coll_attrib_finish(struct gprof_coll_win *w);
 /* No window needs records any more: forget everything held. */
 void gprof_coll_attrib_reset(void);
 
-/* cupti.c: the state machine, shared with the collector thread (thread.c). */
+/* The state machine: cupti.c drives it, the collector thread (thread.c) reads it; state.c holds it. */
 enum gprof_coll_state {
 	GPROF_COLL_IDLE,    /* configured; CUPTI not loaded (no CUDA call yet) */
 	GPROF_COLL_LOADING, /* the first CUDA call is loading and subscribing CUPTI */
@@ -313,11 +311,11 @@ struct gprof_coll {
 extern struct gprof_coll gprof_coll;
 
 enum gprof_coll_state gprof_coll_state(void);
-/* The collector thread, when no window needs records: disables the kinds (true if it did). */
+/* cupti.c, for the collector thread with no window: disables the kinds (true if it did). */
 bool gprof_coll_disable_if_idle(void);
 
-/* thread.c: the collector thread. */
-int gprof_coll_thread_start(void);
+/* thread.c: the collector thread; it calls disable_if_idle when it has no window. */
+int gprof_coll_thread_start(bool (*disable_if_idle)(void));
 /* Waits at most timeout_ms for the thread to finish the windows and end. */
 void gprof_coll_thread_stop(unsigned timeout_ms);
 

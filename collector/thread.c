@@ -157,10 +157,13 @@ static void finish_all(void)
 	}
 }
 
+/* cupti.c's: the kinds are turned off when no window needs them (true if they were). */
+static bool (*idle_off)(void);
+
 /* No window: kinds off, their last records read and forgotten. */
 static void go_idle(void)
 {
-	if (!gprof_coll_disable_if_idle())
+	if (!idle_off())
 		return;
 	gprof_cupti.flush_all(0);
 	drain_queue();
@@ -197,8 +200,9 @@ static void *run(void *arg)
 	return NULL;
 }
 
-int gprof_coll_thread_start(void)
+int gprof_coll_thread_start(bool (*disable_if_idle)(void))
 {
+	idle_off = disable_if_idle;
 	return gprof_thread_start(&gprof_coll.thread, run, NULL);
 }
 

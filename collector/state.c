@@ -1,0 +1,12 @@
+/*
+ * The collector's shared state (internal.h, struct gprof_coll): its lock, the state machine
+ * that cupti.c drives and the collector thread reads, and the configuration.
+ */
+#include "collector/internal.h"
+
+struct gprof_coll gprof_coll = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+enum gprof_coll_state gprof_coll_state(void)
+{
+	return (enum gprof_coll_state)__atomic_load_n(&gprof_coll.state, __ATOMIC_ACQUIRE);
+}
