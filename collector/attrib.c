@@ -252,7 +252,9 @@ static void push_linked(struct gprof_export_event *api, struct gprof_export_even
 	gprof_coll_external_apply(api);
 	gprof_coll_external_apply(gpu);
 	if (gprof_export_push(api) != 0) {
-		push(gpu, w, false);
+		/* unlinked: on failure the exporter counts the drop itself */
+		gpu->flags &= ~GPROF_EXPORT_FLOW;
+		gprof_export_push(gpu);
 		return;
 	}
 	if (gprof_export_push(gpu) == 0)
