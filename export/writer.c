@@ -264,7 +264,7 @@ static int create_file(struct window *w, struct gprof_trace_meta *m, const char 
 /* Creates the folder and the .partial file, and writes the first header. */
 static void open_window(struct window *w, struct gprof_trace_meta *m)
 {
-	const char *what = "cannot name a trace file in";
+	const char *what = "cannot name a trace file in", *slash;
 	char name[NAME_MAX + 1];
 	int err = ctl.dir_err, tries = 0;
 	bool created = false;
@@ -280,7 +280,8 @@ static void open_window(struct window *w, struct gprof_trace_meta *m)
 	    snprintf(w->path, sizeof(w->path), "%s/%s", ctl.dir, name) >= (int)sizeof(w->path))
 		err = -ENAMETOOLONG;
 	m->rank = w->rank;
-	m->trace_name = strrchr(w->path, '/') ? strrchr(w->path, '/') + 1 : w->path;
+	slash = strrchr(w->path, '/');
+	m->trace_name = slash ? slash + 1 : w->path;
 	/* Nothing was written but into the lost file: a program's closefrom costs a new one. */
 	while (!err && (err = create_file(w, m, name, &what, &created)) == -EBADF &&
 	       ++tries < CREATE_TRIES)
