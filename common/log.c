@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "common/log.h"
+#include "common/thread.h"
 #include "common/utf8.h"
 
 int gprof_log_level = GPROF_LOG_WARN;
@@ -135,12 +136,95 @@ int gprof_write_all(int fd, const char *text, size_t len)
 	return 0;
 }
 
+static void write_stderr(const char *text, size_t len)
+{
+	if (stderr_usable())
+		gprof_write_all(STDERR_FILENO, text, len);
+}
+
+/*
+ * A thread with a descriptor table of its own (thread.h) has no stderr: the relay, a thread of
+ * the program's table, writes its text while it waits, one text at a time.
+ */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	const char *text;
+	size_t len;
+	unsigned long asked, done;
+	bool running;
+} relay = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+static void *relay_main(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "gprof-log");
+	pthread_mutex_lock(&relay.lock);
+	for (;;) {
+		while (relay.done == relay.asked)
+			pthread_cond_wait(&relay.cond, &relay.lock);
+		write_stderr(relay.text, relay.len);
+		relay.done = relay.asked;
+		pthread_cond_broadcast(&relay.cond);
+	}
+	return NULL;
+}
+
+/* fork(): the child has no relay thread; the lock may have been held by it. */
+static void relay_forked(void)
+{
+	pthread_mutex_init(&relay.lock, NULL);
+	pthread_cond_init(&relay.cond, NULL);
+	relay.asked = relay.done = 0;
+	relay.running = false;
+}
+
+static void relay_atfork(void)
+{
+	pthread_atfork(NULL, NULL, relay_forked);
+}
+
+int gprof_log_relay_start(void)
+{
+	static pthread_once_t atfork = PTHREAD_ONCE_INIT;
+	int err = 0;
+
+	pthread_mutex_lock(&relay.lock);
+	if (!relay.running)
+		err = gprof_thread_start(NULL, relay_main, NULL);
+	relay.running = !err;
+	pthread_mutex_unlock(&relay.lock);
+	if (!err)
+		pthread_once(&atfork, relay_atfork);
+	return err;
+}
+
+static void relayed(const char *text, size_t len)
+{
+	unsigned long mine;
+
+	pthread_mutex_lock(&relay.lock);
+	while (relay.running && relay.done != relay.asked)
+		pthread_cond_wait(&relay.cond, &relay.lock);
+	if (relay.running) {
+		relay.text = text;
+		relay.len = len;
+		mine = ++relay.asked;
+		pthread_cond_broadcast(&relay.cond);
+		while (relay.done != mine)
+			pthread_cond_wait(&relay.cond, &relay.lock);
+	}
+	pthread_mutex_unlock(&relay.lock);
+}
+
 void gprof_log_text(const char *text, size_t len)
 {
 	int saved_errno = errno;
 
-	if (stderr_usable())
-		gprof_write_all(STDERR_FILENO, text, len);
+	if (gprof_thread_has_own_fds())
+		relayed(text, len);
+	else
+		write_stderr(text, len);
 	errno = saved_errno;
 }
 

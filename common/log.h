@@ -30,6 +30,12 @@ extern int gprof_log_level;
 void gprof_log_bind_stderr(void);
 /* Text already made of gprof: lines (the summary), to stderr by the same rule. */
 void gprof_log_text(const char *text, size_t len);
+/*
+ * Starts the thread that writes the lines of threads with a descriptor table of their own
+ * (thread.h): call it from a thread of the program's table, as gprof_thread_own_fds does.
+ * 0 (also when it runs already) or a negative errno.
+ */
+int gprof_log_relay_start(void);
 /* All of text to fd, through short writes and EINTR: 0 or an errno. */
 int gprof_write_all(int fd, const char *text, size_t len);
 

@@ -1,23 +1,117 @@
-/* The thread starter of thread.h. */
+/* The thread starter of thread.h, and descriptor tables of libgprof's own. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include "common/compiler.h"
 #include "common/thread.h"
+
+#if defined(__SANITIZE_THREAD__)
+#define TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TSAN 1
+#endif
+#endif
+#ifndef TSAN
+#define TSAN 0
+#endif
+
+static GPROF_TLS bool own_fds;
+
+struct start {
+	void *(*fn)(void *arg);
+	void *arg;
+	bool own_fds;
+};
+
+static void *started(void *arg)
+{
+	struct start s = *(struct start *)arg;
+
+	free(arg);
+	own_fds = s.own_fds;
+	return s.fn(s.arg);
+}
 
 int gprof_thread_start(pthread_t *t, void *(*fn)(void *arg), void *arg)
 {
+	struct start *s = malloc(sizeof(*s));
 	pthread_attr_t attr;
 	sigset_t all, old;
 	pthread_t tmp;
 	int rc;
 
+	if (!s)
+		return -ENOMEM;
+	*s = (struct start){fn, arg, own_fds};
 	pthread_attr_init(&attr);
 	if (!t)
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	/* The new thread inherits the mask: blocked from its first instruction. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(t ? t : &tmp, &attr, fn, arg);
+	rc = pthread_create(t ? t : &tmp, &attr, started, s);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
+	if (rc)
+		free(s);
 	return -rc;
+}
+
+/*
+ * The table's numbers 0-2 become /dev/null and every other descriptor is closed: raw system
+ * calls, which sanitizers do not take for the program's descriptors of the same numbers.
+ * ASan keeps 2, where it reports.
+ */
+static void let_go_of_the_programs(void)
+{
+	long null_fd = syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR | O_CLOEXEC);
+#if defined(__SANITIZE_ADDRESS__)
+	const long keep = 2;
+#else
+	const long keep = 3;
+#endif
+
+	for (long fd = 0; fd < keep && null_fd >= 0; fd++)
+		if (fd != null_fd)
+			syscall(SYS_dup3, null_fd, fd, O_CLOEXEC);
+#ifdef SYS_close_range
+	if (syscall(SYS_close_range, 3u, ~0u, 0u) == 0)
+		return;
+#endif
+	for (long fd = 3, max = sysconf(_SC_OPEN_MAX); fd < max && fd < 65536; fd++)
+		syscall(SYS_close, fd);
+}
+
+int gprof_thread_own_fds(int (*reach_stderr)(void))
+{
+#if TSAN
+	/* TSan takes descriptors as numbers of one table per process: it would see races on
+	 * numbers the program uses too. Its runs keep the program's table (and its checks). */
+	(void)reach_stderr;
+	return -ENOTSUP;
+#else
+	int err;
+
+	if (own_fds)
+		return 0;
+	err = reach_stderr();
+	if (err)
+		return err;
+	if (unshare(CLONE_FILES) != 0)
+		return -errno;
+	own_fds = true;
+	let_go_of_the_programs();
+	return 0;
+#endif
+}
+
+bool gprof_thread_has_own_fds(void)
+{
+	return own_fds;
 }

@@ -3,8 +3,25 @@
 #define GPROF_THREAD_H
 
 #include <pthread.h>
+#include <stdbool.h>
 
-/* Starts fn(arg) with every signal blocked; detached when t is NULL. 0 or a negative errno. */
+/*
+ * Starts fn(arg) with every signal blocked; detached when t is NULL. 0 or a negative errno.
+ * A thread started by one with a descriptor table of its own shares that table (and knows it).
+ */
 int gprof_thread_start(pthread_t *t, void *(*fn)(void *arg), void *arg);
+
+/*
+ * Gives the calling thread a descriptor table of its own, apart from the program's: what it
+ * opens then is out of the program's reach (a closefrom() or dup2() of the program's cannot
+ * close or replace it). The program's descriptors copied into the new table are let go at
+ * once (a pipe's reader waits for its last writer), and 0-2 there are /dev/null: the thread's
+ * stderr is reached as reach_stderr sets up first, from the program's table (log.h's relay).
+ * 0, or a negative errno and the table stays the program's.
+ */
+int gprof_thread_own_fds(int (*reach_stderr)(void));
+
+/* Whether the calling thread's descriptor table is not the program's. */
+bool gprof_thread_has_own_fds(void);
 
 #endif

@@ -32,6 +32,11 @@ int gprof_fd_high(int fd)
 	return high < 0 ? -EMFILE : high;
 }
 
+void gprof_fd_proc_path(char *buf, size_t size, int fd)
+{
+	snprintf(buf, size, "/proc/thread-self/fd/%d", fd);
+}
+
 /* The descriptor is still the file we opened. */
 static bool still_ours(const struct gprof_file *f)
 {
@@ -51,7 +56,7 @@ int gprof_file_adopt(struct gprof_file *f, int fd)
 	f->fd = fd;
 	f->dev = st.st_dev;
 	f->ino = st.st_ino;
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	gprof_fd_proc_path(link, sizeof(link), fd);
 	n = readlink(link, f->path, sizeof(f->path) - 1);
 	f->path[n > 0 ? n : 0] = '\0';
 	return 0;

@@ -147,6 +147,8 @@ int gprof_output_commit(const char *path);
  * 0-2), close-on-exec; fd itself is closed. The new descriptor, or -EMFILE.
  */
 int gprof_fd_high(int fd);
+/* fd's name in /proc for the calling thread, whose descriptor table may be its own (thread.h). */
+void gprof_fd_proc_path(char *buf, size_t size, int fd);
 /* A file libgprof writes: its descriptor, identity (st_dev, st_ino) and absolute path. */
 struct gprof_file {
 	int fd;

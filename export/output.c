@@ -248,8 +248,9 @@ int gprof_output_create(const char *dir, const char *name, const char **what, bo
 	if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		return -EEXIST;
 	/* gprof_output_publish names it through /proc */
-	fd = access("/proc/self/fd", X_OK) == 0 ? open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644)
-						: -1;
+	fd = access("/proc/thread-self/fd", X_OK) == 0
+		 ? open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644)
+		 : -1;
 	*unnamed = fd >= 0;
 	if (fd < 0)
 		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -262,7 +263,7 @@ int gprof_output_publish(int fd, const struct stat *ours, const char *path)
 	char self[64];
 	struct stat st;
 
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	gprof_fd_proc_path(self, sizeof(self), fd);
 	/* linkat refuses to replace what is there; through /proc it needs no privilege */
 	if (linkat(AT_FDCWD, self, AT_FDCWD, path, AT_SYMLINK_FOLLOW) != 0)
 		return errno == ENOENT && fcntl(fd, F_GETFD) < 0 ? -EBADF : -errno;

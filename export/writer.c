@@ -438,9 +438,16 @@ static void publish(const struct pass *p)
 static void *writer_main(void *arg)
 {
 	struct pass p;
+	int err;
 
 	(void)arg;
 	pthread_setname_np(pthread_self(), "gprof-writer");
+	/* Its files out of the program's reach; its lines reach stderr by the log's relay. */
+	err = gprof_thread_own_fds(gprof_log_relay_start);
+	if (err)
+		pr_dbg("the trace writer shares the program's descriptor table (%s): its files are "
+		       "checked before each use",
+		       strerror(-err));
 	pthread_mutex_lock(&ctl.lock);
 	for (;;) {
 		plan(&p);

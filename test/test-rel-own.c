@@ -313,6 +313,43 @@ TEST(rel_own_stdio_closed)
 }
 
 /*
+ * A thread of the program looks through the program's descriptors for the whole run (rel-own
+ * -w): none is ever a file of libgprof's (the trace, its .partial, the summary file), since
+ * the writer keeps them in a descriptor table of its own, so that the program can neither
+ * close nor replace them, nor write into one through a number it closed (RELIABILITY.md,
+ * Known bugs 4). Before, the trace's descriptor was among the program's for the whole window.
+ * TSan's runs keep the program's table (common/thread.c says why).
+ */
+TEST(rel_own_descriptors_never_the_programs)
+{
+	char dir[PATH_MAX], summary[PATH_MAX + 16], summary_env[PATH_MAX + 32];
+	/* the output folder (an unnamed file's path is "<folder>/#<inode> (deleted)") and the
+	 * summary's; the simulated GPU's log, a file of the program's, is not written */
+	const char *argv[] = {proc_build_path(APP), "-s", "20", "-w",
+			      "/gprof-e2e-",	    "-w", dir,	NULL};
+	const char *extra[] = {"GPROF_SCHEDULE=wait=1,warmup=1,active=3,repeat=0", summary_env,
+			       "FAKEGPU_LOG", NULL};
+	size_t len;
+	char *text;
+	struct e2e_run r;
+
+	if (strstr(getenv("TEST_SAN") ? getenv("TEST_SAN") : "", "thread"))
+		SKIP("TSan's runs keep the program's descriptor table");
+	make_dir(dir, sizeof(dir));
+	snprintf(summary, sizeof(summary), "%s/summary", dir);
+	snprintf(summary_env, sizeof(summary_env), "GPROF_SUMMARY=%s", summary);
+	e2e_run(&r, argv, e2e_cupti(true), extra, true);
+	ASSERT_MSG(r.res.status == 0, "status %d: %s", r.res.status, r.res.err);
+	ASSERT_MSG(!strstr(r.res.out, "rel-own: descriptor"), "%s", r.res.out);
+	ASSERT_EQ(r.n_traces, 4);
+	text = slurp(summary, &len);
+	ASSERT_MSG(len > 0, "no summary in %s; stderr: %.500s", summary, r.res.err);
+	free(text);
+	rm_rf(dir);
+	e2e_free(&r);
+}
+
+/*
  * GPROF_SIGNALS=1: the program closes every descriptor from 3 up, opens a file of its own,
  * then gets SIGTERM at the start of step 8. The signal thread read EOF on its closed pipe and
  * ended the session early, and the handler wrote a byte into the file that now held the

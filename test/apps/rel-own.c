@@ -11,6 +11,9 @@
  *   -f file  at step 4 closes every descriptor from 3 up (but the simulated GPU's log), then
  *            opens file (truncating it) and writes a line to it in each later step
  *   -k       at the start of step 8 sends itself SIGTERM
+ *   -w text  a thread looks through the program's descriptors while the steps run, and at the
+ *            end prints "rel-own: descriptor N is PATH" for each one it saw whose path holds
+ *            text (libgprof's files must never be among the program's); repeatable
  * Ends with "rel-own: ok" on stdout and status 0; a failing call prints why and ends 2.
  */
 #include <dirent.h>
@@ -55,6 +58,51 @@ static void *churn(void *arg)
 			unsetenv(name);
 		else
 			setenv(name, "a value long enough to need its own allocation", 1);
+	}
+	return NULL;
+}
+
+static const char *watched[4];
+static int n_watched;
+static char seen[16][PATH_MAX + 300];
+static int n_seen;
+
+static int watched_path(const char *path)
+{
+	for (int i = 0; i < n_watched; i++)
+		if (strstr(path, watched[i]))
+			return 1;
+	return 0;
+}
+
+/* -w: every descriptor of the program's, again and again, until the steps end. */
+static void *watch(void *arg)
+{
+	char link[300], target[PATH_MAX];
+
+	(void)arg;
+	while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
+		DIR *d = opendir("/proc/self/fd");
+		struct dirent *e;
+
+		check(d != NULL, "opendir");
+		while ((e = readdir(d))) {
+			ssize_t n;
+
+			snprintf(link, sizeof(link), "/proc/self/fd/%s", e->d_name);
+			n = readlink(link, target, sizeof(target) - 1);
+			if (n < 0)
+				continue;
+			target[n] = '\0';
+			if (!watched_path(target) || n_seen == 16)
+				continue;
+			snprintf(seen[n_seen], sizeof(seen[n_seen]), "%s is %s", e->d_name, target);
+			for (int i = 0; i < n_seen && n_seen < 16; i++)
+				if (!strcmp(seen[i], seen[n_seen]))
+					seen[n_seen][0] = '\0';
+			n_seen += seen[n_seen][0] != '\0';
+		}
+		closedir(d);
 	}
 	return NULL;
 }
@@ -106,10 +154,10 @@ int main(int argc, char **argv)
 	int steps = 12, env = 0, term = 0, opt, out = -1;
 	void *args[] = {NULL};
 	void **handle;
-	pthread_t t;
+	pthread_t t, w;
 
 	rerun_closed(argc, argv);
-	while ((opt = getopt(argc, argv, "s:d:ef:k")) != -1) {
+	while ((opt = getopt(argc, argv, "s:d:ef:kw:")) != -1) {
 		if (opt == 's')
 			steps = atoi(optarg);
 		else if (opt == 'd')
@@ -120,6 +168,8 @@ int main(int argc, char **argv)
 			file = optarg;
 		else if (opt == 'k')
 			term = 1;
+		else if (opt == 'w' && n_watched < 4)
+			watched[n_watched++] = optarg;
 	}
 	handle = __cudaRegisterFatBinary(fatbin);
 	__cudaRegisterFunction(handle, (const char *)work_stub, "_Z4workPf", "_Z4workPf", -1, NULL,
@@ -132,6 +182,8 @@ int main(int argc, char **argv)
 	nvtxMarkA("rel-own starts");
 	if (env)
 		check(pthread_create(&t, NULL, churn, NULL) == 0, "pthread_create");
+	if (n_watched)
+		check(pthread_create(&w, NULL, watch, NULL) == 0, "pthread_create");
 	for (int s = 0; s < steps; s++) {
 		if (term && s == 8)
 			raise(SIGTERM);
@@ -153,10 +205,13 @@ int main(int argc, char **argv)
 		nvtxMarkA("step");
 		nanosleep(&(struct timespec){.tv_nsec = 2 * 1000 * 1000}, NULL);
 	}
-	if (env) {
-		__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+	if (env)
 		pthread_join(t, NULL);
-	}
+	if (n_watched)
+		pthread_join(w, NULL);
+	for (int i = 0; i < n_seen; i++)
+		printf("rel-own: descriptor %s\n", seen[i]);
 	if (out >= 0)
 		check(close(out) == 0, "close");
 	printf("rel-own: ok\n");
