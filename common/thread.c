@@ -64,9 +64,9 @@ int gprof_thread_start(pthread_t *t, void *(*fn)(void *arg), void *arg)
 }
 
 /*
- * The table's numbers 0-2 become /dev/null and every other descriptor is closed: raw system
- * calls, which sanitizers do not take for the program's descriptors of the same numbers.
- * ASan keeps 2, where it reports.
+ * The table's numbers 0-2 become /dev/null (or are closed without it) and every other
+ * descriptor is closed: raw system calls, which sanitizers do not take for the program's
+ * descriptors of the same numbers. ASan keeps 2, where it reports.
  */
 static void let_go_of_the_programs(void)
 {
@@ -77,8 +77,10 @@ static void let_go_of_the_programs(void)
 	const long keep = 3;
 #endif
 
-	for (long fd = 0; fd < keep && null_fd >= 0; fd++)
-		if (fd != null_fd)
+	for (long fd = 0; fd < keep; fd++)
+		if (null_fd < 0)
+			syscall(SYS_close, fd);
+		else if (fd != null_fd)
 			syscall(SYS_dup3, null_fd, fd, O_CLOEXEC);
 #ifdef SYS_close_range
 	if (syscall(SYS_close_range, 3u, ~0u, 0u) == 0)
