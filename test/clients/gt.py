@@ -35,7 +35,7 @@ GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 class Window:
     """The GPU operations of one process's window, in ns of CLOCK_REALTIME."""
 
-    def __init__(self, trace_path, gt_path, hta=False):
+    def __init__(self, trace_path, gt_path):
         trace = load_trace(trace_path)
         base = trace["baseTimeNanoseconds"]
         steps = [e for e in trace["traceEvents"] if e.get("name", "").startswith("ProfilerStep#")]
@@ -59,13 +59,6 @@ class Window:
         # a call across the window's edge is the trace's to place: count it where the trace does
         self.calls = [g for g in calls if g["corr"] in inside or
                       (g["corr"] not in outside and g["corr"] in traced)]
-        if hta:
-            # HTA keeps the calls (and their GPU work) that begin by the end of the last step,
-            # on its whole microseconds (a start rounded up, an end down): a call made in the
-            # last microsecond of the window, on another thread than the step marker's, is not
-            # among them
-            last = (self.end - base) // 1000
-            self.calls = [g for g in self.calls if -(-(g["start"] - base) // 1000) <= last]
         for op in ops:
             if op["corr"] in inside and op["corr"] not in gpu_traced:
                 raise SystemExit(f"FAIL: {trace_path}: no {op['name']} of call {op['corr']}, "

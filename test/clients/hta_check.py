@@ -139,7 +139,7 @@ def check_diff(argv):
     from hta.trace_diff import DeviceType, TraceDiff
 
     (dir_a, trace_a, gt_a, dir_b, trace_b, gt_b) = argv
-    wa, wb = Window(trace_a, gt_a, hta=True), Window(trace_b, gt_b, hta=True)
+    wa, wb = Window(trace_a, gt_a), Window(trace_b, gt_b)
     c = Checks("HTA TraceDiff")
     d = TraceDiff.compare_traces(dir_a, dir_b, control_iteration=wa.steps,
                                  test_iteration=wb.steps, device_type=DeviceType.GPU)
@@ -157,7 +157,7 @@ def main():
     if sys.argv[1] == "--diff":
         return check_diff(sys.argv[2:])
     trace_dir, pairs = sys.argv[1], sys.argv[2:]
-    windows = [Window(pairs[i], pairs[i + 1], hta=True) for i in range(0, len(pairs), 2)]
+    windows = [Window(pairs[i], pairs[i + 1]) for i in range(0, len(pairs), 2)]
     c = Checks("HTA")
     a = TraceAnalysis(trace_dir=trace_dir, include_last_profiler_step=True)
     c.equal("ranks", sorted(a.t.get_ranks()), sorted(w.rank for w in windows))
