@@ -12,6 +12,8 @@ import gzip
 import json
 import subprocess
 
+US = 1000  # ns
+
 
 @functools.lru_cache(maxsize=None)
 def demangled(name):
@@ -66,6 +68,11 @@ class Window:
             if op["corr"] in outside and op["corr"] in gpu_traced:
                 raise SystemExit(f"FAIL: {trace_path}: {op['name']} of call {op['corr']}, "
                                  "made outside the window, is in it")
+        self.gpu_traced = gpu_traced
+        self.gprof = trace.get("gprof", {})
+        self.host_traced = {e["args"]["correlation"] for e in trace["traceEvents"]
+                            if e.get("cat") not in GPU_CATS and
+                            "correlation" in e.get("args", {})}
         corrs = {g["corr"] for g in self.calls}
         self.ops = [g for g in ops if g["corr"] in corrs]
         self.kernels = [g for g in self.ops if g["kind"] == "kernel"]
@@ -139,6 +146,27 @@ def union(intervals):
     return total
 
 
+def explain(w):
+    """For a failed check: the window's edges, and its calls that made GPU work of which the
+    trace lacks a side, or that cross an edge (times in us from the window's start)."""
+    def us(t):
+        return f"{(t - w.begin) / US:.3f}"
+
+    lines = [f"window of {w.path}: rank {w.rank}, steps {w.steps}, {len(w.calls)} calls, "
+             f"0 to {us(w.end)} us; dropped {w.gprof.get('dropped')}, warnings "
+             f"{w.gprof.get('warnings')}"]
+    gpu = {g["corr"] for g in w.ops}
+    for g in w.calls:
+        host, work = g["corr"] in w.host_traced, g["corr"] in w.gpu_traced
+        edge = g["start"] < w.begin or g["end"] > w.end
+        if edge or g["corr"] in gpu and not (host and work):
+            lines.append(f"  call {g['corr']} {g.get('name', '?')} tid {g.get('tid')}: "
+                         f"{us(g['start'])} to {us(g['end'])} us; in the trace: "
+                         f"{'host' if host else 'no host'}, "
+                         f"{'GPU work' if work else 'no GPU work'}")
+    return "\n".join(lines)
+
+
 class Checks:
     """Collects failures; each check says what it compared."""
 
@@ -164,6 +192,8 @@ class Checks:
         if not ok:
             self.failed.append(name)
 
-    def done(self):
+    def done(self, windows=()):
         if self.failed:
+            for w in windows:
+                print(explain(w))
             raise SystemExit(f"FAIL: {self.what}: {', '.join(self.failed)}")

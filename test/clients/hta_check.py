@@ -150,7 +150,7 @@ def check_diff(argv):
         row = d.loc[names[name]]
         c.equal(f"{name} counts A, B", (row["Control_counts"], row["Test_counts"]), (na, nb))
         c.close(f"{name} duration change us", row["diff_duration"], (nsb - nsa) / US, na + nb)
-    c.done()
+    c.done((wa, wb))
 
 
 def main():
@@ -163,7 +163,7 @@ def main():
     c.equal("ranks", sorted(a.t.get_ranks()), sorted(w.rank for w in windows))
     for w in windows:
         check_rank(c, a, w)
-    c.done()
+    c.done(windows)
 
 
 if __name__ == "__main__":

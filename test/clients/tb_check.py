@@ -169,7 +169,7 @@ def main():
             check_profile(c, p, by_worker[worker])
     if any(w.collectives for w in windows):
         check_distributed(c, run, windows, parsed)
-    c.done()
+    c.done(windows)
 
 
 if __name__ == "__main__":
