@@ -7,9 +7,10 @@
  * registered like nvcc does: _Z7vec_addPfPKfS1_i) and relu (grid 32, block 128, named by its
  * exported symbol _Z4reluPfi); cudaMemsetAsync of 1 MiB; cudaStreamSynchronize.
  * Before the threads start, main marks "rt-app" once. Exits 0 after checking that the bytes went
- * to the device and back.
+ * to the device and back. -o ms: the threads after the first begin their steps ms later.
  */
 #include <pthread.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +40,7 @@ void relu_stub(void)
 	stub_calls += 2;
 }
 
-static int steps = 3, threads = 1;
+static int steps = 3, threads = 1, offset_ms;
 
 #define CHECK(call)                                                                           \
 	do {                                                                                  \
@@ -97,6 +98,10 @@ static void *worker(void *arg)
 	CHECK(cudaStreamCreate(&stream));
 	CHECK(cudaMallocHost((void **)&pinned, COPY_BYTES));
 	CHECK(cudaMalloc((void **)&dev, COPY_BYTES));
+	if (tid)
+		nanosleep(&(struct timespec){.tv_sec = offset_ms / 1000,
+					     .tv_nsec = offset_ms % 1000 * 1000000L},
+			  NULL);
 	for (int s = 0; s < steps; s++)
 		step(tid, s, stream, pinned, pageable, dev);
 	CHECK(cudaFree(dev));
@@ -111,11 +116,13 @@ int main(int argc, char **argv)
 	pthread_t tids[64];
 	int opt;
 
-	while ((opt = getopt(argc, argv, "s:t:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:t:o:")) != -1) {
 		if (opt == 's')
 			steps = atoi(optarg);
 		else if (opt == 't')
 			threads = atoi(optarg);
+		else if (opt == 'o')
+			offset_ms = atoi(optarg);
 		else
 			goto usage;
 	}
@@ -132,6 +139,6 @@ int main(int argc, char **argv)
 	printf("rt-app: %d threads x %d steps ok\n", threads, steps);
 	return 0;
 usage:
-	fprintf(stderr, "usage: rt-app [-s steps] [-t threads (1..64)]\n");
+	fprintf(stderr, "usage: rt-app [-s steps] [-t threads (1..64)] [-o ms]\n");
 	return 2;
 }

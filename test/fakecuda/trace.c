@@ -4,7 +4,10 @@
  */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "test/fakecuda/fakegpu.h"
@@ -97,6 +100,36 @@ static void log_api(const struct fakecuda_call *call, uint64_t end_ns, const cha
 		     (unsigned long long)end_ns, call->result, symbol, args);
 }
 
+/* FAKEGPU_API_EXIT_PAUSE=name:ns, read once. */
+static char pause_name[128];
+static long long pause_ns;
+
+static void read_pause(void)
+{
+	const char *spec = getenv("FAKEGPU_API_EXIT_PAUSE");
+	const char *colon = spec ? strrchr(spec, ':') : NULL;
+
+	if (colon && (size_t)(colon - spec) < sizeof(pause_name)) {
+		memcpy(pause_name, spec, (size_t)(colon - spec));
+		pause_ns = atoll(colon + 1);
+	}
+}
+
+/*
+ * The calling thread stops between the call's end and its record, as one the scheduler takes
+ * the CPU from there does: the call's GPU work may be done, and its record delivered, first.
+ */
+static void pause_at_exit(const char *name)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, read_pause);
+	if (pause_ns > 0 && name && !strcmp(name, pause_name))
+		nanosleep(&(struct timespec){.tv_sec = pause_ns / 1000000000,
+					     .tv_nsec = pause_ns % 1000000000},
+			  NULL);
+}
+
 int fakecuda_api_vexit(struct fakecuda_call *call, int result, const char *args_fmt, va_list ap)
 {
 	uint64_t end_ns = fakegpu_timestamp();
@@ -108,6 +141,7 @@ int fakecuda_api_vexit(struct fakecuda_call *call, int result, const char *args_
 		runtime_call = call->outer;
 	call->cb.callbackSite = CUPTI_API_EXIT;
 	fakegpu_callback(call->domain, call->cbid, &call->cb);
+	pause_at_exit(call->cb.functionName);
 	emit_api_record(call, end_ns);
 	if (fakecuda_log_enabled())
 		log_api(call, end_ns, args_fmt, ap);
