@@ -660,6 +660,27 @@ static bool sweep(uint64_t corr, uint64_t link, void *arg)
 	return false;
 }
 
+struct gpu_waiting {
+	const struct gprof_coll_win *w;
+	bool found;
+};
+
+static bool find_gpu_waiting(uint64_t corr, uint64_t link, void *arg)
+{
+	struct gpu_waiting *g = arg;
+
+	g->found |= LINK_KIND(link) == LINK_GPU && g->w->hi && g->w->lo <= corr && corr <= g->w->hi;
+	return true;
+}
+
+bool gprof_coll_attrib_gpu_waiting(const struct gprof_coll_win *w)
+{
+	struct gpu_waiting g = {w, false};
+
+	gprof_map_filter(&gprof_coll_links, find_gpu_waiting, &g);
+	return g.found;
+}
+
 void gprof_coll_attrib_finish(struct gprof_coll_win *w)
 {
 	const struct timespec pause = {.tv_nsec = OWED_PAUSE_NS};

@@ -277,6 +277,12 @@ void gprof_coll_attrib_dropped(uint64_t n);
  * record was lost, launches whose GPU record has not come for patience_ms.
  */
 void gprof_coll_attrib_expire(uint64_t now_ms, unsigned patience_ms);
+/*
+ * Whether GPU records of w's launches still wait for their launch record: the thread that
+ * made the launch may not have delivered its record yet (stopped by the scheduler between the
+ * call's end and its record, while the GPU work's record came).
+ */
+bool gprof_coll_attrib_gpu_waiting(const struct gprof_coll_win *w);
 /* The window's last records are in: write what is held for it and forget it. */
 void gprof_coll_attrib_finish(struct gprof_coll_win *w);
 /* No window needs records any more: forget everything held. */

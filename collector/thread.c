@@ -1,7 +1,8 @@
 /*
  * The collector thread: works through completed CUPTI buffers, flushing CUPTI while its kinds
  * are on; drains each window that ended (flushes CUPTI until every launch of the window has its
- * GPU record, or drain_ms passes), finishes and releases it; disables CUPTI's kinds when no
+ * GPU record and every GPU record of its launches its launch record, or drain_ms passes),
+ * finishes and releases it; disables CUPTI's kinds when no
  * window needs them. The application never waits for any of this.
  */
 #define PR_FMT "collector: "
@@ -139,8 +140,10 @@ static unsigned drain_windows(void)
 	gprof_cupti.flush_all(0);
 	drain_queue();
 	now = mono_ms();
+	/* finished once every launch has its GPU record and every GPU record its launch's */
 	while ((w = next_ended(0)) && w->ended_ms && now >= w->ended_ms + SETTLE_MS &&
-	       (!w->pending || now >= w->ended_ms + gprof_coll.drain_ms))
+	       ((!w->pending && !gprof_coll_attrib_gpu_waiting(w)) ||
+		now >= w->ended_ms + gprof_coll.drain_ms))
 		finish(w);
 	return next_ended(0) ? POLL_MS : IDLE_MS;
 }

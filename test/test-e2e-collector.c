@@ -1039,6 +1039,40 @@ TEST(e2e_collector_threads_and_streams)
 	e2e_free(&r);
 }
 
+/* gt operations whose GPU work the trace `arg` has. */
+static bool in_trace(json_t *g, void *arg)
+{
+	json_t *ev;
+
+	return find_corr(arg, gtlog_int(g, "corr"), is_gpu, &ev) > 0;
+}
+
+/*
+ * rt-app's threads stop for 20 ms between each launch's end and its record
+ * (FAKEGPU_API_EXIT_PAUSE, as a thread the scheduler takes the CPU from there), the second
+ * 10 ms behind the first (of a 40 ms step), so when the first thread's step marker ends one of
+ * 8 one-step windows, the record of a kernel the second launched comes before its launch's. Every kernel in the traces has its launch, linked. Before, the collector
+ * finished the window 5 ms after its end, wrote such a kernel without its launch and lost the
+ * launch (HTA then leaves the kernel out: CI's clients_hta_one_rank under TSan, once).
+ */
+TEST(e2e_collector_launch_record_late)
+{
+	const char *argv[] = {
+	    proc_build_path("test/apps/rt-app"), "-s", "16", "-t", "2", "-o", "10", NULL};
+	const char *env[] = {"FAKEGPU_API_EXIT_PAUSE=cudaLaunchKernel:20000000",
+			     "GPROF_SCHEDULE=wait=1,warmup=0,active=1,repeat=0", NULL};
+	struct e2e_run r;
+
+	e2e_run(&r, argv, e2e_cupti(true), env, true);
+	ASSERT_EQ(r.res.status, 0);
+	ASSERT_EQ(r.n_traces, 8);
+	for (int i = 0; i < r.n_traces; i++) {
+		ASSERT_GT(check_gpu_work(&r.traces[i], r.gt, in_trace, &r.traces[i], false), 0);
+		check_api_once(&r.traces[i]);
+	}
+	e2e_free(&r);
+}
+
 /* The GPU events t has are gt operations of `steps`, as gt says; returns how many. */
 static int check_gpu_present(const struct trace *t, json_t *gt, const struct steps *steps)
 {
