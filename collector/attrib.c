@@ -591,6 +591,7 @@ static void on_record(const CUpti_Activity *rec)
 		gprof_coll_external_note(r.ev.correlation, r.external);
 		break;
 	case GPROF_COLL_OTHER:
+	case GPROF_COLL_UNKNOWN:
 		break;
 	}
 }

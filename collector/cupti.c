@@ -13,23 +13,19 @@
 #include "common/config.h"
 #include "common/log.h"
 
-#define GPU_ACTS (GPROF_ACT_KERNEL | GPROF_ACT_MEMCPY | GPROF_ACT_MEMSET)
-#define ANY_ACTS (GPU_ACTS | GPROF_ACT_MEMORY | GPROF_ACT_API)
-
-/* Each kind and the GPROF_ACTIVITIES bits that need it; API records place GPU work in windows. */
+/* Each kind to enable and the GPROF_ACTIVITIES bits that need it (0: never enabled). */
 static const struct {
 	CUpti_ActivityKind kind;
 	unsigned acts;
 } kinds[] = {
-    {CUPTI_ACTIVITY_KIND_RUNTIME, GPU_ACTS | GPROF_ACT_API},
-    {CUPTI_ACTIVITY_KIND_DRIVER, GPU_ACTS | GPROF_ACT_API},
-    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, GPROF_ACT_KERNEL},
-    {CUPTI_ACTIVITY_KIND_MEMCPY, GPROF_ACT_MEMCPY},
-    {CUPTI_ACTIVITY_KIND_MEMSET, GPROF_ACT_MEMSET},
-    {CUPTI_ACTIVITY_KIND_MEMORY2, GPROF_ACT_MEMORY},
-    /* Ties the calls CPU operators make to them (gprof_collector_external_begin). */
-    {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, GPROF_ACT_API},
+#define KIND(name, gives, acts, decoder) {CUPTI_ACTIVITY_KIND_##name, (acts)},
+    GPROF_CUPTI_KIND_TABLE(KIND)
+#undef KIND
 };
+
+/* Every bit that enables some kind: without one of them CUPTI has nothing to do. */
+#define KIND_ACTS(name, gives, acts, decoder) | (acts)
+#define ANY_ACTS			      (0u GPROF_CUPTI_KIND_TABLE(KIND_ACTS))
 
 static void set_state(enum gprof_coll_state s)
 {

@@ -44,7 +44,8 @@ const struct gprof_export_str *gprof_coll_kernel_name(const char *raw);
 
 /* records.c: one CUPTI record -> one event (the pure translation). */
 enum gprof_coll_class {
-	GPROF_COLL_OTHER,    /* a kind gprof does not record: ignored */
+	GPROF_COLL_OTHER,    /* a record of a known kind that is not ours: ignored */
+	GPROF_COLL_UNKNOWN,  /* a kind without a row in GPROF_CUPTI_KIND_TABLE: ignored */
 	GPROF_COLL_UNTIMED,  /* zero timestamps (CUPTI could not time it): skipped, counted */
 	GPROF_COLL_API,	     /* ev is RUNTIME or DRIVER */
 	GPROF_COLL_GPU,	     /* ev is KERNEL, MEMCPY or MEMSET */

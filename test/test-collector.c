@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "collector/internal.h"
@@ -300,6 +301,71 @@ TEST(collector_translate_copies_and_memory)
 	ASSERT_EQ(r.cls, GPROF_COLL_UNTIMED);
 	gprof_coll_translate((CUpti_Activity *)&x, &r);
 	ASSERT_EQ(r.cls, GPROF_COLL_OTHER);
+}
+
+/*
+ * common/activity.h's tables reach every table made from them (issue #19): each word parses
+ * to its bit, every bit but the host's is given by some CUPTI kind enabled for it, every CUPTI
+ * kind has a decoder. Taking a row out of GPROF_CUPTI_KIND_TABLE fails here.
+ */
+TEST(collector_kind_tables)
+{
+	static const struct {
+		const char *word;
+		unsigned bit;
+	} words[] = {
+#define WORD(name, word) {word, GPROF_ACT_##name},
+	    GPROF_ACTIVITY_TABLE(WORD)
+#undef WORD
+	};
+	static const struct {
+		const char *name;
+		CUpti_ActivityKind kind;
+		unsigned gives, acts;
+	} kinds[] = {
+#define KIND(name, gives, acts, decoder) {#name, CUPTI_ACTIVITY_KIND_##name, (gives), (acts)},
+	    GPROF_CUPTI_KIND_TABLE(KIND)
+#undef KIND
+	};
+	/* Big enough for any record layout; zeroed, so every timed kind comes out untimed. */
+	union {
+		CUpti_Activity rec;
+		uint64_t bytes[128];
+	} buf;
+	unsigned given = 0;
+	struct gprof_coll_rec r;
+
+	ASSERT_EQ(ARRAY_SIZE(words), GPROF_ACT_BITS);
+	for (size_t i = 0; i < ARRAY_SIZE(words); i++) {
+		char entry[64];
+		char *env[] = {entry, NULL};
+		struct gprof_config cfg;
+
+		snprintf(entry, sizeof(entry), "GPROF_ACTIVITIES=%s", words[i].word);
+		ASSERT_MSG(gprof_config_load(&cfg, env) == 0, "%s", entry);
+		ASSERT_MSG(cfg.activities == words[i].bit, "%s", entry);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
+		memset(&buf, 0, sizeof(buf));
+		buf.rec.kind = kinds[i].kind;
+		gprof_coll_translate(&buf.rec, &r);
+		ASSERT_MSG(r.cls != GPROF_COLL_UNKNOWN, "CUPTI kind %s has no decoder",
+			   kinds[i].name);
+		/* A kind gives only what it is enabled for. */
+		ASSERT_MSG((kinds[i].gives & kinds[i].acts) == kinds[i].gives || !kinds[i].acts,
+			   "CUPTI kind %s", kinds[i].name);
+		given |= kinds[i].acts & kinds[i].gives;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(words); i++)
+		ASSERT_MSG((given | GPROF_ACT_HOST) & words[i].bit,
+			   "GPROF_ACTIVITIES=%s: no CUPTI kind enabled for it gives it",
+			   words[i].word);
+	ASSERT_EQ(given & GPROF_ACT_HOST, 0);
+	/* A kind without a row is ignored, not guessed at. */
+	memset(&buf, 0, sizeof(buf));
+	buf.rec.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+	gprof_coll_translate(&buf.rec, &r);
+	ASSERT_EQ(r.cls, GPROF_COLL_UNKNOWN);
 }
 
 /* libgprof's own external correlation kind only, and the ids it gives API and GPU events. */
