@@ -165,23 +165,6 @@ static void decode_external(const CUpti_Activity *rec, struct gprof_coll_rec *ou
 	out->external = (uint32_t)x->externalId;
 }
 
-/* Test only (issue #19's acceptance): a wait for the GPU, decoded but never enabled. */
-static void decode_sync(const CUpti_Activity *rec, struct gprof_coll_rec *out)
-{
-	const CUpti_ActivitySynchronization2 *s = (const CUpti_ActivitySynchronization2 *)rec;
-	struct gprof_export_event *ev = &out->ev;
-
-	if (!s->start || !s->end)
-		return;
-	out->cls = GPROF_COLL_GPU;
-	ev->kind = GPROF_EXPORT_SYNC;
-	ev->ts_ns = s->start;
-	ev->dur_ns = s->end - s->start;
-	ev->stream = s->streamId;
-	ev->correlation = s->correlationId;
-	ev->u.copy.context = s->contextId;
-}
-
 void gprof_coll_translate(const CUpti_Activity *rec, struct gprof_coll_rec *out)
 {
 	memset(out, 0, sizeof(*out));

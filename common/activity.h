@@ -54,8 +54,7 @@ enum gprof_activity {
 	X(MEMCPY, GPROF_ACT_MEMCPY, GPROF_ACT_MEMCPY, decode_memcpy)            \
 	X(MEMSET, GPROF_ACT_MEMSET, GPROF_ACT_MEMSET, decode_memset)            \
 	X(MEMORY2, GPROF_ACT_MEMORY, GPROF_ACT_MEMORY, decode_memory)           \
-	X(EXTERNAL_CORRELATION, 0, GPROF_ACT_API, decode_external)              \
-	X(SYNCHRONIZATION, 0, 0, decode_sync)
+	X(EXTERNAL_CORRELATION, 0, GPROF_ACT_API, decode_external)
 
 /*
  * What an event is, one row each: X(NAME, key, emitter) makes GPROF_EXPORT_<NAME>
@@ -94,7 +93,6 @@ enum gprof_activity {
 	X(MEMSET, "memset", emit_copy)               \
 	X(MEMORY, "memory", emit_memory)             \
 	X(EARLIER, "earlier", emit_earlier)          \
-	X(CPU_OP, "cpu_op", emit_cpu_op)             \
-	X(SYNC, "sync", emit_sync)
+	X(CPU_OP, "cpu_op", emit_cpu_op)
 
 #endif

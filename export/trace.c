@@ -449,19 +449,6 @@ static void emit_memory(struct gprof_trace *t, const struct gprof_export_event *
 	put_end(t, ev, false);
 }
 
-/* Test only (issue #19's acceptance): a wait for the GPU, on its stream. */
-static void emit_sync(struct gprof_trace *t, const struct gprof_export_event *ev)
-{
-	struct gprof_jbuf *b = &t->out;
-
-	gprof_jbuf_lit(b, "{\"ph\":\"X\",\"cat\":\"cuda_sync\",\"name\":\"Synchronize");
-	gpu_track(t, ev);
-	gprof_jbuf_lit(b, ",\"args\":{");
-	put_gpu_ids(b, ev, ev->u.copy.context);
-	put_correlation_end(t, ev);
-	put_flow(t, ev, true);
-}
-
 typedef void (*emit_fn)(struct gprof_trace *t, const struct gprof_export_event *ev);
 
 /* Indexed by enum gprof_export_kind, made from common/activity.h's GPROF_EXPORT_KIND_TABLE. */
