@@ -164,25 +164,41 @@ struct gprof_coll_held_gpu {
 	uint32_t next; /* index + 1 of the next GPU event of the same correlation, 0 at the end */
 };
 
-/* The tables, by index + 1 - 1; they move when they grow (in gprof_coll_held_alloc()). */
-extern struct gprof_coll_held_gpu *gprof_coll_held_gpus;
-extern struct gprof_coll_held_api *gprof_coll_held_apis;
-/* Correlation id -> what attrib.c knows of it. */
-extern struct gprof_map gprof_coll_links;
+/* A table of fixed-size entries and the stack of its free ones, grown by doubling. */
+struct gprof_coll_held_table {
+	void *items;
+	size_t size; /* bytes per entry */
+	uint32_t *free_list, n_free, cap;
+	uint32_t peak; /* most entries in use since the last reset of the peak */
+};
 
-int gprof_coll_held_init(void);
+/*
+ * What waits, as one struct that the caller owns and passes to every call below (attrib.c's,
+ * for the collector thread; a test's own).
+ */
+struct gprof_coll_held {
+	struct gprof_coll_held_table tables[2]; /* by enum gprof_coll_held_kind */
+	/* The tables' entries, by index + 1 - 1; they move when they grow (in alloc). */
+	struct gprof_coll_held_gpu *gpus;
+	struct gprof_coll_held_api *apis;
+	struct gprof_map links; /* correlation id -> what attrib.c knows of it */
+	size_t charged;		/* what the tables and the map take of the budget now */
+	bool refused;		/* an entry was refused for want of room */
+};
+
+int gprof_coll_held_init(struct gprof_coll_held *h);
 /* A free entry's index + 1, growing the table if the limit allows; 0 at the limit. */
-uint32_t gprof_coll_held_alloc(enum gprof_coll_held_kind k);
-void gprof_coll_held_free(enum gprof_coll_held_kind k, uint32_t index1);
+uint32_t gprof_coll_held_alloc(struct gprof_coll_held *h, enum gprof_coll_held_kind k);
+void gprof_coll_held_free(struct gprof_coll_held *h, enum gprof_coll_held_kind k, uint32_t index1);
 /* Entries in use; the most in use since the last reset of the peak. */
-uint32_t gprof_coll_held_count(enum gprof_coll_held_kind k);
-uint32_t gprof_coll_held_peak(enum gprof_coll_held_kind k, bool reset);
+uint32_t gprof_coll_held_count(const struct gprof_coll_held *h, enum gprof_coll_held_kind k);
+uint32_t gprof_coll_held_peak(struct gprof_coll_held *h, enum gprof_coll_held_kind k, bool reset);
 /* Whether an entry was refused for want of room since the last clear. */
-bool gprof_coll_held_refused(bool clear);
+bool gprof_coll_held_refused(struct gprof_coll_held *h, bool clear);
 /* gprof_map_put() on the links, growing the map if the limit allows: 0 or -ENOSPC. */
-int gprof_coll_links_put(uint64_t corr, uint64_t link);
+int gprof_coll_links_put(struct gprof_coll_held *h, uint64_t corr, uint64_t link);
 /* Everything forgotten; back to the first sizes. */
-void gprof_coll_held_reset(void);
+void gprof_coll_held_reset(struct gprof_coll_held *h);
 
 /*
  * external.c, collector thread: an EXTERNAL record's correlation id -> operator id, and an
@@ -260,6 +276,8 @@ void gprof_coll_windows_release_all(void);
 /* After fork: the slots are the parent's; forgotten, not released. */
 void gprof_coll_windows_forget(void);
 
+/* What waits for its partner, the collector thread's: for its report of the peaks, and tests. */
+struct gprof_coll_held *gprof_coll_attrib_held(void);
 /* acts: the GPROF_ACT_* bits to record (GPROF_ACTIVITIES). */
 int gprof_coll_attrib_init(unsigned acts);
 /*

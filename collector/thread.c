@@ -50,8 +50,9 @@ static void drain_queue(void)
 static void report(const struct gprof_coll_win *w)
 {
 	unsigned long long num = (unsigned long long)w->number;
-	uint32_t gpu_peak = gprof_coll_held_peak(GPROF_COLL_HELD_GPU, true);
-	uint32_t api_peak = gprof_coll_held_peak(GPROF_COLL_HELD_API, true);
+	struct gprof_coll_held *held = gprof_coll_attrib_held();
+	uint32_t gpu_peak = gprof_coll_held_peak(held, GPROF_COLL_HELD_GPU, true);
+	uint32_t api_peak = gprof_coll_held_peak(held, GPROF_COLL_HELD_API, true);
 
 	if (w->dropped)
 		pr_warn("window %llu: %llu CUPTI activity records were dropped (activity buffers "
@@ -113,7 +114,7 @@ static unsigned flush_if_due(void)
 		return IDLE_MS;
 	if (gprof_coll_buffers_low() || now >= flushed_ms + FLUSH_MS ||
 	    (now >= flushed_ms + CROWDED_MS &&
-	     gprof_coll_held_count(GPROF_COLL_HELD_GPU) >= CROWDED)) {
+	     gprof_coll_held_count(gprof_coll_attrib_held(), GPROF_COLL_HELD_GPU) >= CROWDED)) {
 		gprof_cupti.flush_all(0);
 		drain_queue();
 		flushed_ms = now;

@@ -832,14 +832,15 @@ TEST(collector_api_pack_roundtrip)
  */
 TEST(collector_held_budget)
 {
+	static struct gprof_coll_held h; /* static: what it holds stays reachable to the end */
 	const size_t cap = 8u << 20;
 	size_t n = 0;
 
 	ASSERT_EQ(gprof_coll_buffers_init(cap), 0);
-	ASSERT_EQ(gprof_coll_held_init(), 0);
-	while (gprof_coll_held_alloc(GPROF_COLL_HELD_GPU))
+	ASSERT_EQ(gprof_coll_held_init(&h), 0);
+	while (gprof_coll_held_alloc(&h, GPROF_COLL_HELD_GPU))
 		n++;
-	ASSERT_EQ(gprof_coll_held_count(GPROF_COLL_HELD_GPU), n);
+	ASSERT_EQ(gprof_coll_held_count(&h, GPROF_COLL_HELD_GPU), n);
 	ASSERT_LE(n * sizeof(struct gprof_coll_held_gpu), cap / 2);
 	ASSERT_GE(n * sizeof(struct gprof_coll_held_gpu), cap / 8);
 	/* The other half is there for the buffers, and no more. */
@@ -847,10 +848,10 @@ TEST(collector_held_budget)
 	ASSERT(!gprof_coll_mem_take(cap / 4));
 	gprof_coll_mem_give(cap / 2);
 	/* Launches still find room in their own table, up to what is left of the half. */
-	ASSERT(gprof_coll_held_alloc(GPROF_COLL_HELD_API));
-	gprof_coll_held_reset();
-	ASSERT_EQ(gprof_coll_held_count(GPROF_COLL_HELD_GPU), 0);
-	ASSERT_EQ(gprof_coll_held_count(GPROF_COLL_HELD_API), 0);
+	ASSERT(gprof_coll_held_alloc(&h, GPROF_COLL_HELD_API));
+	gprof_coll_held_reset(&h);
+	ASSERT_EQ(gprof_coll_held_count(&h, GPROF_COLL_HELD_GPU), 0);
+	ASSERT_EQ(gprof_coll_held_count(&h, GPROF_COLL_HELD_API), 0);
 	ASSERT(gprof_coll_mem_take(cap / 8 * 7));
 }
 
@@ -1072,32 +1073,33 @@ TEST(collector_attribution_expiry)
 	long long alone = 0;
 	struct gprof_coll_win w;
 	struct made_up m;
+	struct gprof_coll_held *held = gprof_coll_attrib_held();
 
 	ASSERT(by);
 	made_up_begin(&m, 256u << 10, N);
 	made_up_walk(&m, true, 1, 1, -1);
 	made_up_walk(&m, false, 1, LOST_API, -1);
 	made_up_walk(&m, true, LOST_API + 1, WHOLE, -1);
-	ASSERT(gprof_coll_held_refused(false));
-	ASSERT_GT(gprof_coll_held_count(GPROF_COLL_HELD_GPU), 0);
+	ASSERT(gprof_coll_held_refused(held, false));
+	ASSERT_GT(gprof_coll_held_count(held, GPROF_COLL_HELD_GPU), 0);
 	/* Too young yet: nothing goes. 1 s later, with later launches seen, the kernels do. */
 	gprof_coll_attrib_expire(5000, 2000);
-	ASSERT_GT(gprof_coll_held_count(GPROF_COLL_HELD_GPU), 0);
+	ASSERT_GT(gprof_coll_held_count(held, GPROF_COLL_HELD_GPU), 0);
 	gprof_coll_attrib_expire(6100, 2000);
-	ASSERT_EQ(gprof_coll_held_count(GPROF_COLL_HELD_GPU), 0);
-	ASSERT_EQ(gprof_coll_held_count(GPROF_COLL_HELD_API), WHOLE - LOST_API);
+	ASSERT_EQ(gprof_coll_held_count(held, GPROF_COLL_HELD_GPU), 0);
+	ASSERT_EQ(gprof_coll_held_count(held, GPROF_COLL_HELD_API), WHOLE - LOST_API);
 	made_up_walk(&m, false, LOST_API + 1, WHOLE, -1);
 	made_up_walk(&m, true, WHOLE + 1, N, -1);
-	ASSERT(gprof_coll_held_refused(false));
-	ASSERT_GT(gprof_coll_held_count(GPROF_COLL_HELD_API), 0);
+	ASSERT(gprof_coll_held_refused(held, false));
+	ASSERT_GT(gprof_coll_held_count(held, GPROF_COLL_HELD_API), 0);
 	/* The last kernels come; 2 s after the launches were seen, theirs are given up. */
 	made_up_walk(&m, false, LOST_GPU + 1, N, -1);
 	gprof_coll_attrib_expire(7000, 2000);
 	gprof_coll_attrib_expire(8500, 2000);
-	ASSERT_GT(gprof_coll_held_count(GPROF_COLL_HELD_API), 0);
+	ASSERT_GT(gprof_coll_held_count(held, GPROF_COLL_HELD_API), 0);
 	gprof_coll_attrib_expire(9100, 2000);
-	ASSERT_EQ(gprof_coll_held_count(GPROF_COLL_HELD_API), 0);
-	ASSERT(!gprof_coll_held_refused(false));
+	ASSERT_EQ(gprof_coll_held_count(held, GPROF_COLL_HELD_API), 0);
+	ASSERT(!gprof_coll_held_refused(held, false));
 	w = made_up_end(&m, by);
 	for (size_t c = 1; c <= N; c++) {
 		bool api = c == 1 || c > LOST_API, gpu = c <= WHOLE || c > LOST_GPU;
