@@ -184,7 +184,7 @@ static bool is_own_call(const struct gprof_coll_rec *r)
 static struct gprof_coll_win *window_at(uint64_t ts)
 {
 	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
-		struct gprof_coll_win *w = &gprof_coll_wins[i];
+		struct gprof_coll_win *w = &gprof_coll.wins[i];
 
 		if (__atomic_load_n(&w->id, __ATOMIC_ACQUIRE) &&
 		    __atomic_load_n(&w->begin_ns, __ATOMIC_ACQUIRE) <= ts &&
@@ -200,7 +200,7 @@ static struct gprof_coll_win *collecting(void)
 	struct gprof_coll_win *best = NULL;
 
 	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
-		struct gprof_coll_win *w = &gprof_coll_wins[i];
+		struct gprof_coll_win *w = &gprof_coll.wins[i];
 		uint32_t id = __atomic_load_n(&w->id, __ATOMIC_ACQUIRE);
 
 		if (!id)
@@ -281,7 +281,7 @@ static void earlier(const struct gprof_export_event *gpu)
 	uint64_t end = gpu->ts_ns + gpu->dur_ns;
 
 	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
-		struct gprof_coll_win *w = &gprof_coll_wins[i];
+		struct gprof_coll_win *w = &gprof_coll.wins[i];
 		uint64_t begin = __atomic_load_n(&w->begin_ns, __ATOMIC_ACQUIRE);
 		uint64_t w_end = __atomic_load_n(&w->end_ns, __ATOMIC_ACQUIRE);
 		struct gprof_export_event ev = *gpu;
@@ -347,7 +347,7 @@ static void hold_api(struct gprof_coll_rec *r, struct gprof_coll_win *w)
 {
 	uint32_t index1 = api_wanted() ? gprof_coll_held_alloc(&tables, GPROF_COLL_HELD_API) : 0;
 	bool known = gprof_coll_links_put(&tables, r->ev.correlation,
-					  LINK(LINK_API, w - gprof_coll_wins, index1)) == 0;
+					  LINK(LINK_API, w - gprof_coll.wins, index1)) == 0;
 
 	w->pending += known;
 	if (index1 && known) {
@@ -398,7 +398,7 @@ static void on_api(struct gprof_coll_rec *r)
 static struct gprof_coll_win *window_of_corr(uint32_t corr)
 {
 	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
-		struct gprof_coll_win *w = &gprof_coll_wins[i];
+		struct gprof_coll_win *w = &gprof_coll.wins[i];
 
 		if (__atomic_load_n(&w->id, __ATOMIC_ACQUIRE) && w->hi && w->lo <= corr &&
 		    corr <= w->hi)
@@ -456,7 +456,7 @@ static void on_gpu(struct gprof_coll_rec *r)
 		earlier(&r->ev);
 		return;
 	}
-	w = &gprof_coll_wins[LINK_SLOT(link)];
+	w = &gprof_coll.wins[LINK_SLOT(link)];
 	w->pending--;
 	if (!LINK_HELD(link)) {
 		/* API events are not recorded, or the launch was written unlinked. */
@@ -639,7 +639,7 @@ static bool sweep(uint64_t corr, uint64_t link, void *arg)
 
 	switch (LINK_KIND(link)) {
 	case LINK_API:
-		if (&gprof_coll_wins[LINK_SLOT(link)] != w)
+		if (&gprof_coll.wins[LINK_SLOT(link)] != w)
 			return true;
 		if (LINK_HELD(link)) {
 			struct gprof_export_event api;
@@ -710,7 +710,7 @@ static bool expire(uint64_t corr, uint64_t link, void *arg)
 		chain_release(LINK_HELD(link), w, NULL, false);
 		return false;
 	case LINK_API:
-		w = &gprof_coll_wins[LINK_SLOT(link)];
+		w = &gprof_coll.wins[LINK_SLOT(link)];
 		w->pending--;
 		if (LINK_HELD(link) ? !may_queue_nothing(&tables.apis[LINK_HELD(link) - 1])
 				    : !api_wanted())

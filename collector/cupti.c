@@ -46,7 +46,7 @@ static void give_up(const char *status)
 	__atomic_store_n(&gprof_coll.covers, 0, __ATOMIC_RELEASE);
 	publish_status(status);
 	if (!gprof_coll.thread_running)
-		gprof_coll_windows_release_all();
+		gprof_coll_windows_release_all(gprof_coll.wins);
 	gprof_coll_kick();
 }
 
@@ -100,7 +100,7 @@ bool gprof_coll_disable_if_idle(void)
 
 	pthread_mutex_lock(&gprof_coll.lock);
 	idle = gprof_coll_state() == GPROF_COLL_ENABLED && !gprof_coll.want &&
-	       !gprof_coll_windows_in_use();
+	       !gprof_coll_windows_in_use(gprof_coll.wins);
 	if (idle) {
 		disable_kinds();
 		set_state(GPROF_COLL_READY);
@@ -262,7 +262,8 @@ void gprof_collector_window_begin(uint32_t id, uint64_t number, uint64_t begin_n
 
 	pthread_mutex_lock(&gprof_coll.lock);
 	/* An export slot was free, so one of ours is too (each is freed first): never expected. */
-	if (usable() && !gprof_coll_win_claim(id, number, begin_ns, memory) && !said) {
+	if (usable() && !gprof_coll_win_claim(gprof_coll.wins, id, number, begin_ns, memory) &&
+	    !said) {
 		said = true;
 		pr_warn("window %llu: every collector slot is in use; its GPU activity is not "
 			"recorded (a libgprof bug: please report it)",
@@ -276,7 +277,7 @@ void gprof_collector_window_end(uint32_t id, uint64_t end_ns)
 	pthread_mutex_lock(&gprof_coll.lock);
 	gprof_coll.want = false;
 	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
-		struct gprof_coll_win *w = &gprof_coll_wins[i];
+		struct gprof_coll_win *w = &gprof_coll.wins[i];
 
 		if (__atomic_load_n(&w->id, __ATOMIC_ACQUIRE) != id)
 			continue;
@@ -334,7 +335,7 @@ void gprof_collector_fini(unsigned timeout_ms)
 	if (gprof_coll_state() == GPROF_COLL_ENABLED)
 		disable_kinds();
 	if (!gprof_coll.thread_running)
-		gprof_coll_windows_release_all();
+		gprof_coll_windows_release_all(gprof_coll.wins);
 	set_state(GPROF_COLL_OFF);
 	pthread_mutex_unlock(&gprof_coll.lock);
 }
@@ -346,7 +347,7 @@ void gprof_collector_forked(void)
 	__atomic_store_n(&gprof_coll.covers, 0, __ATOMIC_RELEASE);
 	gprof_coll.thread_running = false;
 	gprof_coll.want = false;
-	gprof_coll_windows_forget();
+	gprof_coll_windows_forget(gprof_coll.wins);
 	/* Another thread may have held it at fork(). */
 	pthread_mutex_init(&gprof_coll.lock, NULL);
 }

@@ -255,14 +255,16 @@ struct gprof_coll_mem {
 /* Allocations and frees held per window at most; past it they count in the order they came. */
 #define GPROF_COLL_MEM_MAX 16384
 
-extern struct gprof_coll_win gprof_coll_wins[GPROF_COLL_WINDOWS];
-
-/* windows.c: the slots from claim to release. */
+/*
+ * windows.c: the slots from claim to release. wins is the array of GPROF_COLL_WINDOWS slots
+ * (gprof_coll.wins).
+ */
 /*
  * Under gprof_coll.lock: the first free slot for export window id (held from now on, as a
  * window that opens at begin_ns with memory's figure), or NULL when none is free.
  */
-struct gprof_coll_win *gprof_coll_win_claim(uint32_t id, uint64_t number, uint64_t begin_ns,
+struct gprof_coll_win *gprof_coll_win_claim(struct gprof_coll_win *wins, uint32_t id,
+					    uint64_t number, uint64_t begin_ns,
 					    const struct gprof_memory_base *memory);
 /* A window's memory counter starts from the driver's figure, if known (before w is claimed). */
 void gprof_coll_win_memory_base(struct gprof_coll_win *w, const struct gprof_memory_base *base);
@@ -270,11 +272,11 @@ void gprof_coll_win_memory_base(struct gprof_coll_win *w, const struct gprof_mem
 void gprof_coll_win_release(struct gprof_coll_win *w);
 /* Whether the slot is in use and its window has ended. */
 bool gprof_coll_win_ended(const struct gprof_coll_win *w);
-bool gprof_coll_windows_in_use(void);
+bool gprof_coll_windows_in_use(const struct gprof_coll_win *wins);
 /* Under gprof_coll.lock, with no collector thread: every slot released. */
-void gprof_coll_windows_release_all(void);
+void gprof_coll_windows_release_all(struct gprof_coll_win *wins);
 /* After fork: the slots are the parent's; forgotten, not released. */
-void gprof_coll_windows_forget(void);
+void gprof_coll_windows_forget(struct gprof_coll_win *wins);
 
 /* What waits for its partner, the collector thread's: for its report of the peaks, and tests. */
 struct gprof_coll_held *gprof_coll_attrib_held(void);
@@ -325,6 +327,11 @@ struct gprof_coll {
 	char lib[PATH_MAX];
 	unsigned drain_ms;
 	struct gprof_export_process_info proc; /* what trace headers say */
+	/*
+	 * The window slots (windows.c): claimed under lock, each field as struct gprof_coll_win
+	 * says; the collector thread scans them without the lock.
+	 */
+	struct gprof_coll_win wins[GPROF_COLL_WINDOWS];
 };
 
 extern struct gprof_coll gprof_coll;

@@ -96,7 +96,7 @@ static struct gprof_coll_win *next_ended(uint32_t after)
 	struct gprof_coll_win *best = NULL;
 
 	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
-		struct gprof_coll_win *w = &gprof_coll_wins[i];
+		struct gprof_coll_win *w = &gprof_coll.wins[i];
 		uint32_t id = __atomic_load_n(&w->id, __ATOMIC_ACQUIRE);
 
 		if (id > after && gprof_coll_win_ended(w) && (!best || id < best->id))
@@ -152,7 +152,7 @@ static void finish_all(void)
 	struct gprof_coll_win *w;
 
 	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
-		w = &gprof_coll_wins[i];
+		w = &gprof_coll.wins[i];
 		if (__atomic_load_n(&w->id, __ATOMIC_ACQUIRE))
 			finish(w);
 	}
@@ -169,7 +169,7 @@ static void go_idle(void)
 	gprof_cupti.flush_all(0);
 	drain_queue();
 	pthread_mutex_lock(&gprof_coll.lock);
-	if (!gprof_coll_windows_in_use())
+	if (!gprof_coll_windows_in_use(gprof_coll.wins))
 		gprof_coll_attrib_reset();
 	pthread_mutex_unlock(&gprof_coll.lock);
 }
@@ -192,10 +192,10 @@ static void *run(void *arg)
 		wait = drain_windows();
 		flush_wait = flush_if_due();
 		wait = flush_wait < wait ? flush_wait : wait;
-		if (!gprof_coll_windows_in_use())
+		if (!gprof_coll_windows_in_use(gprof_coll.wins))
 			go_idle();
 		if (__atomic_load_n(&gprof_coll.stop, __ATOMIC_ACQUIRE) &&
-		    !gprof_coll_windows_in_use())
+		    !gprof_coll_windows_in_use(gprof_coll.wins))
 			break;
 	}
 	return NULL;

@@ -600,7 +600,7 @@ static uint32_t open_window(char *dir, unsigned acts, uint64_t begin_ns)
 	ASSERT_EQ(gprof_export_window_open(&info, &id), 0);
 	gprof_cupti.next_record = fake_next;
 	ASSERT_EQ(gprof_coll_attrib_init(acts), 0);
-	gprof_coll_wins[0] =
+	gprof_coll.wins[0] =
 	    (struct gprof_coll_win){.id = id, .begin_ns = begin_ns, .end_ns = UINT64_MAX};
 	return id;
 }
@@ -621,7 +621,7 @@ TEST(collector_attribution)
 	struct fake_buf gpu = {{&k10, &k13, &k16}, 3};
 	struct fake_buf host = {{&a13, &a10, &a11, &a12, &a14, &a15, &a16}, 7};
 	struct fake_buf late = {{&k11, &k14}, 2};
-	struct gprof_coll_win *w = &gprof_coll_wins[0];
+	struct gprof_coll_win *w = &gprof_coll.wins[0];
 	char dir[] = "/tmp/gprof-test-collector-XXXXXX";
 	uint32_t id = open_window(dir, GPROF_ACT_KERNEL | GPROF_ACT_API, begin);
 	struct trace t;
@@ -678,7 +678,7 @@ TEST(collector_system_tids)
 	const uint64_t begin = T0 + 1000000;
 	CUpti_ActivityAPI a12 = api_rec(20, 12, begin + 500);
 	struct fake_buf host = {{&a12}, 1};
-	struct gprof_coll_win *w = &gprof_coll_wins[0];
+	struct gprof_coll_win *w = &gprof_coll.wins[0];
 	char dir[] = "/tmp/gprof-test-collector-XXXXXX";
 	uint32_t id = open_window(dir, GPROF_ACT_API, begin);
 	struct trace t;
@@ -734,7 +734,7 @@ static void memory_out_of_order(bool known)
 	/* the counter at begin (when the figure is known), +100, +200, +300, +400 */
 	const long long want[2][5] = {{-1, mib, 0, mib, 0},
 				      {5 * mib, 6 * mib, 5 * mib, 6 * mib, 5 * mib}};
-	struct gprof_coll_win *w = &gprof_coll_wins[0];
+	struct gprof_coll_win *w = &gprof_coll.wins[0];
 	char dir[] = "/tmp/gprof-test-collector-XXXXXX";
 	uint32_t id = open_window(dir, GPROF_ACT_MEMORY, begin);
 	long long got[5] = {-1, -1, -1, -1, -1};
@@ -941,7 +941,7 @@ static void made_up_begin(struct made_up *m, size_t budget, uint32_t n)
 	gprof_cupti.next_record = seq_next;
 	ASSERT_EQ(gprof_coll_buffers_init(budget), 0);
 	ASSERT_EQ(gprof_coll_attrib_init(GPROF_ACT_KERNEL | GPROF_ACT_API), 0);
-	gprof_coll_wins[0] =
+	gprof_coll.wins[0] =
 	    (struct gprof_coll_win){.id = m->id, .begin_ns = T0, .end_ns = UINT64_MAX};
 	/* 32 threads launching on a stream each, 1 us apart. */
 	for (uint32_t c = 1; c <= n; c++) {
@@ -970,8 +970,8 @@ static struct gprof_coll_win made_up_end(struct made_up *m, struct tally *by_cor
 	struct gprof_coll_win got;
 	struct trace t;
 
-	gprof_coll_attrib_finish(&gprof_coll_wins[0]);
-	got = gprof_coll_wins[0];
+	gprof_coll_attrib_finish(&gprof_coll.wins[0]);
+	got = gprof_coll.wins[0];
 	gprof_export_window_release(m->id);
 	ASSERT_EQ(gprof_export_window_wait(m->id, 60000), 0);
 	load_only_trace(m->dir, &t);
