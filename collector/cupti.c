@@ -99,7 +99,7 @@ bool gprof_coll_disable_if_idle(void)
 	bool idle;
 
 	pthread_mutex_lock(&gprof_coll.lock);
-	idle = gprof_coll_state() == GPROF_COLL_ENABLED && !gprof_coll.want &&
+	idle = gprof_coll_state(&gprof_coll) == GPROF_COLL_ENABLED && !gprof_coll.want &&
 	       !gprof_coll_windows_in_use(gprof_coll.wins);
 	if (idle) {
 		disable_kinds();
@@ -187,10 +187,10 @@ void gprof_collector_start(void)
 		return;
 	rc = attach(why, sizeof(why));
 	if (!rc)
-		rc = gprof_coll_thread_start(gprof_coll_disable_if_idle);
+		rc = gprof_coll_thread_start(&gprof_coll, gprof_coll_disable_if_idle);
 	pthread_mutex_lock(&gprof_coll.lock);
 	gprof_coll.thread_running = !rc;
-	if (gprof_coll_state() != GPROF_COLL_LOADING) {
+	if (gprof_coll_state(&gprof_coll) != GPROF_COLL_LOADING) {
 		pthread_mutex_unlock(&gprof_coll.lock);
 		return;
 	}
@@ -214,7 +214,7 @@ void gprof_collector_yield(void)
 	enum gprof_coll_state s;
 
 	pthread_mutex_lock(&gprof_coll.lock);
-	s = gprof_coll_state();
+	s = gprof_coll_state(&gprof_coll);
 	if (s == GPROF_COLL_READY || s == GPROF_COLL_ENABLED) {
 		disable_kinds();
 		/* Every buffer comes back here before the other tool's callbacks replace ours. */
@@ -234,7 +234,7 @@ void gprof_collector_warmup(void)
 {
 	pthread_mutex_lock(&gprof_coll.lock);
 	gprof_coll.want = true;
-	if (gprof_coll_state() == GPROF_COLL_READY)
+	if (gprof_coll_state(&gprof_coll) == GPROF_COLL_READY)
 		enable_kinds();
 	pthread_mutex_unlock(&gprof_coll.lock);
 }
@@ -249,7 +249,7 @@ void gprof_collector_discard(void)
 
 static bool usable(void)
 {
-	enum gprof_coll_state s = gprof_coll_state();
+	enum gprof_coll_state s = gprof_coll_state(&gprof_coll);
 
 	return s == GPROF_COLL_IDLE || s == GPROF_COLL_LOADING || s == GPROF_COLL_READY ||
 	       s == GPROF_COLL_ENABLED;
@@ -292,7 +292,7 @@ void gprof_collector_window_end(uint32_t id, uint64_t end_ns)
 
 bool gprof_collector_external_begin(uint32_t id)
 {
-	if (gprof_coll_state() != GPROF_COLL_ENABLED || !gprof_cupti.push_external ||
+	if (gprof_coll_state(&gprof_coll) != GPROF_COLL_ENABLED || !gprof_cupti.push_external ||
 	    !gprof_cupti.pop_external)
 		return false;
 	return gprof_cupti.push_external(GPROF_COLL_EXTERNAL_KIND, id) == CUPTI_SUCCESS;
@@ -330,9 +330,9 @@ void gprof_collector_fini(unsigned timeout_ms)
 	gprof_coll.want = false;
 	__atomic_store_n(&gprof_coll.stop, true, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&gprof_coll.lock);
-	gprof_coll_thread_stop(timeout_ms);
+	gprof_coll_thread_stop(&gprof_coll, timeout_ms);
 	pthread_mutex_lock(&gprof_coll.lock);
-	if (gprof_coll_state() == GPROF_COLL_ENABLED)
+	if (gprof_coll_state(&gprof_coll) == GPROF_COLL_ENABLED)
 		disable_kinds();
 	if (!gprof_coll.thread_running)
 		gprof_coll_windows_release_all(gprof_coll.wins);

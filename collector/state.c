@@ -6,7 +6,7 @@
 
 struct gprof_coll gprof_coll = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-enum gprof_coll_state gprof_coll_state(void)
+enum gprof_coll_state gprof_coll_state(const struct gprof_coll *c)
 {
-	return (enum gprof_coll_state)__atomic_load_n(&gprof_coll.state, __ATOMIC_ACQUIRE);
+	return (enum gprof_coll_state)__atomic_load_n(&c->state, __ATOMIC_ACQUIRE);
 }
