@@ -37,6 +37,8 @@
 #define GPU_PATIENCE_MS 1000
 
 static unsigned activities; /* GPROF_ACT_* to record, from the configuration */
+/* The window slots (gprof_coll.wins), given at init: claimed elsewhere, filled here. */
+static struct gprof_coll_win *wins;
 
 /* The correlation map's values: what is known of a correlation id. */
 enum link_kind {
@@ -105,8 +107,9 @@ struct gprof_coll_held *gprof_coll_attrib_held(void)
 	return &tables;
 }
 
-int gprof_coll_attrib_init(unsigned acts)
+int gprof_coll_attrib_init(struct gprof_coll_win *slots, unsigned acts)
 {
+	wins = slots;
 	activities = acts;
 	if (gprof_coll_held_init(&tables) || gprof_map_init(&allocs, ALLOCS_MAX))
 		return -ENOMEM;
@@ -184,7 +187,7 @@ static bool is_own_call(const struct gprof_coll_rec *r)
 static struct gprof_coll_win *window_at(uint64_t ts)
 {
 	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
-		struct gprof_coll_win *w = &gprof_coll.wins[i];
+		struct gprof_coll_win *w = &wins[i];
 
 		if (__atomic_load_n(&w->id, __ATOMIC_ACQUIRE) &&
 		    __atomic_load_n(&w->begin_ns, __ATOMIC_ACQUIRE) <= ts &&
@@ -200,7 +203,7 @@ static struct gprof_coll_win *collecting(void)
 	struct gprof_coll_win *best = NULL;
 
 	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
-		struct gprof_coll_win *w = &gprof_coll.wins[i];
+		struct gprof_coll_win *w = &wins[i];
 		uint32_t id = __atomic_load_n(&w->id, __ATOMIC_ACQUIRE);
 
 		if (!id)
@@ -281,7 +284,7 @@ static void earlier(const struct gprof_export_event *gpu)
 	uint64_t end = gpu->ts_ns + gpu->dur_ns;
 
 	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
-		struct gprof_coll_win *w = &gprof_coll.wins[i];
+		struct gprof_coll_win *w = &wins[i];
 		uint64_t begin = __atomic_load_n(&w->begin_ns, __ATOMIC_ACQUIRE);
 		uint64_t w_end = __atomic_load_n(&w->end_ns, __ATOMIC_ACQUIRE);
 		struct gprof_export_event ev = *gpu;
@@ -346,8 +349,8 @@ static void note_corr(struct gprof_coll_win *w, uint32_t corr)
 static void hold_api(struct gprof_coll_rec *r, struct gprof_coll_win *w)
 {
 	uint32_t index1 = api_wanted() ? gprof_coll_held_alloc(&tables, GPROF_COLL_HELD_API) : 0;
-	bool known = gprof_coll_links_put(&tables, r->ev.correlation,
-					  LINK(LINK_API, w - gprof_coll.wins, index1)) == 0;
+	bool known =
+	    gprof_coll_links_put(&tables, r->ev.correlation, LINK(LINK_API, w - wins, index1)) == 0;
 
 	w->pending += known;
 	if (index1 && known) {
@@ -398,7 +401,7 @@ static void on_api(struct gprof_coll_rec *r)
 static struct gprof_coll_win *window_of_corr(uint32_t corr)
 {
 	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
-		struct gprof_coll_win *w = &gprof_coll.wins[i];
+		struct gprof_coll_win *w = &wins[i];
 
 		if (__atomic_load_n(&w->id, __ATOMIC_ACQUIRE) && w->hi && w->lo <= corr &&
 		    corr <= w->hi)
@@ -456,7 +459,7 @@ static void on_gpu(struct gprof_coll_rec *r)
 		earlier(&r->ev);
 		return;
 	}
-	w = &gprof_coll.wins[LINK_SLOT(link)];
+	w = &wins[LINK_SLOT(link)];
 	w->pending--;
 	if (!LINK_HELD(link)) {
 		/* API events are not recorded, or the launch was written unlinked. */
@@ -639,7 +642,7 @@ static bool sweep(uint64_t corr, uint64_t link, void *arg)
 
 	switch (LINK_KIND(link)) {
 	case LINK_API:
-		if (&gprof_coll.wins[LINK_SLOT(link)] != w)
+		if (&wins[LINK_SLOT(link)] != w)
 			return true;
 		if (LINK_HELD(link)) {
 			struct gprof_export_event api;
@@ -710,7 +713,7 @@ static bool expire(uint64_t corr, uint64_t link, void *arg)
 		chain_release(LINK_HELD(link), w, NULL, false);
 		return false;
 	case LINK_API:
-		w = &gprof_coll.wins[LINK_SLOT(link)];
+		w = &wins[LINK_SLOT(link)];
 		w->pending--;
 		if (LINK_HELD(link) ? !may_queue_nothing(&tables.apis[LINK_HELD(link) - 1])
 				    : !api_wanted())

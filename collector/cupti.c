@@ -173,7 +173,7 @@ static int attach(char *why, size_t len)
 			 gprof_coll_strerror(r, err, sizeof(err)));
 		return -EIO;
 	}
-	return gprof_coll_attrib_init(gprof_coll.cfg.activities);
+	return gprof_coll_attrib_init(gprof_coll.wins, gprof_coll.cfg.activities);
 }
 
 void gprof_collector_start(void)

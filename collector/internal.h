@@ -280,8 +280,8 @@ void gprof_coll_windows_forget(struct gprof_coll_win *wins);
 
 /* What waits for its partner, the collector thread's: for its report of the peaks, and tests. */
 struct gprof_coll_held *gprof_coll_attrib_held(void);
-/* acts: the GPROF_ACT_* bits to record (GPROF_ACTIVITIES). */
-int gprof_coll_attrib_init(unsigned acts);
+/* slots: gprof_coll.wins; acts: the GPROF_ACT_* bits to record (GPROF_ACTIVITIES). */
+int gprof_coll_attrib_init(struct gprof_coll_win *slots, unsigned acts);
 /*
  * Whether CUPTI names threads by gettid() (cuptiSetThreadIdType SYSTEM, asked for before any
  * kind is enabled): its thread ids are then ours. Otherwise they are pthread_self() cut to 32

@@ -599,7 +599,7 @@ static uint32_t open_window(char *dir, unsigned acts, uint64_t begin_ns)
 	ASSERT_EQ(gprof_export_init(&cfg), 0);
 	ASSERT_EQ(gprof_export_window_open(&info, &id), 0);
 	gprof_cupti.next_record = fake_next;
-	ASSERT_EQ(gprof_coll_attrib_init(acts), 0);
+	ASSERT_EQ(gprof_coll_attrib_init(gprof_coll.wins, acts), 0);
 	gprof_coll.wins[0] =
 	    (struct gprof_coll_win){.id = id, .begin_ns = begin_ns, .end_ns = UINT64_MAX};
 	return id;
@@ -940,7 +940,7 @@ static void made_up_begin(struct made_up *m, size_t budget, uint32_t n)
 	ASSERT_EQ(gprof_export_window_open(&info, &m->id), 0);
 	gprof_cupti.next_record = seq_next;
 	ASSERT_EQ(gprof_coll_buffers_init(budget), 0);
-	ASSERT_EQ(gprof_coll_attrib_init(GPROF_ACT_KERNEL | GPROF_ACT_API), 0);
+	ASSERT_EQ(gprof_coll_attrib_init(gprof_coll.wins, GPROF_ACT_KERNEL | GPROF_ACT_API), 0);
 	gprof_coll.wins[0] =
 	    (struct gprof_coll_win){.id = m->id, .begin_ns = T0, .end_ns = UINT64_MAX};
 	/* 32 threads launching on a stream each, 1 us apart. */
