@@ -338,13 +338,13 @@ extern struct gprof_coll gprof_coll;
 
 enum gprof_coll_state gprof_coll_state(const struct gprof_coll *c);
 /* cupti.c, for the collector thread with no window: disables the kinds (true if it did). */
-bool gprof_coll_disable_if_idle(void);
+bool gprof_coll_disable_if_idle(struct gprof_coll *c);
 
 /*
  * thread.c: the collector thread, on the state c (gprof_coll) given here and to nothing else;
  * it calls disable_if_idle when it has no window.
  */
-int gprof_coll_thread_start(struct gprof_coll *c, bool (*disable_if_idle)(void));
+int gprof_coll_thread_start(struct gprof_coll *c, bool (*disable_if_idle)(struct gprof_coll *c));
 /* Waits at most timeout_ms for the thread to finish the windows and end. */
 void gprof_coll_thread_stop(struct gprof_coll *c, unsigned timeout_ms);
 

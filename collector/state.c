@@ -1,6 +1,7 @@
 /*
  * The collector's shared state (internal.h, struct gprof_coll): its lock, the state machine
- * that cupti.c drives and the collector thread reads, and the configuration.
+ * that cupti.c drives and the collector thread reads, the configuration and the window slots.
+ * Only cupti.c's entry points (and tests) name it; every other function is passed it.
  */
 #include "collector/internal.h"
 

@@ -159,12 +159,12 @@ static void finish_all(struct gprof_coll *c)
 }
 
 /* cupti.c's: the kinds are turned off when no window needs them (true if they were). */
-static bool (*idle_off)(void);
+static bool (*idle_off)(struct gprof_coll *c);
 
 /* No window: kinds off, their last records read and forgotten. */
 static void go_idle(struct gprof_coll *c)
 {
-	if (!idle_off())
+	if (!idle_off(c))
 		return;
 	gprof_cupti.flush_all(0);
 	drain_queue();
@@ -201,7 +201,7 @@ static void *run(void *arg)
 	return NULL;
 }
 
-int gprof_coll_thread_start(struct gprof_coll *c, bool (*disable_if_idle)(void))
+int gprof_coll_thread_start(struct gprof_coll *c, bool (*disable_if_idle)(struct gprof_coll *c))
 {
 	idle_off = disable_if_idle;
 	return gprof_thread_start(&c->thread, run, c);
