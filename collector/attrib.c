@@ -39,6 +39,8 @@
 static unsigned activities; /* GPROF_ACT_* to record, from the configuration */
 /* The window slots (gprof_coll.wins), given at init: claimed elsewhere, filled here. */
 static struct gprof_coll_win *wins;
+/* Whose next_record walks a buffer (gprof_coll.cupti, or a test's), given at init. */
+static const struct gprof_cupti *cupti;
 
 /* The correlation map's values: what is known of a correlation id. */
 enum link_kind {
@@ -107,9 +109,11 @@ struct gprof_coll_held *gprof_coll_attrib_held(void)
 	return &tables;
 }
 
-int gprof_coll_attrib_init(struct gprof_coll_win *slots, unsigned acts)
+int gprof_coll_attrib_init(struct gprof_coll_win *slots, const struct gprof_cupti *walker,
+			   unsigned acts)
 {
 	wins = slots;
+	cupti = walker;
 	activities = acts;
 	if (gprof_coll_held_init(&tables) || gprof_map_init(&allocs, ALLOCS_MAX))
 		return -ENOMEM;
@@ -612,7 +616,7 @@ void gprof_coll_attrib_buffer(const struct gprof_coll_buf *b)
 	uint64_t n = 0;
 	CUptiResult r;
 
-	while ((r = gprof_cupti.next_record(b->buf, b->valid, &rec)) == CUPTI_SUCCESS) {
+	while ((r = cupti->next_record(b->buf, b->valid, &rec)) == CUPTI_SUCCESS) {
 		n++;
 		if (!b->discard)
 			on_record(rec);

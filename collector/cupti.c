@@ -65,7 +65,7 @@ static void disable_kinds(struct gprof_coll *c)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
 		if (kinds[i].acts & c->cfg.activities)
-			gprof_cupti.disable(kinds[i].kind);
+			c->cupti.disable(kinds[i].kind);
 	__atomic_store_n(&c->covers, 0, __ATOMIC_RELEASE);
 }
 
@@ -79,12 +79,12 @@ static void enable_kinds(struct gprof_coll *c)
 
 		if (!(kinds[i].acts & c->cfg.activities))
 			continue;
-		r = gprof_cupti.enable(kinds[i].kind);
+		r = c->cupti.enable(kinds[i].kind);
 		if (r == CUPTI_SUCCESS)
 			continue;
 		disable_kinds(c);
 		snprintf(why, sizeof(why), "cuptiActivityEnable(kind %d) failed: %s",
-			 (int)kinds[i].kind, gprof_coll_strerror(r, err, sizeof(err)));
+			 (int)kinds[i].kind, gprof_coll_strerror(&c->cupti, r, err, sizeof(err)));
 		fail(c, why);
 		return;
 	}
@@ -148,32 +148,32 @@ static int attach(struct gprof_coll *c, char *why, size_t len)
 {
 	CUptiResult r;
 	char err[128];
-	int rc = gprof_coll_load(c->lib, why, len);
+	int rc = gprof_coll_load(&c->cupti, c->lib, why, len);
 
 	if (rc)
 		return rc;
-	r = gprof_cupti.subscribe(&c->sub, on_callback, NULL);
+	r = c->cupti.subscribe(&c->sub, on_callback, NULL);
 	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
 		snprintf(why, len,
 			 "another tool holds CUPTI (torch.profiler, Nsight Systems or "
 			 "Nsight Compute in this process?): cuptiSubscribe said %s",
-			 gprof_coll_strerror(r, err, sizeof(err)));
+			 gprof_coll_strerror(&c->cupti, r, err, sizeof(err)));
 		return -EBUSY;
 	}
 	if (r == CUPTI_SUCCESS)
-		r = gprof_cupti.register_callbacks(gprof_coll_buffer_request,
-						   gprof_coll_buffer_complete);
+		r = c->cupti.register_callbacks(gprof_coll_buffer_request,
+						gprof_coll_buffer_complete);
 	/* A CUPTI that refuses system ids (or lacks the call) keeps pthread ids, mapped. */
-	if (r == CUPTI_SUCCESS && gprof_cupti.set_thread_id_type)
+	if (r == CUPTI_SUCCESS && c->cupti.set_thread_id_type)
 		gprof_coll_attrib_system_tids(
-		    gprof_cupti.set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM) ==
+		    c->cupti.set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM) ==
 		    CUPTI_SUCCESS);
 	if (r != CUPTI_SUCCESS) {
-		snprintf(why, len, "CUPTI (%s) cannot be set up: %s", gprof_cupti.path,
-			 gprof_coll_strerror(r, err, sizeof(err)));
+		snprintf(why, len, "CUPTI (%s) cannot be set up: %s", c->cupti.path,
+			 gprof_coll_strerror(&c->cupti, r, err, sizeof(err)));
 		return -EIO;
 	}
-	return gprof_coll_attrib_init(c->wins, c->cfg.activities);
+	return gprof_coll_attrib_init(c->wins, &c->cupti, c->cfg.activities);
 }
 
 void gprof_collector_start(void)
@@ -198,11 +198,13 @@ void gprof_collector_start(void)
 	if (rc) {
 		fail(c, why[0] ? why : "the collector thread cannot start");
 	} else {
-		snprintf(c->proc.cupti_path, sizeof(c->proc.cupti_path), "%s", gprof_cupti.path);
-		c->proc.cupti_version = (int)gprof_cupti.version;
+		/* Both are PATH_MAX long; the precision tells gcc so. */
+		snprintf(c->proc.cupti_path, sizeof(c->proc.cupti_path), "%.*s",
+			 (int)sizeof(c->proc.cupti_path) - 1, c->cupti.path);
+		c->proc.cupti_version = (int)c->cupti.version;
 		set_state(c, GPROF_COLL_READY);
 		publish_status(c, "in use");
-		pr_info("CUPTI %s (API version %u) in use", gprof_cupti.path, gprof_cupti.version);
+		pr_info("CUPTI %s (API version %u) in use", c->cupti.path, c->cupti.version);
 		if (c->want)
 			enable_kinds(c);
 	}
@@ -219,9 +221,9 @@ void gprof_collector_yield(void)
 	if (s == GPROF_COLL_READY || s == GPROF_COLL_ENABLED) {
 		disable_kinds(c);
 		/* Every buffer comes back here before the other tool's callbacks replace ours. */
-		gprof_cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-		if (gprof_cupti.unsubscribe)
-			gprof_cupti.unsubscribe(c->sub);
+		c->cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		if (c->cupti.unsubscribe)
+			c->cupti.unsubscribe(c->sub);
 		pr_warn(
 		    "another tool in this process subscribed to CUPTI (torch.profiler, Nsight?): "
 		    "libgprof handed it over. The GPU activity recorded so far is kept; from "
@@ -301,17 +303,18 @@ bool gprof_collector_external_begin(uint32_t id)
 {
 	struct gprof_coll *c = &gprof_coll;
 
-	if (gprof_coll_state(c) != GPROF_COLL_ENABLED || !gprof_cupti.push_external ||
-	    !gprof_cupti.pop_external)
+	if (gprof_coll_state(c) != GPROF_COLL_ENABLED || !c->cupti.push_external ||
+	    !c->cupti.pop_external)
 		return false;
-	return gprof_cupti.push_external(GPROF_COLL_EXTERNAL_KIND, id) == CUPTI_SUCCESS;
+	return c->cupti.push_external(GPROF_COLL_EXTERNAL_KIND, id) == CUPTI_SUCCESS;
 }
 
 void gprof_collector_external_end(void)
 {
+	struct gprof_coll *c = &gprof_coll;
 	uint64_t id;
 
-	gprof_cupti.pop_external(GPROF_COLL_EXTERNAL_KIND, &id);
+	c->cupti.pop_external(GPROF_COLL_EXTERNAL_KIND, &id);
 }
 
 unsigned gprof_collector_covers(void)

@@ -104,18 +104,16 @@ struct gprof_cupti {
 	CUptiResult (*pop_external)(CUpti_ExternalCorrelationKind kind, uint64_t *id);
 };
 
-/* Written once by gprof_coll_load() before the collector is started; read-only after. */
-extern struct gprof_cupti gprof_cupti;
-
 /*
- * Loads CUPTI in DESIGN.md's order (lib if not empty, and then nothing else); fills
- * gprof_cupti. Returns 0, or a negative errno with the reason in why.
+ * Loads CUPTI in DESIGN.md's order (lib if not empty, and then nothing else); fills *cupti
+ * (gprof_coll.cupti). Returns 0, or a negative errno with the reason in why.
  */
-int gprof_coll_load(const char *lib, char *why, size_t why_len);
+int gprof_coll_load(struct gprof_cupti *cupti, const char *lib, char *why, size_t why_len);
 /* From gprof_collector_init: the environment the search needs, read once. */
 void gprof_coll_load_env(void);
 /* "CUPTI_ERROR_UNKNOWN (999)" */
-const char *gprof_coll_strerror(CUptiResult r, char *buf, size_t len);
+const char *gprof_coll_strerror(const struct gprof_cupti *cupti, CUptiResult r, char *buf,
+				size_t len);
 
 /* buffers.c: the activity buffers and the queue of completed ones. */
 #define GPROF_COLL_BUF_BYTES (128u << 10)
@@ -280,8 +278,12 @@ void gprof_coll_windows_forget(struct gprof_coll_win *wins);
 
 /* What waits for its partner, the collector thread's: for its report of the peaks, and tests. */
 struct gprof_coll_held *gprof_coll_attrib_held(void);
-/* slots: gprof_coll.wins; acts: the GPROF_ACT_* bits to record (GPROF_ACTIVITIES). */
-int gprof_coll_attrib_init(struct gprof_coll_win *slots, unsigned acts);
+/*
+ * slots: gprof_coll.wins; cupti: whose next_record walks the buffers (gprof_coll.cupti); acts:
+ * the GPROF_ACT_* bits to record (GPROF_ACTIVITIES).
+ */
+int gprof_coll_attrib_init(struct gprof_coll_win *slots, const struct gprof_cupti *cupti,
+			   unsigned acts);
 /*
  * Whether CUPTI names threads by gettid() (cuptiSetThreadIdType SYSTEM, asked for before any
  * kind is enabled): its thread ids are then ours. Otherwise they are pthread_self() cut to 32
@@ -327,6 +329,8 @@ struct gprof_coll {
 	char lib[PATH_MAX];
 	unsigned drain_ms;
 	struct gprof_export_process_info proc; /* what trace headers say */
+	/* CUPTI's entry points: written once by gprof_coll_load() before the thread starts. */
+	struct gprof_cupti cupti;
 	/*
 	 * The window slots (windows.c): claimed under lock, each field as struct gprof_coll_win
 	 * says; the collector thread scans them without the lock.

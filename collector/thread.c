@@ -31,7 +31,7 @@ static uint64_t mono_ms(void)
 	return gprof_clock_ns(CLOCK_MONOTONIC) / 1000000;
 }
 
-static void drain_queue(void)
+static void drain_queue(const struct gprof_coll *c)
 {
 	struct gprof_coll_buf b;
 	size_t n;
@@ -41,7 +41,7 @@ static void drain_queue(void)
 			gprof_coll_attrib_buffer(&b);
 		gprof_coll_buffers_give_back(&b);
 		/* CUPTI's count of records it had no buffer room for, since the last call. */
-		if (gprof_cupti.dropped(NULL, 0, &n) == CUPTI_SUCCESS && n)
+		if (c->cupti.dropped(NULL, 0, &n) == CUPTI_SUCCESS && n)
 			gprof_coll_attrib_dropped(n);
 	}
 }
@@ -115,8 +115,8 @@ static unsigned flush_if_due(const struct gprof_coll *c)
 	if (gprof_coll_buffers_low() || now >= flushed_ms + FLUSH_MS ||
 	    (now >= flushed_ms + CROWDED_MS &&
 	     gprof_coll_held_count(gprof_coll_attrib_held(), GPROF_COLL_HELD_GPU) >= CROWDED)) {
-		gprof_cupti.flush_all(0);
-		drain_queue();
+		c->cupti.flush_all(0);
+		drain_queue(c);
 		flushed_ms = now;
 		gprof_coll_attrib_expire(now, c->drain_ms);
 	}
@@ -137,8 +137,8 @@ static unsigned drain_windows(struct gprof_coll *c)
 	}
 	if (!settled)
 		return next_ended(c, 0) ? SETTLE_MS : IDLE_MS;
-	gprof_cupti.flush_all(0);
-	drain_queue();
+	c->cupti.flush_all(0);
+	drain_queue(c);
 	now = mono_ms();
 	while ((w = next_ended(c, 0)) && w->ended_ms && now >= w->ended_ms + SETTLE_MS &&
 	       (!w->pending || now >= w->ended_ms + c->drain_ms))
@@ -166,8 +166,8 @@ static void go_idle(struct gprof_coll *c)
 {
 	if (!idle_off(c))
 		return;
-	gprof_cupti.flush_all(0);
-	drain_queue();
+	c->cupti.flush_all(0);
+	drain_queue(c);
 	pthread_mutex_lock(&c->lock);
 	if (!gprof_coll_windows_in_use(c->wins))
 		gprof_coll_attrib_reset();
@@ -183,7 +183,7 @@ static void *run(void *arg)
 		enum gprof_coll_state s;
 
 		gprof_coll_wait(wait);
-		drain_queue();
+		drain_queue(c);
 		s = gprof_coll_state(c);
 		if (s == GPROF_COLL_FAILED || s == GPROF_COLL_OFF) {
 			finish_all(c);

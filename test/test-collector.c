@@ -494,6 +494,9 @@ static CUptiResult CUPTIAPI fake_next(uint8_t *buf, size_t valid, CUpti_Activity
 	return CUPTI_SUCCESS;
 }
 
+/* CUPTI as attrib.c sees it: a record walker over a struct fake_buf. */
+static const struct gprof_cupti fake_cupti = {.next_record = fake_next};
+
 #define T0 1751410836000000000ull
 
 static CUpti_ActivityAPI api_rec(uint32_t cbid, uint32_t corr, uint64_t start)
@@ -598,8 +601,7 @@ static uint32_t open_window(char *dir, unsigned acts, uint64_t begin_ns)
 	ASSERT(mkdtemp(dir));
 	ASSERT_EQ(gprof_export_init(&cfg), 0);
 	ASSERT_EQ(gprof_export_window_open(&info, &id), 0);
-	gprof_cupti.next_record = fake_next;
-	ASSERT_EQ(gprof_coll_attrib_init(gprof_coll.wins, acts), 0);
+	ASSERT_EQ(gprof_coll_attrib_init(gprof_coll.wins, &fake_cupti, acts), 0);
 	gprof_coll.wins[0] =
 	    (struct gprof_coll_win){.id = id, .begin_ns = begin_ns, .end_ns = UINT64_MAX};
 	return id;
@@ -874,6 +876,8 @@ static CUptiResult CUPTIAPI seq_next(uint8_t *buf, size_t valid, CUpti_Activity 
 	return CUPTI_SUCCESS;
 }
 
+static const struct gprof_cupti seq_cupti = {.next_record = seq_next};
+
 static void walk_seq(const void **recs, size_t n)
 {
 	struct seq_buf b = {.recs = recs, .n = n};
@@ -938,9 +942,10 @@ static void made_up_begin(struct made_up *m, size_t budget, uint32_t n)
 	cfg.output = m->dir;
 	ASSERT_EQ(gprof_export_init(&cfg), 0);
 	ASSERT_EQ(gprof_export_window_open(&info, &m->id), 0);
-	gprof_cupti.next_record = seq_next;
 	ASSERT_EQ(gprof_coll_buffers_init(budget), 0);
-	ASSERT_EQ(gprof_coll_attrib_init(gprof_coll.wins, GPROF_ACT_KERNEL | GPROF_ACT_API), 0);
+	ASSERT_EQ(
+	    gprof_coll_attrib_init(gprof_coll.wins, &seq_cupti, GPROF_ACT_KERNEL | GPROF_ACT_API),
+	    0);
 	gprof_coll.wins[0] =
 	    (struct gprof_coll_win){.id = m->id, .begin_ns = T0, .end_ns = UINT64_MAX};
 	/* 32 threads launching on a stream each, 1 us apart. */
