@@ -37,6 +37,10 @@
 #define GPU_PATIENCE_MS 1000
 
 static unsigned activities; /* GPROF_ACT_* to record, from the configuration */
+/* The window slots (gprof_coll.wins), given at init: claimed elsewhere, filled here. */
+static struct gprof_coll_win *wins;
+/* Whose next_record walks a buffer (gprof_coll.cupti, or a test's), given at init. */
+static const struct gprof_cupti *cupti;
 
 /* The correlation map's values: what is known of a correlation id. */
 enum link_kind {
@@ -69,7 +73,8 @@ static unsigned n_samples;
 static uint32_t corr_seen;
 static bool expiring; /* the last sweep let records go */
 
-static struct gprof_map allocs; /* device address -> bytes, for the memory counter */
+static struct gprof_map allocs;	      /* device address -> bytes, for the memory counter */
+static struct gprof_coll_held tables; /* what waits for its partner (held.c) */
 
 /* libgprof's own calls: CUPTI's thread id and a time range (written by one thread, once). */
 static struct {
@@ -99,10 +104,18 @@ static uint32_t cupti_thread_id(void)
 				  : (uint32_t)(uintptr_t)pthread_self();
 }
 
-int gprof_coll_attrib_init(unsigned acts)
+struct gprof_coll_held *gprof_coll_attrib_held(void)
 {
+	return &tables;
+}
+
+int gprof_coll_attrib_init(struct gprof_coll_win *slots, const struct gprof_cupti *walker,
+			   unsigned acts)
+{
+	wins = slots;
+	cupti = walker;
 	activities = acts;
-	if (gprof_coll_held_init() || gprof_map_init(&allocs, ALLOCS_MAX))
+	if (gprof_coll_held_init(&tables) || gprof_map_init(&allocs, ALLOCS_MAX))
 		return -ENOMEM;
 	gprof_coll_attrib_reset();
 	return 0;
@@ -178,7 +191,7 @@ static bool is_own_call(const struct gprof_coll_rec *r)
 static struct gprof_coll_win *window_at(uint64_t ts)
 {
 	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
-		struct gprof_coll_win *w = &gprof_coll_wins[i];
+		struct gprof_coll_win *w = &wins[i];
 
 		if (__atomic_load_n(&w->id, __ATOMIC_ACQUIRE) &&
 		    __atomic_load_n(&w->begin_ns, __ATOMIC_ACQUIRE) <= ts &&
@@ -194,7 +207,7 @@ static struct gprof_coll_win *collecting(void)
 	struct gprof_coll_win *best = NULL;
 
 	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
-		struct gprof_coll_win *w = &gprof_coll_wins[i];
+		struct gprof_coll_win *w = &wins[i];
 		uint32_t id = __atomic_load_n(&w->id, __ATOMIC_ACQUIRE);
 
 		if (!id)
@@ -275,7 +288,7 @@ static void earlier(const struct gprof_export_event *gpu)
 	uint64_t end = gpu->ts_ns + gpu->dur_ns;
 
 	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
-		struct gprof_coll_win *w = &gprof_coll_wins[i];
+		struct gprof_coll_win *w = &wins[i];
 		uint64_t begin = __atomic_load_n(&w->begin_ns, __ATOMIC_ACQUIRE);
 		uint64_t w_end = __atomic_load_n(&w->end_ns, __ATOMIC_ACQUIRE);
 		struct gprof_export_event ev = *gpu;
@@ -305,12 +318,11 @@ static void chain_release(uint32_t index1, struct gprof_coll_win *w, struct gpro
 
 	if (w && api && !index1)
 		push(api, w, false);
-	for (uint32_t i = index1; i; i = gprof_coll_held_gpus[i - 1].next)
-		if (gprof_coll_held_gpus[i - 1].ev.ts_ns <
-		    gprof_coll_held_gpus[earliest - 1].ev.ts_ns)
+	for (uint32_t i = index1; i; i = tables.gpus[i - 1].next)
+		if (tables.gpus[i - 1].ev.ts_ns < tables.gpus[earliest - 1].ev.ts_ns)
 			earliest = i;
 	while (index1) {
-		struct gprof_coll_held_gpu *h = &gprof_coll_held_gpus[index1 - 1];
+		struct gprof_coll_held_gpu *h = &tables.gpus[index1 - 1];
 		uint32_t next = h->next;
 
 		if (w && api && index1 == earliest)
@@ -319,7 +331,7 @@ static void chain_release(uint32_t index1, struct gprof_coll_win *w, struct gpro
 			push(&h->ev, w, false);
 		else if (api_outside)
 			earlier(&h->ev);
-		gprof_coll_held_free(GPROF_COLL_HELD_GPU, index1);
+		gprof_coll_held_free(&tables, GPROF_COLL_HELD_GPU, index1);
 		index1 = next;
 	}
 }
@@ -340,18 +352,18 @@ static void note_corr(struct gprof_coll_win *w, uint32_t corr)
 /* A launch of window w whose GPU record has not come yet. */
 static void hold_api(struct gprof_coll_rec *r, struct gprof_coll_win *w)
 {
-	uint32_t index1 = api_wanted() ? gprof_coll_held_alloc(GPROF_COLL_HELD_API) : 0;
-	bool known = gprof_coll_links_put(r->ev.correlation,
-					  LINK(LINK_API, w - gprof_coll_wins, index1)) == 0;
+	uint32_t index1 = api_wanted() ? gprof_coll_held_alloc(&tables, GPROF_COLL_HELD_API) : 0;
+	bool known =
+	    gprof_coll_links_put(&tables, r->ev.correlation, LINK(LINK_API, w - wins, index1)) == 0;
 
 	w->pending += known;
 	if (index1 && known) {
-		gprof_coll_api_pack(&r->ev, &gprof_coll_held_apis[index1 - 1]);
+		gprof_coll_api_pack(&r->ev, &tables.apis[index1 - 1]);
 		return;
 	}
 	/* No room to wait: written now, unlinked, and so will its GPU work be. */
 	if (index1)
-		gprof_coll_held_free(GPROF_COLL_HELD_API, index1);
+		gprof_coll_held_free(&tables, GPROF_COLL_HELD_API, index1);
 	if (api_wanted()) {
 		w->unheld++;
 		push(&r->ev, w, false);
@@ -363,18 +375,18 @@ static void on_api(struct gprof_coll_rec *r)
 	struct gprof_coll_win *w = window_at(r->ev.ts_ns);
 	uint32_t corr = r->ev.correlation;
 	uint64_t link = 0;
-	bool waiting = gprof_map_get(&gprof_coll_links, corr, &link) && LINK_KIND(link) == LINK_GPU;
+	bool waiting = gprof_map_get(&tables.links, corr, &link) && LINK_KIND(link) == LINK_GPU;
 
 	r->ev.tid = thread_tid(r->thread);
 	if (corr > corr_seen)
 		corr_seen = corr;
 	if (waiting)
-		gprof_map_del(&gprof_coll_links, corr);
+		gprof_map_del(&tables.links, corr);
 	if (!w) {
 		if (waiting)
 			chain_release(LINK_HELD(link), NULL, NULL, true);
 		else if (r->launches & activities)
-			gprof_coll_links_put(corr, LINK(LINK_OUTSIDE, 0, 0));
+			gprof_coll_links_put(&tables, corr, LINK(LINK_OUTSIDE, 0, 0));
 		return;
 	}
 	note_corr(w, corr);
@@ -393,7 +405,7 @@ static void on_api(struct gprof_coll_rec *r)
 static struct gprof_coll_win *window_of_corr(uint32_t corr)
 {
 	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
-		struct gprof_coll_win *w = &gprof_coll_wins[i];
+		struct gprof_coll_win *w = &wins[i];
 
 		if (__atomic_load_n(&w->id, __ATOMIC_ACQUIRE) && w->hi && w->lo <= corr &&
 		    corr <= w->hi)
@@ -405,16 +417,17 @@ static struct gprof_coll_win *window_of_corr(uint32_t corr)
 /* A GPU record before its launch record: held, chained to others of the same correlation. */
 static void hold_gpu(struct gprof_coll_rec *r, uint64_t link)
 {
-	uint32_t corr = r->ev.correlation, index1 = gprof_coll_held_alloc(GPROF_COLL_HELD_GPU);
+	uint32_t corr = r->ev.correlation,
+		 index1 = gprof_coll_held_alloc(&tables, GPROF_COLL_HELD_GPU);
 	struct gprof_coll_win *w;
 
-	if (index1 && gprof_coll_links_put(corr, LINK(LINK_GPU, 0, index1)) == 0) {
-		gprof_coll_held_gpus[index1 - 1].ev = r->ev;
-		gprof_coll_held_gpus[index1 - 1].next = LINK_HELD(link);
+	if (index1 && gprof_coll_links_put(&tables, corr, LINK(LINK_GPU, 0, index1)) == 0) {
+		tables.gpus[index1 - 1].ev = r->ev;
+		tables.gpus[index1 - 1].next = LINK_HELD(link);
 		return;
 	}
 	if (index1)
-		gprof_coll_held_free(GPROF_COLL_HELD_GPU, index1);
+		gprof_coll_held_free(&tables, GPROF_COLL_HELD_GPU, index1);
 	/*
 	 * No room to wait: written now, unlinked, to the window its correlation id places it in
 	 * (or the one recording); its launch, when it comes, is written unlinked too.
@@ -426,7 +439,7 @@ static void hold_gpu(struct gprof_coll_rec *r, uint64_t link)
 		return;
 	w->unheld++;
 	if (!link)
-		gprof_coll_links_put(corr, LINK(LINK_GPU, 0, 0));
+		gprof_coll_links_put(&tables, corr, LINK(LINK_GPU, 0, 0));
 	push(&r->ev, w, false);
 }
 
@@ -437,7 +450,7 @@ static void on_gpu(struct gprof_coll_rec *r)
 	struct gprof_coll_win *w;
 	uint64_t link;
 
-	if (!gprof_map_get(&gprof_coll_links, corr, &link)) {
+	if (!gprof_map_get(&tables.links, corr, &link)) {
 		hold_gpu(r, 0);
 		return;
 	}
@@ -445,12 +458,12 @@ static void on_gpu(struct gprof_coll_rec *r)
 		hold_gpu(r, link);
 		return;
 	}
-	gprof_map_del(&gprof_coll_links, corr);
+	gprof_map_del(&tables.links, corr);
 	if (LINK_KIND(link) == LINK_OUTSIDE) {
 		earlier(&r->ev);
 		return;
 	}
-	w = &gprof_coll_wins[LINK_SLOT(link)];
+	w = &wins[LINK_SLOT(link)];
 	w->pending--;
 	if (!LINK_HELD(link)) {
 		/* API events are not recorded, or the launch was written unlinked. */
@@ -458,8 +471,8 @@ static void on_gpu(struct gprof_coll_rec *r)
 		push(&r->ev, w, false);
 		return;
 	}
-	gprof_coll_api_unpack(&gprof_coll_held_apis[LINK_HELD(link) - 1], corr, &api);
-	gprof_coll_held_free(GPROF_COLL_HELD_API, LINK_HELD(link));
+	gprof_coll_api_unpack(&tables.apis[LINK_HELD(link) - 1], corr, &api);
+	gprof_coll_held_free(&tables, GPROF_COLL_HELD_API, LINK_HELD(link));
 	push_linked(&api, &r->ev, w);
 }
 
@@ -591,6 +604,7 @@ static void on_record(const CUpti_Activity *rec)
 		gprof_coll_external_note(r.ev.correlation, r.external);
 		break;
 	case GPROF_COLL_OTHER:
+	case GPROF_COLL_UNKNOWN:
 		break;
 	}
 }
@@ -602,7 +616,7 @@ void gprof_coll_attrib_buffer(const struct gprof_coll_buf *b)
 	uint64_t n = 0;
 	CUptiResult r;
 
-	while ((r = gprof_cupti.next_record(b->buf, b->valid, &rec)) == CUPTI_SUCCESS) {
+	while ((r = cupti->next_record(b->buf, b->valid, &rec)) == CUPTI_SUCCESS) {
 		n++;
 		if (!b->discard)
 			on_record(rec);
@@ -632,16 +646,16 @@ static bool sweep(uint64_t corr, uint64_t link, void *arg)
 
 	switch (LINK_KIND(link)) {
 	case LINK_API:
-		if (&gprof_coll_wins[LINK_SLOT(link)] != w)
+		if (&wins[LINK_SLOT(link)] != w)
 			return true;
 		if (LINK_HELD(link)) {
 			struct gprof_export_event api;
 
-			w->pending -= may_queue_nothing(&gprof_coll_held_apis[LINK_HELD(link) - 1]);
-			gprof_coll_api_unpack(&gprof_coll_held_apis[LINK_HELD(link) - 1],
-					      (uint32_t)corr, &api);
+			w->pending -= may_queue_nothing(&tables.apis[LINK_HELD(link) - 1]);
+			gprof_coll_api_unpack(&tables.apis[LINK_HELD(link) - 1], (uint32_t)corr,
+					      &api);
 			push(&api, w, false);
-			gprof_coll_held_free(GPROF_COLL_HELD_API, LINK_HELD(link));
+			gprof_coll_held_free(&tables, GPROF_COLL_HELD_API, LINK_HELD(link));
 		} else if (api_wanted()) {
 			w->pending--; /* written at once, counted in unheld then */
 		}
@@ -650,7 +664,7 @@ static bool sweep(uint64_t corr, uint64_t link, void *arg)
 		/* Its launch record is lost (or not one we know): placed by correlation order. */
 		if (!mine && !(w->hi && corr < w->lo))
 			return true;
-		for (uint32_t i = LINK_HELD(link); mine && i; i = gprof_coll_held_gpus[i - 1].next)
+		for (uint32_t i = LINK_HELD(link); mine && i; i = tables.gpus[i - 1].next)
 			w->unlinked++;
 		chain_release(LINK_HELD(link), mine ? w : NULL, NULL, false);
 		return false;
@@ -677,7 +691,7 @@ bool gprof_coll_attrib_gpu_waiting(const struct gprof_coll_win *w)
 {
 	struct gpu_waiting g = {w, false};
 
-	gprof_map_filter(&gprof_coll_links, find_gpu_waiting, &g);
+	gprof_map_filter(&tables.links, find_gpu_waiting, &g);
 	return g.found;
 }
 
@@ -685,7 +699,7 @@ void gprof_coll_attrib_finish(struct gprof_coll_win *w)
 {
 	const struct timespec pause = {.tv_nsec = OWED_PAUSE_NS};
 
-	gprof_map_filter(&gprof_coll_links, sweep, w);
+	gprof_map_filter(&tables.links, sweep, w);
 	release_memory(w);
 	/* The window's owed events must be in before it is released. */
 	for (unsigned i = 0; i < OWED_TRIES && !pay_owed(); i++)
@@ -719,23 +733,23 @@ static bool expire(uint64_t corr, uint64_t link, void *arg)
 	case LINK_GPU:
 		/* Its launch record was lost: placed by correlation order, or dropped. */
 		w = window_of_corr((uint32_t)corr);
-		for (uint32_t i = LINK_HELD(link); w && i; i = gprof_coll_held_gpus[i - 1].next)
+		for (uint32_t i = LINK_HELD(link); w && i; i = tables.gpus[i - 1].next)
 			w->unlinked++;
 		chain_release(LINK_HELD(link), w, NULL, false);
 		return false;
 	case LINK_API:
-		w = &gprof_coll_wins[LINK_SLOT(link)];
+		w = &wins[LINK_SLOT(link)];
 		w->pending--;
-		if (LINK_HELD(link) ? !may_queue_nothing(&gprof_coll_held_apis[LINK_HELD(link) - 1])
+		if (LINK_HELD(link) ? !may_queue_nothing(&tables.apis[LINK_HELD(link) - 1])
 				    : !api_wanted())
 			w->no_gpu++;
 		if (LINK_HELD(link)) {
 			struct gprof_export_event api;
 
-			gprof_coll_api_unpack(&gprof_coll_held_apis[LINK_HELD(link) - 1],
-					      (uint32_t)corr, &api);
+			gprof_coll_api_unpack(&tables.apis[LINK_HELD(link) - 1], (uint32_t)corr,
+					      &api);
 			push(&api, w, false);
-			gprof_coll_held_free(GPROF_COLL_HELD_API, LINK_HELD(link));
+			gprof_coll_held_free(&tables, GPROF_COLL_HELD_API, LINK_HELD(link));
 		}
 		return false;
 	case LINK_OUTSIDE:
@@ -750,7 +764,7 @@ void gprof_coll_attrib_expire(uint64_t now_ms, unsigned patience_ms)
 
 	if (!n_samples || now_ms >= samples[(n_samples - 1) % SAMPLES].ms + SAMPLE_MS)
 		samples[n_samples++ % SAMPLES] = (struct corr_sample){now_ms, corr_seen};
-	if (!gprof_coll_held_refused(false) && !expiring)
+	if (!gprof_coll_held_refused(&tables, false) && !expiring)
 		return;
 	e = (struct expiry){
 	    .gpu_before = now_ms > GPU_PATIENCE_MS ? corr_by(now_ms - GPU_PATIENCE_MS) : 0,
@@ -759,16 +773,16 @@ void gprof_coll_attrib_expire(uint64_t now_ms, unsigned patience_ms)
 	/* Until something is old enough to go, each flush looks again. */
 	if (!e.gpu_before && !e.api_before)
 		return;
-	gprof_map_filter(&gprof_coll_links, expire, &e);
+	gprof_map_filter(&tables.links, expire, &e);
 	/* While it lets records go, it looks again: what made room may not have been the last. */
 	expiring = e.gone > 0;
 	if (e.gone)
-		gprof_coll_held_refused(true);
+		gprof_coll_held_refused(&tables, true);
 }
 
 void gprof_coll_attrib_reset(void)
 {
-	gprof_coll_held_reset();
+	gprof_coll_held_reset(&tables);
 	corr_seen = n_samples = n_owed = 0;
 	expiring = false;
 	gprof_map_clear(&allocs);

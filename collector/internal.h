@@ -44,7 +44,8 @@ const struct gprof_export_str *gprof_coll_kernel_name(const char *raw);
 
 /* records.c: one CUPTI record -> one event (the pure translation). */
 enum gprof_coll_class {
-	GPROF_COLL_OTHER,    /* a kind gprof does not record: ignored */
+	GPROF_COLL_OTHER,    /* a record of a known kind that is not ours: ignored */
+	GPROF_COLL_UNKNOWN,  /* a kind without a row in GPROF_CUPTI_KIND_TABLE: ignored */
 	GPROF_COLL_UNTIMED,  /* zero timestamps (CUPTI could not time it): skipped, counted */
 	GPROF_COLL_API,	     /* ev is RUNTIME or DRIVER */
 	GPROF_COLL_GPU,	     /* ev is KERNEL, MEMCPY or MEMSET */
@@ -103,18 +104,16 @@ struct gprof_cupti {
 	CUptiResult (*pop_external)(CUpti_ExternalCorrelationKind kind, uint64_t *id);
 };
 
-/* Written once by gprof_coll_load() before the collector is started; read-only after. */
-extern struct gprof_cupti gprof_cupti;
-
 /*
- * Loads CUPTI in DESIGN.md's order (lib if not empty, and then nothing else); fills
- * gprof_cupti. Returns 0, or a negative errno with the reason in why.
+ * Loads CUPTI in DESIGN.md's order (lib if not empty, and then nothing else); fills *cupti
+ * (gprof_coll.cupti). Returns 0, or a negative errno with the reason in why.
  */
-int gprof_coll_load(const char *lib, char *why, size_t why_len);
+int gprof_coll_load(struct gprof_cupti *cupti, const char *lib, char *why, size_t why_len);
 /* From gprof_collector_init: the environment the search needs, read once. */
 void gprof_coll_load_env(void);
 /* "CUPTI_ERROR_UNKNOWN (999)" */
-const char *gprof_coll_strerror(CUptiResult r, char *buf, size_t len);
+const char *gprof_coll_strerror(const struct gprof_cupti *cupti, CUptiResult r, char *buf,
+				size_t len);
 
 /* buffers.c: the activity buffers and the queue of completed ones. */
 #define GPROF_COLL_BUF_BYTES (128u << 10)
@@ -163,25 +162,41 @@ struct gprof_coll_held_gpu {
 	uint32_t next; /* index + 1 of the next GPU event of the same correlation, 0 at the end */
 };
 
-/* The tables, by index + 1 - 1; they move when they grow (in gprof_coll_held_alloc()). */
-extern struct gprof_coll_held_gpu *gprof_coll_held_gpus;
-extern struct gprof_coll_held_api *gprof_coll_held_apis;
-/* Correlation id -> what attrib.c knows of it. */
-extern struct gprof_map gprof_coll_links;
+/* A table of fixed-size entries and the stack of its free ones, grown by doubling. */
+struct gprof_coll_held_table {
+	void *items;
+	size_t size; /* bytes per entry */
+	uint32_t *free_list, n_free, cap;
+	uint32_t peak; /* most entries in use since the last reset of the peak */
+};
 
-int gprof_coll_held_init(void);
+/*
+ * What waits, as one struct that the caller owns and passes to every call below (attrib.c's,
+ * for the collector thread; a test's own).
+ */
+struct gprof_coll_held {
+	struct gprof_coll_held_table tables[2]; /* by enum gprof_coll_held_kind */
+	/* The tables' entries, by index + 1 - 1; they move when they grow (in alloc). */
+	struct gprof_coll_held_gpu *gpus;
+	struct gprof_coll_held_api *apis;
+	struct gprof_map links; /* correlation id -> what attrib.c knows of it */
+	size_t charged;		/* what the tables and the map take of the budget now */
+	bool refused;		/* an entry was refused for want of room */
+};
+
+int gprof_coll_held_init(struct gprof_coll_held *h);
 /* A free entry's index + 1, growing the table if the limit allows; 0 at the limit. */
-uint32_t gprof_coll_held_alloc(enum gprof_coll_held_kind k);
-void gprof_coll_held_free(enum gprof_coll_held_kind k, uint32_t index1);
+uint32_t gprof_coll_held_alloc(struct gprof_coll_held *h, enum gprof_coll_held_kind k);
+void gprof_coll_held_free(struct gprof_coll_held *h, enum gprof_coll_held_kind k, uint32_t index1);
 /* Entries in use; the most in use since the last reset of the peak. */
-uint32_t gprof_coll_held_count(enum gprof_coll_held_kind k);
-uint32_t gprof_coll_held_peak(enum gprof_coll_held_kind k, bool reset);
+uint32_t gprof_coll_held_count(const struct gprof_coll_held *h, enum gprof_coll_held_kind k);
+uint32_t gprof_coll_held_peak(struct gprof_coll_held *h, enum gprof_coll_held_kind k, bool reset);
 /* Whether an entry was refused for want of room since the last clear. */
-bool gprof_coll_held_refused(bool clear);
+bool gprof_coll_held_refused(struct gprof_coll_held *h, bool clear);
 /* gprof_map_put() on the links, growing the map if the limit allows: 0 or -ENOSPC. */
-int gprof_coll_links_put(uint64_t corr, uint64_t link);
+int gprof_coll_links_put(struct gprof_coll_held *h, uint64_t corr, uint64_t link);
 /* Everything forgotten; back to the first sizes. */
-void gprof_coll_held_reset(void);
+void gprof_coll_held_reset(struct gprof_coll_held *h);
 
 /*
  * external.c, collector thread: an EXTERNAL record's correlation id -> operator id, and an
@@ -238,14 +253,16 @@ struct gprof_coll_mem {
 /* Allocations and frees held per window at most; past it they count in the order they came. */
 #define GPROF_COLL_MEM_MAX 16384
 
-extern struct gprof_coll_win gprof_coll_wins[GPROF_COLL_WINDOWS];
-
-/* windows.c: the slots from claim to release. */
+/*
+ * windows.c: the slots from claim to release. wins is the array of GPROF_COLL_WINDOWS slots
+ * (gprof_coll.wins).
+ */
 /*
  * Under gprof_coll.lock: the first free slot for export window id (held from now on, as a
  * window that opens at begin_ns with memory's figure), or NULL when none is free.
  */
-struct gprof_coll_win *gprof_coll_win_claim(uint32_t id, uint64_t number, uint64_t begin_ns,
+struct gprof_coll_win *gprof_coll_win_claim(struct gprof_coll_win *wins, uint32_t id,
+					    uint64_t number, uint64_t begin_ns,
 					    const struct gprof_memory_base *memory);
 /* A window's memory counter starts from the driver's figure, if known (before w is claimed). */
 void gprof_coll_win_memory_base(struct gprof_coll_win *w, const struct gprof_memory_base *base);
@@ -253,14 +270,20 @@ void gprof_coll_win_memory_base(struct gprof_coll_win *w, const struct gprof_mem
 void gprof_coll_win_release(struct gprof_coll_win *w);
 /* Whether the slot is in use and its window has ended. */
 bool gprof_coll_win_ended(const struct gprof_coll_win *w);
-bool gprof_coll_windows_in_use(void);
+bool gprof_coll_windows_in_use(const struct gprof_coll_win *wins);
 /* Under gprof_coll.lock, with no collector thread: every slot released. */
-void gprof_coll_windows_release_all(void);
+void gprof_coll_windows_release_all(struct gprof_coll_win *wins);
 /* After fork: the slots are the parent's; forgotten, not released. */
-void gprof_coll_windows_forget(void);
+void gprof_coll_windows_forget(struct gprof_coll_win *wins);
 
-/* acts: the GPROF_ACT_* bits to record (GPROF_ACTIVITIES). */
-int gprof_coll_attrib_init(unsigned acts);
+/* What waits for its partner, the collector thread's: for its report of the peaks, and tests. */
+struct gprof_coll_held *gprof_coll_attrib_held(void);
+/*
+ * slots: gprof_coll.wins; cupti: whose next_record walks the buffers (gprof_coll.cupti); acts:
+ * the GPROF_ACT_* bits to record (GPROF_ACTIVITIES).
+ */
+int gprof_coll_attrib_init(struct gprof_coll_win *slots, const struct gprof_cupti *cupti,
+			   unsigned acts);
 /*
  * Whether CUPTI names threads by gettid() (cuptiSetThreadIdType SYSTEM, asked for before any
  * kind is enabled): its thread ids are then ours. Otherwise they are pthread_self() cut to 32
@@ -312,17 +335,27 @@ struct gprof_coll {
 	char lib[PATH_MAX];
 	unsigned drain_ms;
 	struct gprof_export_process_info proc; /* what trace headers say */
+	/* CUPTI's entry points: written once by gprof_coll_load() before the thread starts. */
+	struct gprof_cupti cupti;
+	/*
+	 * The window slots (windows.c): claimed under lock, each field as struct gprof_coll_win
+	 * says; the collector thread scans them without the lock.
+	 */
+	struct gprof_coll_win wins[GPROF_COLL_WINDOWS];
 };
 
 extern struct gprof_coll gprof_coll;
 
-enum gprof_coll_state gprof_coll_state(void);
+enum gprof_coll_state gprof_coll_state(const struct gprof_coll *c);
 /* cupti.c, for the collector thread with no window: disables the kinds (true if it did). */
-bool gprof_coll_disable_if_idle(void);
+bool gprof_coll_disable_if_idle(struct gprof_coll *c);
 
-/* thread.c: the collector thread; it calls disable_if_idle when it has no window. */
-int gprof_coll_thread_start(bool (*disable_if_idle)(void));
+/*
+ * thread.c: the collector thread, on the state c (gprof_coll) given here and to nothing else;
+ * it calls disable_if_idle when it has no window.
+ */
+int gprof_coll_thread_start(struct gprof_coll *c, bool (*disable_if_idle)(struct gprof_coll *c));
 /* Waits at most timeout_ms for the thread to finish the windows and end. */
-void gprof_coll_thread_stop(unsigned timeout_ms);
+void gprof_coll_thread_stop(struct gprof_coll *c, unsigned timeout_ms);
 
 #endif

@@ -1,5 +1,6 @@
 /*
- * Finding libcupti (DESIGN.md's order) and resolving its entry points into one table. Record
+ * Finding libcupti (DESIGN.md's order) and resolving its entry points into one table (the
+ * caller's: gprof_coll.cupti). Record
  * layouts differ between CUPTI major versions, so only the major version libgprof was built
  * for is accepted.
  */
@@ -19,8 +20,6 @@
 #define FALLBACK "/usr/local/cuda"
 
 _Static_assert(CUPTI_API_VERSION / 10000 == MAJOR, "SONAME names the headers' CUPTI version");
-
-struct gprof_cupti gprof_cupti;
 
 /* $CUDA_HOME, read once by gprof_coll_load_env() at start-up (the program may setenv later). */
 static char cuda_home[PATH_MAX];
@@ -134,40 +133,39 @@ static void *search(char *why, size_t why_len)
 	return h;
 }
 
-static int resolve(char *why, size_t why_len)
+static int resolve(struct gprof_cupti *cupti, char *why, size_t why_len)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(symbols); i++) {
-		void *p = dlsym(gprof_cupti.handle, symbols[i].name);
+		void *p = dlsym(cupti->handle, symbols[i].name);
 
 		if (!p && symbols[i].required) {
-			snprintf(why, why_len, "%s has no %s", gprof_cupti.path, symbols[i].name);
+			snprintf(why, why_len, "%s has no %s", cupti->path, symbols[i].name);
 			return -ENOENT;
 		}
-		memcpy((char *)&gprof_cupti + symbols[i].offset, &p, sizeof(p));
+		memcpy((char *)cupti + symbols[i].offset, &p, sizeof(p));
 	}
 	return 0;
 }
 
 /* The file the handle came from, absolute when possible. */
-static void library_path(void *h)
+static void library_path(struct gprof_cupti *cupti, void *h)
 {
 	struct link_map *lm = NULL;
 
 	if (dlinfo(h, RTLD_DI_LINKMAP, &lm) != 0 || !lm || !lm->l_name)
 		return;
-	if (!realpath(lm->l_name, gprof_cupti.path))
-		copy_str(gprof_cupti.path, sizeof(gprof_cupti.path), lm->l_name);
+	if (!realpath(lm->l_name, cupti->path))
+		copy_str(cupti->path, sizeof(cupti->path), lm->l_name);
 }
 
-int gprof_coll_load(const char *lib, char *why, size_t why_len)
+int gprof_coll_load(struct gprof_cupti *cupti, const char *lib, char *why, size_t why_len)
 {
 	char err[512] = "";
 	int rc;
 
 	why[0] = '\0';
-	gprof_cupti.handle =
-	    lib && *lib ? open_lib(lib, err, sizeof(err)) : search(err, sizeof(err));
-	if (!gprof_cupti.handle) {
+	cupti->handle = lib && *lib ? open_lib(lib, err, sizeof(err)) : search(err, sizeof(err));
+	if (!cupti->handle) {
 		if (lib && *lib)
 			snprintf(why, why_len, "GPROF_CUPTI_LIB='%s' cannot be loaded: %s", lib,
 				 err);
@@ -175,29 +173,30 @@ int gprof_coll_load(const char *lib, char *why, size_t why_len)
 			snprintf(why, why_len, "%s", err);
 		return -ENOENT;
 	}
-	library_path(gprof_cupti.handle);
-	rc = resolve(why, why_len);
+	library_path(cupti, cupti->handle);
+	rc = resolve(cupti, why, why_len);
 	if (rc)
 		return rc;
 	/* Some libraries answer 0 without a driver: then the version is unknown, not wrong. */
-	if (gprof_cupti.get_version(&gprof_cupti.version) != CUPTI_SUCCESS)
-		gprof_cupti.version = 0;
-	if (gprof_cupti.version && gprof_cupti.version / 10000 != MAJOR) {
+	if (cupti->get_version(&cupti->version) != CUPTI_SUCCESS)
+		cupti->version = 0;
+	if (cupti->version && cupti->version / 10000 != MAJOR) {
 		snprintf(why, why_len,
 			 "%s has CUPTI API version %u; libgprof reads the records of "
 			 "version %d.x only",
-			 gprof_cupti.path, gprof_cupti.version, MAJOR);
+			 cupti->path, cupti->version, MAJOR);
 		return -EPROTO;
 	}
-	gprof_coll_names_use(gprof_cupti.callback_name);
+	gprof_coll_names_use(cupti->callback_name);
 	return 0;
 }
 
-const char *gprof_coll_strerror(CUptiResult r, char *buf, size_t len)
+const char *gprof_coll_strerror(const struct gprof_cupti *cupti, CUptiResult r, char *buf,
+				size_t len)
 {
 	const char *s = NULL;
 
-	if (!gprof_cupti.result_string || gprof_cupti.result_string(r, &s) != CUPTI_SUCCESS || !s)
+	if (!cupti->result_string || cupti->result_string(r, &s) != CUPTI_SUCCESS || !s)
 		s = "CUPTI error";
 	snprintf(buf, len, "%s (%d)", s, (int)r);
 	return buf;

@@ -1,14 +1,16 @@
 /*
  * The translation of one CUPTI activity record (CUDA 13 layouts) into one gprof event: a pure
- * switch on the record's kind, tested without a GPU. Which window the event goes to is
- * attrib.c's business.
+ * switch on the record's kind, made from common/activity.h's GPROF_CUPTI_KIND_TABLE, with one
+ * decoder a kind, tested without a GPU. Which window the event goes to is attrib.c's business.
  */
 #include <string.h>
 
 #include "collector/internal.h"
 
-static void api(const CUpti_ActivityAPI *a, bool driver, struct gprof_coll_rec *out)
+static void decode_api(const CUpti_Activity *rec, struct gprof_coll_rec *out)
 {
+	const CUpti_ActivityAPI *a = (const CUpti_ActivityAPI *)rec;
+	bool driver = rec->kind == CUPTI_ACTIVITY_KIND_DRIVER;
 	const struct gprof_coll_api *n = gprof_coll_api_name(driver, a->cbid);
 	struct gprof_export_event *ev = &out->ev;
 
@@ -29,7 +31,7 @@ static void api(const CUpti_ActivityAPI *a, bool driver, struct gprof_coll_rec *
 	ev->u.api.result = (int32_t)a->returnValue;
 }
 
-/* What api() sets, kept and made again; the result is 0 (only successful launches wait). */
+/* What decode_api() sets, kept and made again; the result is 0 (only successful launches wait). */
 void gprof_coll_api_pack(const struct gprof_export_event *ev, struct gprof_coll_held_api *a)
 {
 	*a = (struct gprof_coll_held_api){
@@ -58,8 +60,9 @@ void gprof_coll_api_unpack(const struct gprof_coll_held_api *a, uint32_t correla
 	};
 }
 
-static void kernel(const CUpti_ActivityKernel10 *k, struct gprof_coll_rec *out)
+static void decode_kernel(const CUpti_Activity *rec, struct gprof_coll_rec *out)
 {
+	const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
 	struct gprof_export_event *ev = &out->ev;
 
 	if (!k->start || !k->end)
@@ -81,8 +84,9 @@ static void kernel(const CUpti_ActivityKernel10 *k, struct gprof_coll_rec *out)
 	};
 }
 
-static void memcpy_rec(const CUpti_ActivityMemcpy6 *c, struct gprof_coll_rec *out)
+static void decode_memcpy(const CUpti_Activity *rec, struct gprof_coll_rec *out)
 {
+	const CUpti_ActivityMemcpy6 *c = (const CUpti_ActivityMemcpy6 *)rec;
 	struct gprof_export_event *ev = &out->ev;
 
 	if (!c->start || !c->end)
@@ -103,8 +107,9 @@ static void memcpy_rec(const CUpti_ActivityMemcpy6 *c, struct gprof_coll_rec *ou
 	};
 }
 
-static void memset_rec(const CUpti_ActivityMemset4 *s, struct gprof_coll_rec *out)
+static void decode_memset(const CUpti_Activity *rec, struct gprof_coll_rec *out)
 {
+	const CUpti_ActivityMemset4 *s = (const CUpti_ActivityMemset4 *)rec;
 	struct gprof_export_event *ev = &out->ev;
 
 	if (!s->start || !s->end)
@@ -124,8 +129,9 @@ static void memset_rec(const CUpti_ActivityMemset4 *s, struct gprof_coll_rec *ou
 }
 
 /* Device memory only: the gpu_memory counter is about the GPU's memory. */
-static void memory(const CUpti_ActivityMemory4 *m, struct gprof_coll_rec *out)
+static void decode_memory(const CUpti_Activity *rec, struct gprof_coll_rec *out)
 {
+	const CUpti_ActivityMemory4 *m = (const CUpti_ActivityMemory4 *)rec;
 	bool alloc = m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
 	bool release = m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
 
@@ -145,8 +151,10 @@ static void memory(const CUpti_ActivityMemory4 *m, struct gprof_coll_rec *out)
 }
 
 /* Only libgprof's own kind: another tool's ids are not our operators'. */
-static void external(const CUpti_ActivityExternalCorrelation *x, struct gprof_coll_rec *out)
+static void decode_external(const CUpti_Activity *rec, struct gprof_coll_rec *out)
 {
+	const CUpti_ActivityExternalCorrelation *x = (const CUpti_ActivityExternalCorrelation *)rec;
+
 	if (x->externalKind != GPROF_COLL_EXTERNAL_KIND || !x->externalId ||
 	    x->externalId > UINT32_MAX) {
 		out->cls = GPROF_COLL_OTHER;
@@ -163,28 +171,14 @@ void gprof_coll_translate(const CUpti_Activity *rec, struct gprof_coll_rec *out)
 	/* Each case below that finds a timestamp missing leaves the class at UNTIMED. */
 	out->cls = GPROF_COLL_UNTIMED;
 	switch (rec->kind) {
-	case CUPTI_ACTIVITY_KIND_RUNTIME:
-	case CUPTI_ACTIVITY_KIND_DRIVER:
-		api((const CUpti_ActivityAPI *)rec, rec->kind == CUPTI_ACTIVITY_KIND_DRIVER, out);
+#define DECODE(name, gives, acts, decoder) \
+	case CUPTI_ACTIVITY_KIND_##name:   \
+		decoder(rec, out);         \
 		break;
-	case CUPTI_ACTIVITY_KIND_KERNEL:
-	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-		kernel((const CUpti_ActivityKernel10 *)rec, out);
-		break;
-	case CUPTI_ACTIVITY_KIND_MEMCPY:
-		memcpy_rec((const CUpti_ActivityMemcpy6 *)rec, out);
-		break;
-	case CUPTI_ACTIVITY_KIND_MEMSET:
-		memset_rec((const CUpti_ActivityMemset4 *)rec, out);
-		break;
-	case CUPTI_ACTIVITY_KIND_MEMORY2:
-		memory((const CUpti_ActivityMemory4 *)rec, out);
-		break;
-	case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
-		external((const CUpti_ActivityExternalCorrelation *)rec, out);
-		break;
+		GPROF_CUPTI_KIND_TABLE(DECODE)
+#undef DECODE
 	default:
-		out->cls = GPROF_COLL_OTHER;
+		out->cls = GPROF_COLL_UNKNOWN;
 		break;
 	}
 }

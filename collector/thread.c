@@ -32,7 +32,7 @@ static uint64_t mono_ms(void)
 	return gprof_clock_ns(CLOCK_MONOTONIC) / 1000000;
 }
 
-static void drain_queue(void)
+static void drain_queue(const struct gprof_coll *c)
 {
 	struct gprof_coll_buf b;
 	size_t n;
@@ -42,17 +42,18 @@ static void drain_queue(void)
 			gprof_coll_attrib_buffer(&b);
 		gprof_coll_buffers_give_back(&b);
 		/* CUPTI's count of records it had no buffer room for, since the last call. */
-		if (gprof_cupti.dropped(NULL, 0, &n) == CUPTI_SUCCESS && n)
+		if (c->cupti.dropped(NULL, 0, &n) == CUPTI_SUCCESS && n)
 			gprof_coll_attrib_dropped(n);
 	}
 }
 
 /* One line per kind of loss, printed before the release so the window's metadata has it. */
-static void report(const struct gprof_coll_win *w)
+static void report(const struct gprof_coll *c, const struct gprof_coll_win *w)
 {
 	unsigned long long num = (unsigned long long)w->number;
-	uint32_t gpu_peak = gprof_coll_held_peak(GPROF_COLL_HELD_GPU, true);
-	uint32_t api_peak = gprof_coll_held_peak(GPROF_COLL_HELD_API, true);
+	struct gprof_coll_held *held = gprof_coll_attrib_held();
+	uint32_t gpu_peak = gprof_coll_held_peak(held, GPROF_COLL_HELD_GPU, true);
+	uint32_t api_peak = gprof_coll_held_peak(held, GPROF_COLL_HELD_API, true);
 
 	if (w->dropped)
 		pr_warn("window %llu: %llu CUPTI activity records were dropped (activity buffers "
@@ -66,7 +67,7 @@ static void report(const struct gprof_coll_win *w)
 		pr_warn(
 		    "window %llu: %llu launches had no GPU record %u ms after they were made or "
 		    "the window ended (still running, or lost); written without it",
-		    num, (unsigned long long)(w->pending + w->no_gpu), gprof_coll.drain_ms);
+		    num, (unsigned long long)(w->pending + w->no_gpu), c->drain_ms);
 	if (w->unheld)
 		pr_warn("window %llu: %llu launch and GPU records written without their ac2g link: "
 			"the table of those waiting for their partner was full (%.1f MiB, half of "
@@ -81,22 +82,22 @@ static void report(const struct gprof_coll_win *w)
 	       num, gpu_peak, api_peak);
 }
 
-static void finish(struct gprof_coll_win *w)
+static void finish(const struct gprof_coll *c, struct gprof_coll_win *w)
 {
 	gprof_coll_attrib_finish(w);
-	report(w);
+	report(c, w);
 	if (w->dropped)
 		gprof_export_window_add_cupti_dropped(w->id, w->dropped);
 	gprof_coll_win_release(w);
 }
 
 /* The ended window with the smallest id above `after` (windows finish in order), or NULL. */
-static struct gprof_coll_win *next_ended(uint32_t after)
+static struct gprof_coll_win *next_ended(struct gprof_coll *c, uint32_t after)
 {
 	struct gprof_coll_win *best = NULL;
 
 	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
-		struct gprof_coll_win *w = &gprof_coll_wins[i];
+		struct gprof_coll_win *w = &c->wins[i];
 		uint32_t id = __atomic_load_n(&w->id, __ATOMIC_ACQUIRE);
 
 		if (id > after && gprof_coll_win_ended(w) && (!best || id < best->id))
@@ -106,128 +107,128 @@ static struct gprof_coll_win *next_ended(uint32_t after)
 }
 
 /* While the kinds are on: flushes when it is time; returns how long to sleep. */
-static unsigned flush_if_due(void)
+static unsigned flush_if_due(const struct gprof_coll *c)
 {
 	uint64_t now = mono_ms();
 
-	if (gprof_coll_state() != GPROF_COLL_ENABLED)
+	if (gprof_coll_state(c) != GPROF_COLL_ENABLED)
 		return IDLE_MS;
 	if (gprof_coll_buffers_low() || now >= flushed_ms + FLUSH_MS ||
 	    (now >= flushed_ms + CROWDED_MS &&
-	     gprof_coll_held_count(GPROF_COLL_HELD_GPU) >= CROWDED)) {
-		gprof_cupti.flush_all(0);
-		drain_queue();
+	     gprof_coll_held_count(gprof_coll_attrib_held(), GPROF_COLL_HELD_GPU) >= CROWDED)) {
+		c->cupti.flush_all(0);
+		drain_queue(c);
 		flushed_ms = now;
-		gprof_coll_attrib_expire(now, gprof_coll.drain_ms);
+		gprof_coll_attrib_expire(now, c->drain_ms);
 	}
 	return (unsigned)(flushed_ms + FLUSH_MS - now);
 }
 
 /* Flushes and finishes what it can; returns how long to sleep. */
-static unsigned drain_windows(void)
+static unsigned drain_windows(struct gprof_coll *c)
 {
 	uint64_t now = mono_ms();
 	struct gprof_coll_win *w;
 	bool settled = false;
 
-	for (w = next_ended(0); w; w = next_ended(w->id)) {
+	for (w = next_ended(c, 0); w; w = next_ended(c, w->id)) {
 		if (!w->ended_ms)
 			w->ended_ms = now;
 		settled |= now >= w->ended_ms + SETTLE_MS;
 	}
 	if (!settled)
-		return next_ended(0) ? SETTLE_MS : IDLE_MS;
-	gprof_cupti.flush_all(0);
-	drain_queue();
+		return next_ended(c, 0) ? SETTLE_MS : IDLE_MS;
+	c->cupti.flush_all(0);
+	drain_queue(c);
 	now = mono_ms();
 	/* finished once every launch has its GPU record and every GPU record its launch's */
-	while ((w = next_ended(0)) && w->ended_ms && now >= w->ended_ms + SETTLE_MS &&
+	while ((w = next_ended(c, 0)) && w->ended_ms && now >= w->ended_ms + SETTLE_MS &&
 	       ((!w->pending && !gprof_coll_attrib_gpu_waiting(w)) ||
-		now >= w->ended_ms + gprof_coll.drain_ms))
-		finish(w);
-	return next_ended(0) ? POLL_MS : IDLE_MS;
+		now >= w->ended_ms + c->drain_ms))
+		finish(c, w);
+	return next_ended(c, 0) ? POLL_MS : IDLE_MS;
 }
 
 /* CUPTI failed or was turned off: nothing more comes; let every window go. */
-static void finish_all(void)
+static void finish_all(struct gprof_coll *c)
 {
 	struct gprof_coll_win *w;
 
 	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
-		w = &gprof_coll_wins[i];
+		w = &c->wins[i];
 		if (__atomic_load_n(&w->id, __ATOMIC_ACQUIRE))
-			finish(w);
+			finish(c, w);
 	}
 }
 
 /* cupti.c's: the kinds are turned off when no window needs them (true if they were). */
-static bool (*idle_off)(void);
+static bool (*idle_off)(struct gprof_coll *c);
 
 /* No window: kinds off, their last records read and forgotten. */
-static void go_idle(void)
+static void go_idle(struct gprof_coll *c)
 {
-	if (!idle_off())
+	if (!idle_off(c))
 		return;
-	gprof_cupti.flush_all(0);
-	drain_queue();
-	pthread_mutex_lock(&gprof_coll.lock);
-	if (!gprof_coll_windows_in_use())
+	c->cupti.flush_all(0);
+	drain_queue(c);
+	pthread_mutex_lock(&c->lock);
+	if (!gprof_coll_windows_in_use(c->wins))
 		gprof_coll_attrib_reset();
-	pthread_mutex_unlock(&gprof_coll.lock);
+	pthread_mutex_unlock(&c->lock);
 }
 
 static void *run(void *arg)
 {
+	struct gprof_coll *c = arg;
 	unsigned wait = IDLE_MS, flush_wait;
 
-	(void)arg;
 	for (;;) {
 		enum gprof_coll_state s;
 
 		gprof_coll_wait(wait);
-		drain_queue();
-		s = gprof_coll_state();
+		drain_queue(c);
+		s = gprof_coll_state(c);
 		if (s == GPROF_COLL_FAILED || s == GPROF_COLL_OFF) {
-			finish_all();
+			finish_all(c);
 			break;
 		}
-		wait = drain_windows();
-		flush_wait = flush_if_due();
+		wait = drain_windows(c);
+		flush_wait = flush_if_due(c);
 		wait = flush_wait < wait ? flush_wait : wait;
-		if (!gprof_coll_windows_in_use())
-			go_idle();
-		if (__atomic_load_n(&gprof_coll.stop, __ATOMIC_ACQUIRE) &&
-		    !gprof_coll_windows_in_use())
+		if (!gprof_coll_windows_in_use(c->wins))
+			go_idle(c);
+		if (__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE) &&
+		    !gprof_coll_windows_in_use(c->wins))
 			break;
 	}
 	return NULL;
 }
 
-int gprof_coll_thread_start(bool (*disable_if_idle)(void))
+int gprof_coll_thread_start(struct gprof_coll *c, bool (*disable_if_idle)(struct gprof_coll *c))
 {
 	idle_off = disable_if_idle;
-	return gprof_thread_start(&gprof_coll.thread, run, NULL);
+	return gprof_thread_start(&c->thread, run, c);
 }
 
-void gprof_coll_thread_stop(unsigned timeout_ms)
+void gprof_coll_thread_stop(struct gprof_coll *c, unsigned timeout_ms)
 {
 	struct timespec until;
 	bool running;
 
-	pthread_mutex_lock(&gprof_coll.lock);
-	running = gprof_coll.thread_running;
-	pthread_mutex_unlock(&gprof_coll.lock);
+	pthread_mutex_lock(&c->lock);
+	running = c->thread_running;
+	pthread_mutex_unlock(&c->lock);
 	if (!running)
 		return;
 	gprof_coll_kick();
 	until = gprof_clock_deadline(CLOCK_REALTIME, timeout_ms * 1000000ull);
-	if (pthread_timedjoin_np(gprof_coll.thread, NULL, &until) != 0) {
+	if (pthread_timedjoin_np(c->thread, NULL, &until) != 0) {
 		pr_warn("CUPTI records were still being drained after %u ms; the last window may "
 			"miss some GPU activity",
 			timeout_ms);
 		return;
 	}
-	pthread_mutex_lock(&gprof_coll.lock);
-	gprof_coll.thread_running = false;
-	pthread_mutex_unlock(&gprof_coll.lock);
+	pthread_mutex_lock(&c->lock);
+	c->thread_running = false;
+	pthread_mutex_unlock(&c->lock);
 }

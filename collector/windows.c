@@ -2,13 +2,11 @@
  * The collector's window slots, from claim to release: a session thread claims one when a
  * window opens (under gprof_coll.lock); the collector thread, or whoever finds CUPTI gone,
  * releases it once its last records are in, the slot before the export window's hold, so that
- * a window the export lets open finds a slot free.
+ * a window the export lets open finds a slot free. The slots are gprof_coll.wins, passed in.
  */
 #include <string.h>
 
 #include "collector/internal.h"
-
-struct gprof_coll_win gprof_coll_wins[GPROF_COLL_WINDOWS];
 
 void gprof_coll_win_memory_base(struct gprof_coll_win *w, const struct gprof_memory_base *base)
 {
@@ -22,11 +20,12 @@ void gprof_coll_win_memory_base(struct gprof_coll_win *w, const struct gprof_mem
 	}
 }
 
-struct gprof_coll_win *gprof_coll_win_claim(uint32_t id, uint64_t number, uint64_t begin_ns,
+struct gprof_coll_win *gprof_coll_win_claim(struct gprof_coll_win *wins, uint32_t id,
+					    uint64_t number, uint64_t begin_ns,
 					    const struct gprof_memory_base *memory)
 {
 	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
-		struct gprof_coll_win *w = &gprof_coll_wins[i];
+		struct gprof_coll_win *w = &wins[i];
 
 		if (__atomic_load_n(&w->id, __ATOMIC_ACQUIRE))
 			continue;
@@ -58,22 +57,22 @@ bool gprof_coll_win_ended(const struct gprof_coll_win *w)
 	       __atomic_load_n(&w->end_ns, __ATOMIC_ACQUIRE) != UINT64_MAX;
 }
 
-bool gprof_coll_windows_in_use(void)
+bool gprof_coll_windows_in_use(const struct gprof_coll_win *wins)
 {
 	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++)
-		if (__atomic_load_n(&gprof_coll_wins[i].id, __ATOMIC_ACQUIRE))
+		if (__atomic_load_n(&wins[i].id, __ATOMIC_ACQUIRE))
 			return true;
 	return false;
 }
 
-void gprof_coll_windows_release_all(void)
+void gprof_coll_windows_release_all(struct gprof_coll_win *wins)
 {
 	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++)
-		if (__atomic_load_n(&gprof_coll_wins[i].id, __ATOMIC_ACQUIRE))
-			gprof_coll_win_release(&gprof_coll_wins[i]);
+		if (__atomic_load_n(&wins[i].id, __ATOMIC_ACQUIRE))
+			gprof_coll_win_release(&wins[i]);
 }
 
-void gprof_coll_windows_forget(void)
+void gprof_coll_windows_forget(struct gprof_coll_win *wins)
 {
-	memset(gprof_coll_wins, 0, sizeof(gprof_coll_wins));
+	memset(wins, 0, GPROF_COLL_WINDOWS * sizeof(*wins));
 }

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/activity.h"
+
 /* torch.profiler.schedule's keys; `all` records everything from the first CUDA call to exit. */
 struct gprof_schedule {
 	unsigned skip_first;
@@ -19,27 +21,6 @@ struct gprof_schedule {
 	unsigned active; /* >= 1 */
 	unsigned repeat; /* 0: cycles repeat until exit */
 	bool all;
-};
-
-/* GPROF_ACTIVITIES' words, one row each: X(NAME, word) makes the bit GPROF_ACT_<NAME>. */
-#define GPROF_ACTIVITY_TABLE(X) \
-	X(KERNEL, "kernel")     \
-	X(MEMCPY, "memcpy")     \
-	X(MEMSET, "memset")     \
-	X(MEMORY, "memory")     \
-	X(API, "api")           \
-	X(NVTX, "nvtx")
-
-/* Bits of GPROF_ACTIVITIES, in the table's order. */
-enum gprof_activity_bit {
-#define GPROF_ACT_BIT(name, word) GPROF_ACT_BIT_##name,
-	GPROF_ACTIVITY_TABLE(GPROF_ACT_BIT)
-#undef GPROF_ACT_BIT
-};
-enum gprof_activity {
-#define GPROF_ACT(name, word) GPROF_ACT_##name = 1u << GPROF_ACT_BIT_##name,
-	GPROF_ACTIVITY_TABLE(GPROF_ACT)
-#undef GPROF_ACT
 };
 
 /* GPROF_TRIGGER: what begins and ends windows (docs/TRIGGERS.md). */

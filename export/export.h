@@ -49,6 +49,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/activity.h"
+
 #ifndef GPROF_VERSION
 #define GPROF_VERSION "0.1.0"
 #endif
@@ -70,45 +72,7 @@ struct gprof_export_str;
 const struct gprof_export_str *gprof_export_intern(const char *s);
 const struct gprof_export_str *gprof_export_intern_n(const char *s, size_t len);
 
-/*
- * What an event is, one row each: X(NAME, key, emitter) makes GPROF_EXPORT_<NAME>; key is its
- * name in gprof.records, emitter the function of export/trace.c that writes it.
- * shared/TRACE_FORMAT.md's table gives the JSON of each:
- *   STEP        X user_annotation "ProfilerStep#<u.step>" on tid
- *   NVTX_RANGE  X user_annotation, name = message, u.nvtx.domain
- *   NVTX_MARK   i user_annotation (dur_ns unused)
- *   RUNTIME     X cuda_runtime, name = public API name, u.api
- *   DRIVER      X cuda_driver, as RUNTIME
- *   KERNEL      X kernel on (device, stream), name = demangled, u.kernel
- *   MEMCPY      X gpu_memcpy on (device, stream), u.copy; name from kinds
- *   MEMSET      X gpu_memset on (device, stream), u.copy.dst_kind
- *   MEMORY      C gpu_memory on device: u.memory.allocated after an alloc/free; with an
- *               address also i "[memory]" (PyTorch's allocator event, which TensorBoard's
- *               memory view reads) on the process's thread tid
- *   EARLIER     X gpu_earlier on (device, stream): GPU work launched before the window that ran
- *               in it, cut to the window; name: the kernel's, or "Memcpy" / "Memset". No
- *               correlation or stream argument, so readers count it as no launch's work; busy
- *               time counts it
- *   CPU_OP      X cpu_op on tid, name = the operator ("nccl:all_reduce"), u.op: "External id"
- *               (which the runtime calls and GPU work it caused carry too), "Input Dims"
- *               [[u.op.count]] and "Input type" [u.op.type] when u.op.type is set
- *
- * RUNTIME, DRIVER, KERNEL, MEMCPY and MEMSET events made inside such an operator carry its
- * id in u.api.external, u.kernel.external or u.copy.external ("External id"; 0: none).
- */
-#define GPROF_EXPORT_KIND_TABLE(X)                   \
-	X(STEP, "step", emit_step)                   \
-	X(NVTX_RANGE, "nvtx_range", emit_nvtx_range) \
-	X(NVTX_MARK, "nvtx_mark", emit_nvtx_mark)    \
-	X(RUNTIME, "runtime", emit_api)              \
-	X(DRIVER, "driver", emit_api)                \
-	X(KERNEL, "kernel", emit_kernel)             \
-	X(MEMCPY, "memcpy", emit_copy)               \
-	X(MEMSET, "memset", emit_copy)               \
-	X(MEMORY, "memory", emit_memory)             \
-	X(EARLIER, "earlier", emit_earlier)          \
-	X(CPU_OP, "cpu_op", emit_cpu_op)
-
+/* What an event is: one per row of common/activity.h's GPROF_EXPORT_KIND_TABLE. */
 enum gprof_export_kind {
 #define GPROF_EXPORT_KIND_ENUM(name, key, emitter) GPROF_EXPORT_##name,
 	GPROF_EXPORT_KIND_TABLE(GPROF_EXPORT_KIND_ENUM)

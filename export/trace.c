@@ -451,6 +451,7 @@ static void emit_memory(struct gprof_trace *t, const struct gprof_export_event *
 
 typedef void (*emit_fn)(struct gprof_trace *t, const struct gprof_export_event *ev);
 
+/* Indexed by enum gprof_export_kind, made from common/activity.h's GPROF_EXPORT_KIND_TABLE. */
 static const emit_fn emitters[GPROF_EXPORT_KINDS] = {
 #define EMITTER(name, key, emitter) [GPROF_EXPORT_##name] = emitter,
     GPROF_EXPORT_KIND_TABLE(EMITTER)
@@ -476,7 +477,7 @@ static void trace_events(struct gprof_format *f, const struct gprof_export_event
 	for (size_t i = 0; i < n; i++) {
 		unsigned kind = ev[i].kind;
 
-		if (kind >= GPROF_EXPORT_KINDS)
+		if (kind >= GPROF_EXPORT_KINDS || !emitters[kind])
 			continue;
 		emitters[kind](t, &ev[i]);
 		t->counts[kind]++;

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "collector/internal.h"
@@ -302,6 +303,71 @@ TEST(collector_translate_copies_and_memory)
 	ASSERT_EQ(r.cls, GPROF_COLL_OTHER);
 }
 
+/*
+ * common/activity.h's tables reach every table made from them (issue #19): each word parses
+ * to its bit, every bit but the host's is given by some CUPTI kind enabled for it, every CUPTI
+ * kind has a decoder. Taking a row out of GPROF_CUPTI_KIND_TABLE fails here.
+ */
+TEST(collector_kind_tables)
+{
+	static const struct {
+		const char *word;
+		unsigned bit;
+	} words[] = {
+#define WORD(name, word) {word, GPROF_ACT_##name},
+	    GPROF_ACTIVITY_TABLE(WORD)
+#undef WORD
+	};
+	static const struct {
+		const char *name;
+		CUpti_ActivityKind kind;
+		unsigned gives, acts;
+	} kinds[] = {
+#define KIND(name, gives, acts, decoder) {#name, CUPTI_ACTIVITY_KIND_##name, (gives), (acts)},
+	    GPROF_CUPTI_KIND_TABLE(KIND)
+#undef KIND
+	};
+	/* Big enough for any record layout; zeroed, so every timed kind comes out untimed. */
+	union {
+		CUpti_Activity rec;
+		uint64_t bytes[128];
+	} buf;
+	unsigned given = 0;
+	struct gprof_coll_rec r;
+
+	ASSERT_EQ(ARRAY_SIZE(words), GPROF_ACT_BITS);
+	for (size_t i = 0; i < ARRAY_SIZE(words); i++) {
+		char entry[64];
+		char *env[] = {entry, NULL};
+		struct gprof_config cfg;
+
+		snprintf(entry, sizeof(entry), "GPROF_ACTIVITIES=%s", words[i].word);
+		ASSERT_MSG(gprof_config_load(&cfg, env) == 0, "%s", entry);
+		ASSERT_MSG(cfg.activities == words[i].bit, "%s", entry);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
+		memset(&buf, 0, sizeof(buf));
+		buf.rec.kind = kinds[i].kind;
+		gprof_coll_translate(&buf.rec, &r);
+		ASSERT_MSG(r.cls != GPROF_COLL_UNKNOWN, "CUPTI kind %s has no decoder",
+			   kinds[i].name);
+		/* A kind gives only what it is enabled for. */
+		ASSERT_MSG((kinds[i].gives & kinds[i].acts) == kinds[i].gives || !kinds[i].acts,
+			   "CUPTI kind %s", kinds[i].name);
+		given |= kinds[i].acts & kinds[i].gives;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(words); i++)
+		ASSERT_MSG((given | GPROF_ACT_HOST) & words[i].bit,
+			   "GPROF_ACTIVITIES=%s: no CUPTI kind enabled for it gives it",
+			   words[i].word);
+	ASSERT_EQ(given & GPROF_ACT_HOST, 0);
+	/* A kind without a row is ignored, not guessed at. */
+	memset(&buf, 0, sizeof(buf));
+	buf.rec.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+	gprof_coll_translate(&buf.rec, &r);
+	ASSERT_EQ(r.cls, GPROF_COLL_UNKNOWN);
+}
+
 /* libgprof's own external correlation kind only, and the ids it gives API and GPU events. */
 TEST(collector_translate_external)
 {
@@ -428,6 +494,9 @@ static CUptiResult CUPTIAPI fake_next(uint8_t *buf, size_t valid, CUpti_Activity
 	return CUPTI_SUCCESS;
 }
 
+/* CUPTI as attrib.c sees it: a record walker over a struct fake_buf. */
+static const struct gprof_cupti fake_cupti = {.next_record = fake_next};
+
 #define T0 1751410836000000000ull
 
 static CUpti_ActivityAPI api_rec(uint32_t cbid, uint32_t corr, uint64_t start)
@@ -532,9 +601,8 @@ static uint32_t open_window(char *dir, unsigned acts, uint64_t begin_ns)
 	ASSERT(mkdtemp(dir));
 	ASSERT_EQ(gprof_export_init(&cfg), 0);
 	ASSERT_EQ(gprof_export_window_open(&info, &id), 0);
-	gprof_cupti.next_record = fake_next;
-	ASSERT_EQ(gprof_coll_attrib_init(acts), 0);
-	gprof_coll_wins[0] =
+	ASSERT_EQ(gprof_coll_attrib_init(gprof_coll.wins, &fake_cupti, acts), 0);
+	gprof_coll.wins[0] =
 	    (struct gprof_coll_win){.id = id, .begin_ns = begin_ns, .end_ns = UINT64_MAX};
 	return id;
 }
@@ -555,7 +623,7 @@ TEST(collector_attribution)
 	struct fake_buf gpu = {{&k10, &k13, &k16}, 3};
 	struct fake_buf host = {{&a13, &a10, &a11, &a12, &a14, &a15, &a16}, 7};
 	struct fake_buf late = {{&k11, &k14}, 2};
-	struct gprof_coll_win *w = &gprof_coll_wins[0];
+	struct gprof_coll_win *w = &gprof_coll.wins[0];
 	char dir[] = "/tmp/gprof-test-collector-XXXXXX";
 	uint32_t id = open_window(dir, GPROF_ACT_KERNEL | GPROF_ACT_API, begin);
 	struct trace t;
@@ -612,7 +680,7 @@ TEST(collector_system_tids)
 	const uint64_t begin = T0 + 1000000;
 	CUpti_ActivityAPI a12 = api_rec(20, 12, begin + 500);
 	struct fake_buf host = {{&a12}, 1};
-	struct gprof_coll_win *w = &gprof_coll_wins[0];
+	struct gprof_coll_win *w = &gprof_coll.wins[0];
 	char dir[] = "/tmp/gprof-test-collector-XXXXXX";
 	uint32_t id = open_window(dir, GPROF_ACT_API, begin);
 	struct trace t;
@@ -668,7 +736,7 @@ static void memory_out_of_order(bool known)
 	/* the counter at begin (when the figure is known), +100, +200, +300, +400 */
 	const long long want[2][5] = {{-1, mib, 0, mib, 0},
 				      {5 * mib, 6 * mib, 5 * mib, 6 * mib, 5 * mib}};
-	struct gprof_coll_win *w = &gprof_coll_wins[0];
+	struct gprof_coll_win *w = &gprof_coll.wins[0];
 	char dir[] = "/tmp/gprof-test-collector-XXXXXX";
 	uint32_t id = open_window(dir, GPROF_ACT_MEMORY, begin);
 	long long got[5] = {-1, -1, -1, -1, -1};
@@ -766,14 +834,15 @@ TEST(collector_api_pack_roundtrip)
  */
 TEST(collector_held_budget)
 {
+	static struct gprof_coll_held h; /* static: what it holds stays reachable to the end */
 	const size_t cap = 8u << 20;
 	size_t n = 0;
 
 	ASSERT_EQ(gprof_coll_buffers_init(cap), 0);
-	ASSERT_EQ(gprof_coll_held_init(), 0);
-	while (gprof_coll_held_alloc(GPROF_COLL_HELD_GPU))
+	ASSERT_EQ(gprof_coll_held_init(&h), 0);
+	while (gprof_coll_held_alloc(&h, GPROF_COLL_HELD_GPU))
 		n++;
-	ASSERT_EQ(gprof_coll_held_count(GPROF_COLL_HELD_GPU), n);
+	ASSERT_EQ(gprof_coll_held_count(&h, GPROF_COLL_HELD_GPU), n);
 	ASSERT_LE(n * sizeof(struct gprof_coll_held_gpu), cap / 2);
 	ASSERT_GE(n * sizeof(struct gprof_coll_held_gpu), cap / 8);
 	/* The other half is there for the buffers, and no more. */
@@ -781,10 +850,10 @@ TEST(collector_held_budget)
 	ASSERT(!gprof_coll_mem_take(cap / 4));
 	gprof_coll_mem_give(cap / 2);
 	/* Launches still find room in their own table, up to what is left of the half. */
-	ASSERT(gprof_coll_held_alloc(GPROF_COLL_HELD_API));
-	gprof_coll_held_reset();
-	ASSERT_EQ(gprof_coll_held_count(GPROF_COLL_HELD_GPU), 0);
-	ASSERT_EQ(gprof_coll_held_count(GPROF_COLL_HELD_API), 0);
+	ASSERT(gprof_coll_held_alloc(&h, GPROF_COLL_HELD_API));
+	gprof_coll_held_reset(&h);
+	ASSERT_EQ(gprof_coll_held_count(&h, GPROF_COLL_HELD_GPU), 0);
+	ASSERT_EQ(gprof_coll_held_count(&h, GPROF_COLL_HELD_API), 0);
 	ASSERT(gprof_coll_mem_take(cap / 8 * 7));
 }
 
@@ -806,6 +875,8 @@ static CUptiResult CUPTIAPI seq_next(uint8_t *buf, size_t valid, CUpti_Activity 
 	*rec = (CUpti_Activity *)b->recs[b->next++];
 	return CUPTI_SUCCESS;
 }
+
+static const struct gprof_cupti seq_cupti = {.next_record = seq_next};
 
 static void walk_seq(const void **recs, size_t n)
 {
@@ -871,10 +942,11 @@ static void made_up_begin(struct made_up *m, size_t budget, uint32_t n)
 	cfg.output = m->dir;
 	ASSERT_EQ(gprof_export_init(&cfg), 0);
 	ASSERT_EQ(gprof_export_window_open(&info, &m->id), 0);
-	gprof_cupti.next_record = seq_next;
 	ASSERT_EQ(gprof_coll_buffers_init(budget), 0);
-	ASSERT_EQ(gprof_coll_attrib_init(GPROF_ACT_KERNEL | GPROF_ACT_API), 0);
-	gprof_coll_wins[0] =
+	ASSERT_EQ(
+	    gprof_coll_attrib_init(gprof_coll.wins, &seq_cupti, GPROF_ACT_KERNEL | GPROF_ACT_API),
+	    0);
+	gprof_coll.wins[0] =
 	    (struct gprof_coll_win){.id = m->id, .begin_ns = T0, .end_ns = UINT64_MAX};
 	/* 32 threads launching on a stream each, 1 us apart. */
 	for (uint32_t c = 1; c <= n; c++) {
@@ -903,8 +975,8 @@ static struct gprof_coll_win made_up_end(struct made_up *m, struct tally *by_cor
 	struct gprof_coll_win got;
 	struct trace t;
 
-	gprof_coll_attrib_finish(&gprof_coll_wins[0]);
-	got = gprof_coll_wins[0];
+	gprof_coll_attrib_finish(&gprof_coll.wins[0]);
+	got = gprof_coll.wins[0];
 	gprof_export_window_release(m->id);
 	ASSERT_EQ(gprof_export_window_wait(m->id, 60000), 0);
 	load_only_trace(m->dir, &t);
@@ -1006,32 +1078,33 @@ TEST(collector_attribution_expiry)
 	long long alone = 0;
 	struct gprof_coll_win w;
 	struct made_up m;
+	struct gprof_coll_held *held = gprof_coll_attrib_held();
 
 	ASSERT(by);
 	made_up_begin(&m, 256u << 10, N);
 	made_up_walk(&m, true, 1, 1, -1);
 	made_up_walk(&m, false, 1, LOST_API, -1);
 	made_up_walk(&m, true, LOST_API + 1, WHOLE, -1);
-	ASSERT(gprof_coll_held_refused(false));
-	ASSERT_GT(gprof_coll_held_count(GPROF_COLL_HELD_GPU), 0);
+	ASSERT(gprof_coll_held_refused(held, false));
+	ASSERT_GT(gprof_coll_held_count(held, GPROF_COLL_HELD_GPU), 0);
 	/* Too young yet: nothing goes. 1 s later, with later launches seen, the kernels do. */
 	gprof_coll_attrib_expire(5000, 2000);
-	ASSERT_GT(gprof_coll_held_count(GPROF_COLL_HELD_GPU), 0);
+	ASSERT_GT(gprof_coll_held_count(held, GPROF_COLL_HELD_GPU), 0);
 	gprof_coll_attrib_expire(6100, 2000);
-	ASSERT_EQ(gprof_coll_held_count(GPROF_COLL_HELD_GPU), 0);
-	ASSERT_EQ(gprof_coll_held_count(GPROF_COLL_HELD_API), WHOLE - LOST_API);
+	ASSERT_EQ(gprof_coll_held_count(held, GPROF_COLL_HELD_GPU), 0);
+	ASSERT_EQ(gprof_coll_held_count(held, GPROF_COLL_HELD_API), WHOLE - LOST_API);
 	made_up_walk(&m, false, LOST_API + 1, WHOLE, -1);
 	made_up_walk(&m, true, WHOLE + 1, N, -1);
-	ASSERT(gprof_coll_held_refused(false));
-	ASSERT_GT(gprof_coll_held_count(GPROF_COLL_HELD_API), 0);
+	ASSERT(gprof_coll_held_refused(held, false));
+	ASSERT_GT(gprof_coll_held_count(held, GPROF_COLL_HELD_API), 0);
 	/* The last kernels come; 2 s after the launches were seen, theirs are given up. */
 	made_up_walk(&m, false, LOST_GPU + 1, N, -1);
 	gprof_coll_attrib_expire(7000, 2000);
 	gprof_coll_attrib_expire(8500, 2000);
-	ASSERT_GT(gprof_coll_held_count(GPROF_COLL_HELD_API), 0);
+	ASSERT_GT(gprof_coll_held_count(held, GPROF_COLL_HELD_API), 0);
 	gprof_coll_attrib_expire(9100, 2000);
-	ASSERT_EQ(gprof_coll_held_count(GPROF_COLL_HELD_API), 0);
-	ASSERT(!gprof_coll_held_refused(false));
+	ASSERT_EQ(gprof_coll_held_count(held, GPROF_COLL_HELD_API), 0);
+	ASSERT(!gprof_coll_held_refused(held, false));
 	w = made_up_end(&m, by);
 	for (size_t c = 1; c <= N; c++) {
 		bool api = c == 1 || c > LOST_API, gpu = c <= WHOLE || c > LOST_GPU;

@@ -1,0 +1,98 @@
+/*
+ * The activity kinds, in one place: what GPROF_ACTIVITIES asks for, the CUPTI activity kinds
+ * that deliver it and the decoders that turn their records into events, and the events with
+ * the functions that write them. Every per-kind table of config/, collector/ and export/ is
+ * made from these rows (test collector_kind_tables and export_kind_tables check each one).
+ *
+ * A new kind is a row here, its decoder in collector/records.c and its emitter in
+ * export/trace.c. This header names those functions and CUPTI's kinds only as words: it
+ * includes nothing, and each table is expanded only in the file that owns its column.
+ */
+#ifndef GPROF_ACTIVITY_H
+#define GPROF_ACTIVITY_H
+
+/* GPROF_ACTIVITIES' words, one row each: X(NAME, word) makes the bit GPROF_ACT_<NAME>. */
+#define GPROF_ACTIVITY_TABLE(X) \
+	X(KERNEL, "kernel")     \
+	X(MEMCPY, "memcpy")     \
+	X(MEMSET, "memset")     \
+	X(MEMORY, "memory")     \
+	X(API, "api")           \
+	X(NVTX, "nvtx")
+
+/* Bits of GPROF_ACTIVITIES, in the table's order. */
+enum gprof_activity_bit {
+#define GPROF_ACT_BIT(name, word) GPROF_ACT_BIT_##name,
+	GPROF_ACTIVITY_TABLE(GPROF_ACT_BIT)
+#undef GPROF_ACT_BIT
+	GPROF_ACT_BITS
+};
+enum gprof_activity {
+#define GPROF_ACT(name, word) GPROF_ACT_##name = 1u << GPROF_ACT_BIT_##name,
+	GPROF_ACTIVITY_TABLE(GPROF_ACT)
+#undef GPROF_ACT
+};
+
+/* The GPU's own work; the bits that the host side gives (the session's NVTX hooks). */
+#define GPROF_ACT_GPU  (GPROF_ACT_KERNEL | GPROF_ACT_MEMCPY | GPROF_ACT_MEMSET)
+#define GPROF_ACT_HOST GPROF_ACT_NVTX
+
+/*
+ * The CUPTI activity kinds the collector knows, one row each: X(KIND, gives, acts, decoder) is
+ * CUPTI_ACTIVITY_KIND_<KIND>, whose records decoder (collector/records.c) turns into events of
+ * the GPROF_ACTIVITIES bit gives (0: none of their own), enabled while GPROF_ACTIVITIES asks
+ * for any of the bits acts (0: decoded when it comes, never enabled). Kinds are enabled in
+ * the table's order. API records place GPU work in windows, so every GPU bit needs them;
+ * EXTERNAL_CORRELATION ties the calls CPU operators make to them
+ * (gprof_collector_external_begin).
+ */
+#define GPROF_CUPTI_KIND_TABLE(X)                                               \
+	X(RUNTIME, GPROF_ACT_API, GPROF_ACT_GPU | GPROF_ACT_API, decode_api)    \
+	X(DRIVER, GPROF_ACT_API, GPROF_ACT_GPU | GPROF_ACT_API, decode_api)     \
+	X(KERNEL, GPROF_ACT_KERNEL, 0, decode_kernel)                           \
+	X(CONCURRENT_KERNEL, GPROF_ACT_KERNEL, GPROF_ACT_KERNEL, decode_kernel) \
+	X(MEMCPY, GPROF_ACT_MEMCPY, GPROF_ACT_MEMCPY, decode_memcpy)            \
+	X(MEMSET, GPROF_ACT_MEMSET, GPROF_ACT_MEMSET, decode_memset)            \
+	X(MEMORY2, GPROF_ACT_MEMORY, GPROF_ACT_MEMORY, decode_memory)           \
+	X(EXTERNAL_CORRELATION, 0, GPROF_ACT_API, decode_external)
+
+/*
+ * What an event is, one row each: X(NAME, key, emitter) makes GPROF_EXPORT_<NAME>
+ * (export/export.h); key is its name in gprof.records, emitter the function of
+ * export/trace.c that writes it. shared/TRACE_FORMAT.md's table gives the JSON of each:
+ *   STEP        X user_annotation "ProfilerStep#<u.step>" on tid
+ *   NVTX_RANGE  X user_annotation, name = message, u.nvtx.domain
+ *   NVTX_MARK   i user_annotation (dur_ns unused)
+ *   RUNTIME     X cuda_runtime, name = public API name, u.api
+ *   DRIVER      X cuda_driver, as RUNTIME
+ *   KERNEL      X kernel on (device, stream), name = demangled, u.kernel
+ *   MEMCPY      X gpu_memcpy on (device, stream), u.copy; name from kinds
+ *   MEMSET      X gpu_memset on (device, stream), u.copy.dst_kind
+ *   MEMORY      C gpu_memory on device: u.memory.allocated after an alloc/free; with an
+ *               address also i "[memory]" (PyTorch's allocator event, which TensorBoard's
+ *               memory view reads) on the process's thread tid
+ *   EARLIER     X gpu_earlier on (device, stream): GPU work launched before the window that ran
+ *               in it, cut to the window; name: the kernel's, or "Memcpy" / "Memset". No
+ *               correlation or stream argument, so readers count it as no launch's work; busy
+ *               time counts it
+ *   CPU_OP      X cpu_op on tid, name = the operator ("nccl:all_reduce"), u.op: "External id"
+ *               (which the runtime calls and GPU work it caused carry too), "Input Dims"
+ *               [[u.op.count]] and "Input type" [u.op.type] when u.op.type is set
+ *
+ * RUNTIME, DRIVER, KERNEL, MEMCPY and MEMSET events made inside such an operator carry its
+ * id in u.api.external, u.kernel.external or u.copy.external ("External id"; 0: none).
+ */
+#define GPROF_EXPORT_KIND_TABLE(X)                   \
+	X(STEP, "step", emit_step)                   \
+	X(NVTX_RANGE, "nvtx_range", emit_nvtx_range) \
+	X(NVTX_MARK, "nvtx_mark", emit_nvtx_mark)    \
+	X(RUNTIME, "runtime", emit_api)              \
+	X(DRIVER, "driver", emit_api)                \
+	X(KERNEL, "kernel", emit_kernel)             \
+	X(MEMCPY, "memcpy", emit_copy)               \
+	X(MEMSET, "memset", emit_copy)               \
+	X(MEMORY, "memory", emit_memory)             \
+	X(EARLIER, "earlier", emit_earlier)          \
+	X(CPU_OP, "cpu_op", emit_cpu_op)
+
+#endif
