@@ -819,18 +819,30 @@ static int run_repair(const char *path, struct proc_result *res)
  * Repairs path (a .partial) and checks the result: valid, with `want` events, and unless the
  * file was complete (then copied), a warning that says it was repaired.
  */
+/* The keys of gprof.records, one per event kind, as the library writes them. */
+static const char *const record_keys[] = {
+#define RECORD_KEY(name, key, emitter) key,
+    GPROF_EXPORT_KIND_TABLE(RECORD_KEY)
+#undef RECORD_KEY
+};
+
 static void check_repaired(const char *path, int want, bool complete)
 {
 	struct proc_result res;
 	struct trace t;
 	char why[512], *out = strndup(path, strlen(path) - strlen(".partial"));
-	json_t *warnings;
+	json_t *warnings, *records;
 
 	ASSERT_MSG(run_repair(path, &res) == 0, "gprof-repair %s: %s", path, res.err);
 	ASSERT_STR_CONTAINS(res.err, "gprof-repair: ");
 	ASSERT_MSG(trace_load(out, &t, why, sizeof(why)) == 0, "%s: %s", out, why);
 	ASSERT_MSG(trace_check(&t, why, sizeof(why)) == 0, "%s: %s", out, why);
 	ASSERT_EQ(json_array_size(t.events), want);
+	records = json_object_get(json_object_get(t.root, "gprof"), "records");
+	for (size_t i = 0; i < ARRAY_SIZE(record_keys); i++)
+		ASSERT_MSG(json_is_integer(json_object_get(records, record_keys[i])),
+			   "%s: no count of %s in the repaired header", out, record_keys[i]);
+	ASSERT_EQ(json_object_size(records), ARRAY_SIZE(record_keys));
 	warnings = json_object_get(json_object_get(t.root, "gprof"), "warnings");
 	if (!complete)
 		ASSERT_STR_CONTAINS(json_string_value(json_array_get(warnings, 0)), "gprof-repair");
