@@ -3,10 +3,6 @@
  * over, as trace events of the window they belong to. What CUPTI records of a call is written
  * from its records instead; gprof_events_writes() decides that for every call, once.
  */
-#include <string.h>
-
-#include <cuda_runtime_api.h>
-
 #include "collector/collector.h"
 #include "common/config.h"
 #include "export/export.h"
@@ -94,60 +90,33 @@ static const struct gprof_export_str *hook_name(enum gprof_hook h, int exact)
 	return s;
 }
 
-/*
- * The trace's copy kind (CUPTI's vocabulary) for the runtime's cudaMemcpyKind. The direction of a
- * cudaMemcpyDefault copy is known to the runtime, from the pointers, not to the hooks: "Unknown".
- */
-static uint8_t copy_kind(int runtime_kind)
+struct gprof_export_event *gprof_events_api(uint32_t window, uint32_t tid, enum gprof_hook h,
+					    uint64_t start_ns, uint64_t end_ns, int result)
 {
-	switch (runtime_kind) {
-	case cudaMemcpyHostToHost:
-		return GPROF_COPY_HTOH;
-	case cudaMemcpyHostToDevice:
-		return GPROF_COPY_HTOD;
-	case cudaMemcpyDeviceToHost:
-		return GPROF_COPY_DTOH;
-	case cudaMemcpyDeviceToDevice:
-		return GPROF_COPY_DTOD;
-	default:
-		return GPROF_COPY_UNKNOWN;
-	}
-}
+	const struct gprof_hook_info *hi = &gprof_hook_info[h];
+	struct gprof_export_event *e = gprof_export_reserve(window);
 
-void gprof_events_api(uint32_t window, uint32_t tid, const struct gprof_api_call *c)
-{
-	const struct gprof_hook_info *hi = &gprof_hook_info[c->hook];
-	struct gprof_export_event e;
-
-	if (c->writes & GPROF_ACT_MEMORY)
-		gprof_memory_event(window, c);
-	if (!(c->writes & GPROF_ACT_API))
-		return;
-	e = (struct gprof_export_event){
-	    .kind = GPROF_EXPORT_RUNTIME,
-	    .window = window,
-	    .ts_ns = c->start_ns,
-	    .dur_ns = c->end_ns - c->start_ns,
-	    .tid = tid,
-	    .flags = gprof_hook_family[hi->family].flags | GPROF_EXPORT_ARG_RESULT,
-	    .name = hook_name(c->hook, 0),
-	    .u.api =
-		{
-		    .api = hook_name(c->hook, 1),
-		    .stream = (uintptr_t)c->stream,
-		    .bytes = c->bytes,
-		    .ptr = (uintptr_t)c->ptr,
-		    .shared_bytes = (uint32_t)c->bytes,
-		    .cbid = (uint32_t)hi->cbid,
-		    .result = c->result,
-		    .copy_kind = copy_kind(c->copy_kind),
-		    .external = gprof_current_op(),
-		},
+	if (!e)
+		return NULL;
+	/*
+	 * Every field, in place (the slot holds an older event), one by one: a compound literal
+	 * would clear the 128 bytes first.
+	 */
+	e->ts_ns = start_ns;
+	e->dur_ns = end_ns - start_ns;
+	e->name = hook_name(h, 0);
+	e->window = window;
+	e->tid = tid;
+	e->device = 0;
+	e->stream = 0;
+	e->correlation = 0;
+	e->kind = GPROF_EXPORT_RUNTIME;
+	e->flags = gprof_hook_family[hi->family].flags | GPROF_EXPORT_ARG_RESULT;
+	e->u.api = (struct gprof_export_api){
+	    .api = hook_name(h, 1),
+	    .cbid = (uint16_t)hi->cbid,
+	    .result = result,
+	    .external = gprof_current_op(),
 	};
-	if (hi->family == GPROF_FAMILY_LAUNCH) {
-		e.u.api.kernel = gprof_kernel_name(c->func);
-		memcpy(e.u.api.grid, c->grid, sizeof(c->grid));
-		memcpy(e.u.api.block, c->block, sizeof(c->block));
-	}
-	gprof_export_push(&e);
+	return e;
 }
