@@ -214,14 +214,23 @@ static void drop(uint32_t window)
  * The slot after the thread's last committed event: only this thread writes it, and the
  * writer reads no further than `committed`, so the slot is the producer's until the commit.
  */
+static __attribute__((noinline)) struct gprof_export_event *reserve_refill(struct producer *p,
+									   uint32_t window)
+{
+	if (!(p = refill(p))) {
+		drop(window);
+		return NULL;
+	}
+	return &p->cur->ev[p->n];
+}
+
+/* Out of line, the refill keeps this path free of saved registers. */
 struct gprof_export_event *gprof_export_reserve(uint32_t window)
 {
 	struct producer *p = self;
 
-	if (unlikely(!p || p->n == CHUNK_EVENTS) && !(p = refill(p))) {
-		drop(window);
-		return NULL;
-	}
+	if (unlikely(!p || p->n == CHUNK_EVENTS))
+		return reserve_refill(p, window);
 	return &p->cur->ev[p->n];
 }
 
