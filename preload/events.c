@@ -11,10 +11,25 @@
 
 /* Written once by gprof_events_init (the constructor); read by any thread. */
 static unsigned activities;
+/* What every event of a hook carries, by hook: its names interned once, flags and cbid. */
+static struct {
+	const struct gprof_export_str *name; /* the public name */
+	const struct gprof_export_str *api;  /* the exact entry point */
+	uint16_t flags;
+	uint16_t cbid;
+} hook_event[GPROF_HOOK_COUNT];
 
 void gprof_events_init(unsigned acts)
 {
 	activities = acts;
+	for (int h = 0; h < GPROF_HOOK_COUNT; h++) {
+		const struct gprof_hook_info *hi = &gprof_hook_info[h];
+
+		hook_event[h].name = gprof_export_intern(hi->public_name);
+		hook_event[h].api = gprof_export_intern(hi->symbol);
+		hook_event[h].flags = gprof_hook_family[hi->family].flags | GPROF_EXPORT_ARG_RESULT;
+		hook_event[h].cbid = (uint16_t)hi->cbid;
+	}
 }
 
 unsigned gprof_events_writes(enum gprof_hook h)
@@ -75,47 +90,27 @@ void gprof_events_nccl(uint32_t window, uint32_t tid, const struct gprof_nccl_ca
 	gprof_export_push(&e);
 }
 
-/* The interned public and exact names of each hook, made on first use. */
-static const struct gprof_export_str *hook_names[GPROF_HOOK_COUNT][2];
-
-static const struct gprof_export_str *hook_name(enum gprof_hook h, int exact)
+struct gprof_export_event *gprof_events_api(struct gprof_export_event *e, uint32_t window,
+					    uint32_t tid, const struct gprof_hooked_call *c)
 {
-	const struct gprof_export_str *s = __atomic_load_n(&hook_names[h][exact], __ATOMIC_RELAXED);
-
-	if (unlikely(!s)) {
-		s = gprof_export_intern(exact ? gprof_hook_info[h].symbol
-					      : gprof_hook_info[h].public_name);
-		__atomic_store_n(&hook_names[h][exact], s, __ATOMIC_RELAXED);
-	}
-	return s;
-}
-
-struct gprof_export_event *gprof_events_api(uint32_t window, uint32_t tid, enum gprof_hook h,
-					    uint64_t start_ns, uint64_t end_ns, int result)
-{
-	const struct gprof_hook_info *hi = &gprof_hook_info[h];
-	struct gprof_export_event *e = gprof_export_reserve(window);
-
-	if (!e)
-		return NULL;
 	/*
 	 * Every field, in place (the slot holds an older event), one by one: a compound literal
 	 * would clear the 128 bytes first.
 	 */
-	e->ts_ns = start_ns;
-	e->dur_ns = end_ns - start_ns;
-	e->name = hook_name(h, 0);
+	e->ts_ns = c->start_ns;
+	e->dur_ns = c->end_ns - c->start_ns;
+	e->name = hook_event[c->hook].name;
 	e->window = window;
 	e->tid = tid;
 	e->device = 0;
 	e->stream = 0;
 	e->correlation = 0;
 	e->kind = GPROF_EXPORT_RUNTIME;
-	e->flags = gprof_hook_family[hi->family].flags | GPROF_EXPORT_ARG_RESULT;
+	e->flags = hook_event[c->hook].flags;
 	e->u.api = (struct gprof_export_api){
-	    .api = hook_name(h, 1),
-	    .cbid = (uint16_t)hi->cbid,
-	    .result = result,
+	    .api = hook_event[c->hook].api,
+	    .cbid = hook_event[c->hook].cbid,
+	    .result = c->result,
 	    .external = gprof_current_op(),
 	};
 	return e;

@@ -54,21 +54,14 @@ static __attribute__((noinline)) uint64_t now_ns(void)
 }
 
 /* A call the session wants: timed when the hooks write anything of it (writes not 0). */
-struct hook_call {
-	enum gprof_hook hook;
-	unsigned writes; /* GPROF_ACT_* bits the hooks write for it (gprof_events_writes) */
-	uint64_t start_ns, end_ns;
-	cudaError_t result;
-};
-
-static inline void call_start(struct hook_call *c, enum gprof_hook h, int writes)
+static inline void call_start(struct gprof_hooked_call *c, enum gprof_hook h, int writes)
 {
 	c->hook = h;
 	c->writes = (unsigned)writes;
 	c->start_ns = writes ? now_ns() : 0;
 }
 
-static inline void call_end(struct hook_call *c)
+static inline void call_end(struct gprof_hooked_call *c)
 {
 	c->end_ns = c->writes ? now_ns() : 0;
 }
@@ -77,19 +70,18 @@ static inline void call_end(struct hook_call *c)
  * After the real call: the session gets the call, and the memory change an allocation or a
  * free made (mem_ptr); returns the call's event to complete (see gprof_session_api) or NULL.
  */
-static inline struct gprof_export_event *call_event(const struct hook_call *c, const void *mem_ptr,
-						    size_t mem_bytes)
+static inline struct gprof_export_event *call_event(const struct gprof_hooked_call *c,
+						    const void *mem_ptr, size_t mem_bytes)
 {
-	return gprof_session_api(c->hook, c->writes, c->start_ns, c->end_ns, (int)c->result,
-				 mem_ptr, mem_bytes);
+	return gprof_session_api(c, mem_ptr, mem_bytes);
 }
 
 /* The end of a hook that went to the session: errno as the real call left it. */
-static inline cudaError_t call_done(const struct hook_call *c, int saved_errno)
+static inline cudaError_t call_done(const struct gprof_hooked_call *c, int saved_errno)
 {
 	in_hook = 0;
 	errno = saved_errno;
-	return c->result;
+	return (cudaError_t)c->result;
 }
 
 /* A hooked symbol whose runtime can't be found: the call fails as it would with no driver. */
@@ -124,8 +116,8 @@ static inline void dim3_to(uint32_t *dst, dim3 d)
 	dst[2] = d.z;
 }
 
-static inline cudaError_t launch_done(const struct hook_call *c, const void *func, dim3 grid,
-				      dim3 block, size_t smem, cudaStream_t s)
+static inline cudaError_t launch_done(const struct gprof_hooked_call *c, const void *func,
+				      dim3 grid, dim3 block, size_t smem, cudaStream_t s)
 {
 	int saved_errno = errno;
 	struct gprof_export_event *e = call_event(c, NULL, 0);
@@ -141,8 +133,8 @@ static inline cudaError_t launch_done(const struct hook_call *c, const void *fun
 	return call_done(c, saved_errno);
 }
 
-static inline cudaError_t launch_ex_done(const struct hook_call *c, const cudaLaunchConfig_t *cfg,
-					 const void *func)
+static inline cudaError_t launch_ex_done(const struct gprof_hooked_call *c,
+					 const cudaLaunchConfig_t *cfg, const void *func)
 {
 	int saved_errno = errno;
 	struct gprof_export_event *e = call_event(c, NULL, 0);
@@ -160,7 +152,7 @@ static inline cudaError_t launch_ex_done(const struct hook_call *c, const cudaLa
 	return call_done(c, saved_errno);
 }
 
-static inline cudaError_t alloc_done(const struct hook_call *c, void **dst, size_t size,
+static inline cudaError_t alloc_done(const struct gprof_hooked_call *c, void **dst, size_t size,
 				     cudaStream_t s)
 {
 	int saved_errno = errno;
@@ -176,7 +168,7 @@ static inline cudaError_t alloc_done(const struct hook_call *c, void **dst, size
 	return call_done(c, saved_errno);
 }
 
-static inline cudaError_t free_done(const struct hook_call *c, void *ptr, cudaStream_t s)
+static inline cudaError_t free_done(const struct gprof_hooked_call *c, void *ptr, cudaStream_t s)
 {
 	int saved_errno = errno;
 	struct gprof_export_event *e = call_event(c, c->result == cudaSuccess ? ptr : NULL, 0);
@@ -209,7 +201,7 @@ static uint8_t copy_kind(enum cudaMemcpyKind kind)
 	}
 }
 
-static inline cudaError_t copy_done(const struct hook_call *c, size_t count,
+static inline cudaError_t copy_done(const struct gprof_hooked_call *c, size_t count,
 				    enum cudaMemcpyKind kind, cudaStream_t s)
 {
 	int saved_errno = errno;
@@ -224,7 +216,7 @@ static inline cudaError_t copy_done(const struct hook_call *c, size_t count,
 	return call_done(c, saved_errno);
 }
 
-static inline cudaError_t set_done(const struct hook_call *c, void *dst, size_t count,
+static inline cudaError_t set_done(const struct gprof_hooked_call *c, void *dst, size_t count,
 				   cudaStream_t s)
 {
 	int saved_errno = errno;
@@ -271,7 +263,7 @@ GPROF_EXPORT cudaError_t cudaFreeAsync_ptsz(void *, cudaStream_t);
 GPROF_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args,
 					  size_t smem, cudaStream_t s)
 {
-	struct hook_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaLaunchKernel, func, grid, block, args, smem, s);
 	return launch_done(&c, func, grid, block, smem, s);
@@ -280,7 +272,7 @@ GPROF_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 bloc
 GPROF_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 grid, dim3 block, void **args,
 					       size_t smem, cudaStream_t s)
 {
-	struct hook_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaLaunchKernel_ptsz, func, grid, block, args, smem, s);
 	return launch_done(&c, func, grid, block, smem, s);
@@ -289,7 +281,7 @@ GPROF_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 grid, dim3
 GPROF_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t func, dim3 grid, dim3 block, void **args,
 					    size_t smem, cudaStream_t s)
 {
-	struct hook_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, __cudaLaunchKernel, func, grid, block, args, smem, s);
 	return launch_done(&c, (const void *)func, grid, block, smem, s);
@@ -298,7 +290,7 @@ GPROF_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t func, dim3 grid, dim3 b
 GPROF_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t func, dim3 grid, dim3 block,
 						 void **args, size_t smem, cudaStream_t s)
 {
-	struct hook_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, __cudaLaunchKernel_ptsz, func, grid, block, args, smem, s);
 	return launch_done(&c, (const void *)func, grid, block, smem, s);
@@ -307,7 +299,7 @@ GPROF_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t func, dim3 grid, d
 GPROF_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *cfg, const void *func,
 					     void **args)
 {
-	struct hook_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaLaunchKernelExC, cfg, func, args);
 	return launch_ex_done(&c, cfg, func);
@@ -316,7 +308,7 @@ GPROF_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *cfg, cons
 GPROF_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *cfg, const void *func,
 						  void **args)
 {
-	struct hook_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaLaunchKernelExC_ptsz, cfg, func, args);
 	return launch_ex_done(&c, cfg, func);
@@ -326,7 +318,7 @@ GPROF_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *cfg,
 
 GPROF_EXPORT cudaError_t cudaMalloc(void **dst, size_t size)
 {
-	struct hook_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaMalloc, dst, size);
 	return alloc_done(&c, dst, size, NULL);
@@ -334,7 +326,7 @@ GPROF_EXPORT cudaError_t cudaMalloc(void **dst, size_t size)
 
 GPROF_EXPORT cudaError_t cudaMallocAsync(void **dst, size_t size, cudaStream_t s)
 {
-	struct hook_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaMallocAsync, dst, size, s);
 	return alloc_done(&c, dst, size, s);
@@ -342,7 +334,7 @@ GPROF_EXPORT cudaError_t cudaMallocAsync(void **dst, size_t size, cudaStream_t s
 
 GPROF_EXPORT cudaError_t cudaMallocAsync_ptsz(void **dst, size_t size, cudaStream_t s)
 {
-	struct hook_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaMallocAsync_ptsz, dst, size, s);
 	return alloc_done(&c, dst, size, s);
@@ -350,7 +342,7 @@ GPROF_EXPORT cudaError_t cudaMallocAsync_ptsz(void **dst, size_t size, cudaStrea
 
 GPROF_EXPORT cudaError_t cudaFree(void *ptr)
 {
-	struct hook_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaFree, ptr);
 	return free_done(&c, ptr, NULL);
@@ -358,7 +350,7 @@ GPROF_EXPORT cudaError_t cudaFree(void *ptr)
 
 GPROF_EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t s)
 {
-	struct hook_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaFreeAsync, ptr, s);
 	return free_done(&c, ptr, s);
@@ -366,7 +358,7 @@ GPROF_EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t s)
 
 GPROF_EXPORT cudaError_t cudaFreeAsync_ptsz(void *ptr, cudaStream_t s)
 {
-	struct hook_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaFreeAsync_ptsz, ptr, s);
 	return free_done(&c, ptr, s);
@@ -377,7 +369,7 @@ GPROF_EXPORT cudaError_t cudaFreeAsync_ptsz(void *ptr, cudaStream_t s)
 GPROF_EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
 				    enum cudaMemcpyKind kind)
 {
-	struct hook_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaMemcpy, dst, src, count, kind);
 	return copy_done(&c, count, kind, NULL);
@@ -386,7 +378,7 @@ GPROF_EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
 GPROF_EXPORT cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count,
 					 enum cudaMemcpyKind kind)
 {
-	struct hook_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaMemcpy_ptds, dst, src, count, kind);
 	return copy_done(&c, count, kind, NULL);
@@ -395,7 +387,7 @@ GPROF_EXPORT cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t coun
 GPROF_EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
 					 enum cudaMemcpyKind kind, cudaStream_t s)
 {
-	struct hook_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaMemcpyAsync, dst, src, count, kind, s);
 	return copy_done(&c, count, kind, s);
@@ -404,7 +396,7 @@ GPROF_EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t coun
 GPROF_EXPORT cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count,
 					      enum cudaMemcpyKind kind, cudaStream_t s)
 {
-	struct hook_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaMemcpyAsync_ptsz, dst, src, count, kind, s);
 	return copy_done(&c, count, kind, s);
@@ -412,7 +404,7 @@ GPROF_EXPORT cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t
 
 GPROF_EXPORT cudaError_t cudaMemset(void *dst, int value, size_t count)
 {
-	struct hook_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaMemset, dst, value, count);
 	return set_done(&c, dst, count, NULL);
@@ -420,7 +412,7 @@ GPROF_EXPORT cudaError_t cudaMemset(void *dst, int value, size_t count)
 
 GPROF_EXPORT cudaError_t cudaMemset_ptds(void *dst, int value, size_t count)
 {
-	struct hook_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaMemset_ptds, dst, value, count);
 	return set_done(&c, dst, count, NULL);
@@ -428,7 +420,7 @@ GPROF_EXPORT cudaError_t cudaMemset_ptds(void *dst, int value, size_t count)
 
 GPROF_EXPORT cudaError_t cudaMemsetAsync(void *dst, int value, size_t count, cudaStream_t s)
 {
-	struct hook_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaMemsetAsync, dst, value, count, s);
 	return set_done(&c, dst, count, s);
@@ -436,7 +428,7 @@ GPROF_EXPORT cudaError_t cudaMemsetAsync(void *dst, int value, size_t count, cud
 
 GPROF_EXPORT cudaError_t cudaMemsetAsync_ptsz(void *dst, int value, size_t count, cudaStream_t s)
 {
-	struct hook_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaMemsetAsync_ptsz, dst, value, count, s);
 	return set_done(&c, dst, count, s);
@@ -449,7 +441,7 @@ GPROF_EXPORT cudaError_t cudaMemsetAsync_ptsz(void *dst, int value, size_t count
 
 static inline cudaError_t profiler_call(enum gprof_hook h, cudaError_t (*fn)(void))
 {
-	struct hook_call c;
+	struct gprof_hooked_call c;
 	struct gprof_export_event *e;
 	int writes, saved_errno;
 

@@ -23,12 +23,12 @@ void gprof_memory_reset(uint64_t in_use, uint64_t since_ns)
 	__atomic_store_n(&counted_from_ns, since_ns, __ATOMIC_RELAXED);
 }
 
-void gprof_memory_event(uint32_t window, enum gprof_hook h, const void *ptr, size_t bytes,
-			uint64_t start_ns, uint64_t end_ns)
+void gprof_memory_event(uint32_t window, const struct gprof_hooked_call *c, const void *ptr,
+			size_t bytes)
 {
 	int64_t delta = 0;
 
-	if (gprof_hook_info[h].family == GPROF_FAMILY_ALLOC) {
+	if (gprof_hook_info[c->hook].family == GPROF_FAMILY_ALLOC) {
 		if (gprof_map_put_shared(&allocations, (uintptr_t)ptr, bytes) == 0)
 			delta = (int64_t)bytes;
 	} else {
@@ -36,12 +36,12 @@ void gprof_memory_event(uint32_t window, enum gprof_hook h, const void *ptr, siz
 		gprof_map_put_shared(&allocations, (uintptr_t)ptr, 0);
 	}
 	/* a call that began before the opening's figure was taken: it is in that figure */
-	if (!delta || start_ns < __atomic_load_n(&counted_from_ns, __ATOMIC_RELAXED))
+	if (!delta || c->start_ns < __atomic_load_n(&counted_from_ns, __ATOMIC_RELAXED))
 		return;
 	struct gprof_export_event e = {
 	    .kind = GPROF_EXPORT_MEMORY,
 	    .window = window,
-	    .ts_ns = end_ns,
+	    .ts_ns = c->end_ns,
 	    .device = (uint32_t)gprof_runtime_device(),
 	    .tid = (uint32_t)gprof_tid(),
 	    .u.memory.allocated =

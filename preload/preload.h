@@ -149,6 +149,19 @@ struct gprof_hook_family_info {
 extern const struct gprof_hook_info gprof_hook_info[GPROF_HOOK_COUNT];
 extern const struct gprof_hook_family_info gprof_hook_family[GPROF_FAMILY_COUNT];
 
+/* ---- hooks.c: the hooked calls ---- */
+
+/*
+ * A hooked call the session wants, on its hook's stack: what the session and events.c need of
+ * it beyond its family's arguments, which the hook writes into the call's event itself.
+ */
+struct gprof_hooked_call {
+	enum gprof_hook hook;
+	unsigned writes;	   /* GPROF_ACT_* bits the hooks write for it; 0: not timed */
+	uint64_t start_ns, end_ns; /* when writes is not 0 */
+	int result;		   /* the cudaError_t the runtime returned */
+};
+
 /* ---- nccl.c: NCCL's collectives ---- */
 
 /* One collective call inside a window, as a CPU operator; handed to the session at its end. */
@@ -181,16 +194,14 @@ void gprof_session_cuda_call(void);
 void gprof_session_step_marker(uint64_t ts_ns);
 bool gprof_session_recording(void);
 /*
- * A hooked call of h while recording, after the real call returned with `result`. writes:
- * what the hooks write of it (gprof_events_writes); when not 0 the call was timed from
- * start_ns to end_ns. With GPROF_ACT_MEMORY, mem_ptr is what a successful allocation returned
- * or a successful free released (NULL: nothing changed) and mem_bytes an allocation's size.
- * Returns the call's runtime event, reserved in the export buffer with all but its family's
- * arguments set (gprof_events_api), for the hook to complete and gprof_export_commit(); NULL
- * when there is none (no window, the hooks write no API event, or the buffer is full).
+ * A hooked call while recording, after the real call returned. With GPROF_ACT_MEMORY in
+ * c->writes, mem_ptr is what a successful allocation returned or a successful free released
+ * (NULL: nothing changed) and mem_bytes an allocation's size. Returns the call's runtime event,
+ * reserved in the export buffer with all but its family's arguments set (gprof_events_api),
+ * for the hook to complete and gprof_export_commit(); NULL when there is none (no window, the
+ * hooks write no API event, or the buffer is full).
  */
-struct gprof_export_event *gprof_session_api(enum gprof_hook h, unsigned writes, uint64_t start_ns,
-					     uint64_t end_ns, int result, const void *mem_ptr,
+struct gprof_export_event *gprof_session_api(const struct gprof_hooked_call *c, const void *mem_ptr,
 					     size_t mem_bytes);
 /* An NCCL collective recorded by nccl.c, after it returned. */
 void gprof_session_nccl(const struct gprof_nccl_call *call);
@@ -246,19 +257,19 @@ void gprof_trigger_forked(void);
 
 /* ---- events.c: host events ---- */
 
-/* From the session's init: the GPROF_ACT_* bits the configuration asks for. */
+/* From the session's init (export running): the GPROF_ACT_* bits the configuration asks for. */
 void gprof_events_init(unsigned activities);
 /* The GPROF_ACT_* bits the hooks write for a call of h: asked for, and not CUPTI's now. */
 unsigned gprof_events_writes(enum gprof_hook h);
 /* The step span of a stepper event, in window `window`. */
 void gprof_events_step(uint32_t window, const struct gprof_sched_event *ev);
 /*
- * A timed call of h on thread tid: its runtime event, reserved in place with everything set
- * but the family's arguments (u.api's kernel, grid, block, shared_bytes, stream, bytes, ptr,
- * copy_kind: zero), which the caller sets before gprof_export_commit(); NULL when dropped.
+ * A timed call on thread tid: sets every field of its runtime event e, reserved in the export
+ * buffer, but the family's arguments (u.api's kernel, grid, block, shared_bytes, stream,
+ * bytes, ptr, copy_kind: zero), which the hook sets before gprof_export_commit(). Returns e.
  */
-struct gprof_export_event *gprof_events_api(uint32_t window, uint32_t tid, enum gprof_hook h,
-					    uint64_t start_ns, uint64_t end_ns, int result);
+struct gprof_export_event *gprof_events_api(struct gprof_export_event *e, uint32_t window,
+					    uint32_t tid, const struct gprof_hooked_call *c);
 /* An NCCL collective as a CPU operator. */
 void gprof_events_nccl(uint32_t window, uint32_t tid, const struct gprof_nccl_call *call);
 /* An NVTX mark or range. */
@@ -282,11 +293,11 @@ int gprof_memory_init(void);
  */
 void gprof_memory_reset(uint64_t in_use, uint64_t since_ns);
 /*
- * A successful allocation or free by h (ptr not NULL; bytes: an allocation's size), timed from
- * start_ns to end_ns: the counter's new value as an event, if it changed.
+ * A successful allocation or free, c (ptr not NULL; bytes: an allocation's size): the
+ * counter's new value as an event, if it changed.
  */
-void gprof_memory_event(uint32_t window, enum gprof_hook h, const void *ptr, size_t bytes,
-			uint64_t start_ns, uint64_t end_ns);
+void gprof_memory_event(uint32_t window, const struct gprof_hooked_call *c, const void *ptr,
+			size_t bytes);
 
 /* ---- run.c: the processes of one gprof-run (GPROF_RUN_DIR) ---- */
 

@@ -469,22 +469,22 @@ void gprof_session_nvtx(int tid, const char *domain, const char *msg, size_t len
 	gprof_events_nvtx(window, (uint32_t)tid, domain, msg, len, start_ns, end_ns, is_mark);
 }
 
-struct gprof_export_event *gprof_session_api(enum gprof_hook h, unsigned writes, uint64_t start_ns,
-					     uint64_t end_ns, int result, const void *mem_ptr,
+struct gprof_export_event *gprof_session_api(const struct gprof_hooked_call *c, const void *mem_ptr,
 					     size_t mem_bytes)
 {
 	uint32_t window, tid = (uint32_t)gprof_tid();
+	struct gprof_export_event *e;
 
 	if (!window_get(&window))
 		return NULL;
 	gprof_collector_note_thread(tid);
 	/* For `all`, whose window opens in the first call: now that the call has returned. */
 	runtime_facts();
-	if ((writes & GPROF_ACT_MEMORY) && mem_ptr)
-		gprof_memory_event(window, h, mem_ptr, mem_bytes, start_ns, end_ns);
-	if (!(writes & GPROF_ACT_API))
+	if ((c->writes & GPROF_ACT_MEMORY) && mem_ptr)
+		gprof_memory_event(window, c, mem_ptr, mem_bytes);
+	if (!(c->writes & GPROF_ACT_API) || !(e = gprof_export_reserve(window)))
 		return NULL;
-	return gprof_events_api(window, tid, h, start_ns, end_ns, result);
+	return gprof_events_api(e, window, tid, c);
 }
 
 void gprof_session_nccl(const struct gprof_nccl_call *c)
