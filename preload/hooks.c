@@ -6,6 +6,7 @@
  * leaves errno as it was.
  */
 #include <errno.h>
+#include <string.h>
 #include <cuda_runtime_api.h>
 #include <cuda_profiler_api.h>
 
@@ -37,14 +38,12 @@ static void *real_fn(enum gprof_hook h)
  */
 static int call_begin(enum gprof_hook h)
 {
-	if (in_hook)
-		return -1;
-	if (gprof_hot_load() & GPROF_HOT_SESSION)
-		gprof_session_cuda_call();
-	if (!gprof_session_recording())
+	int writes;
+
+	if (in_hook || (writes = gprof_session_call(h)) < 0)
 		return -1;
 	in_hook = 1;
-	return (int)gprof_events_writes(h);
+	return writes;
 }
 
 /* The clock, out of line: inlined into the hooks, it costs each idle call a larger prologue. */
@@ -109,11 +108,12 @@ static inline cudaError_t call_done(const struct gprof_hooked_call *c, int saved
  * session reserved, then committed. The rest of u.api stays as gprof_events_api set it.
  */
 
+/* dim3 is x, y, z as unsigned: copied whole, from the register pair it came in. */
+_Static_assert(sizeof(dim3) == 3 * sizeof(uint32_t), "dim3 is three 32-bit fields");
+
 static inline void dim3_to(uint32_t *dst, dim3 d)
 {
-	dst[0] = d.x;
-	dst[1] = d.y;
-	dst[2] = d.z;
+	memcpy(dst, &d, sizeof(d));
 }
 
 static inline cudaError_t launch_done(const struct gprof_hooked_call *c, const void *func,

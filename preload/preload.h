@@ -191,6 +191,11 @@ void *gprof_resolve_in(const char *symbol, const char *lib);
 int gprof_session_init(const struct gprof_config *cfg);
 /* A CUDA call saw a GPROF_HOT_SESSION bit: the first call, or a SIGUSR2 waits. */
 void gprof_session_cuda_call(void);
+/*
+ * A hooked call of h saw gprof_hot not 0: -1 when the session does not want it, else what the
+ * hooks write of it (gprof_events_writes). Notes the first CUDA call and SIGUSR2s on the way.
+ */
+int gprof_session_call(enum gprof_hook h);
 void gprof_session_step_marker(uint64_t ts_ns);
 bool gprof_session_recording(void);
 /*

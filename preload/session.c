@@ -445,6 +445,15 @@ void gprof_session_step_marker(uint64_t ts_ns)
 	errno = saved_errno;
 }
 
+int gprof_session_call(enum gprof_hook h)
+{
+	if (gprof_hot_load() & GPROF_HOT_SESSION)
+		gprof_session_cuda_call();
+	if (!gprof_session_recording())
+		return -1;
+	return (int)gprof_events_writes(h);
+}
+
 /* While recording or warming up: NVTX keeps copies of messages for ranges still open. */
 bool gprof_session_recording(void)
 {
