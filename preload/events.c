@@ -9,22 +9,25 @@
 #include "preload/preload.h"
 #include "scheduler/scheduler.h"
 
-/* Written once by gprof_events_init (the constructor); read by any thread. */
-static unsigned activities;
-/* What every event of a hook carries, by hook: its names interned once, flags and cbid. */
+/*
+ * Written once by gprof_events_init (the constructor); read by any thread. By hook: what its
+ * calls may write that the configuration asks for, and what every event of it carries (its
+ * names interned once, flags, cbid).
+ */
 static struct {
 	const struct gprof_export_str *name; /* the public name */
 	const struct gprof_export_str *api;  /* the exact entry point */
+	unsigned acts;			     /* GPROF_ACT_* bits */
 	uint16_t flags;
 	uint16_t cbid;
 } hook_event[GPROF_HOOK_COUNT];
 
 void gprof_events_init(unsigned acts)
 {
-	activities = acts;
 	for (int h = 0; h < GPROF_HOOK_COUNT; h++) {
 		const struct gprof_hook_info *hi = &gprof_hook_info[h];
 
+		hook_event[h].acts = gprof_hook_family[hi->family].acts & acts;
 		hook_event[h].name = gprof_export_intern(hi->public_name);
 		hook_event[h].api = gprof_export_intern(hi->symbol);
 		hook_event[h].flags = gprof_hook_family[hi->family].flags | GPROF_EXPORT_ARG_RESULT;
@@ -34,9 +37,7 @@ void gprof_events_init(unsigned acts)
 
 unsigned gprof_events_writes(enum gprof_hook h)
 {
-	unsigned acts = gprof_hook_family[gprof_hook_info[h].family].acts;
-
-	return acts & activities & ~gprof_collector_covers();
+	return hook_event[h].acts & ~gprof_collector_covers();
 }
 
 /*

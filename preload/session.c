@@ -81,14 +81,20 @@ static bool own_calls_safe(void)
 }
 
 /* The runtime's facts, once, when own calls are safe. */
-static void runtime_facts(void)
-{
-	static int done;
+static int facts_done;
 
-	if (__atomic_load_n(&done, __ATOMIC_ACQUIRE) || !own_calls_safe() ||
-	    __atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
+static void runtime_facts_now(void)
+{
+	if (!own_calls_safe() || __atomic_exchange_n(&facts_done, 1, __ATOMIC_ACQ_REL))
 		return;
 	gprof_runtime_facts();
+}
+
+/* Inline: every hooked call in a window asks. */
+static inline void runtime_facts(void)
+{
+	if (!__atomic_load_n(&facts_done, __ATOMIC_ACQUIRE))
+		runtime_facts_now();
 }
 
 /*
