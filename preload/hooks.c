@@ -57,12 +57,14 @@ static inline void call_start(struct gprof_hooked_call *c, enum gprof_hook h, in
 {
 	c->hook = h;
 	c->writes = (unsigned)writes;
-	c->start_ns = writes ? now_ns() : 0;
+	if (writes)
+		c->start_ns = now_ns();
 }
 
 static inline void call_end(struct gprof_hooked_call *c)
 {
-	c->end_ns = c->writes ? now_ns() : 0;
+	if (c->writes)
+		c->end_ns = now_ns();
 }
 
 /*

@@ -495,6 +495,8 @@ struct gprof_export_event *gprof_session_api(const struct gprof_hooked_call *c, 
 	gprof_collector_note_thread(tid);
 	/* For `all`, whose window opens in the first call: now that the call has returned. */
 	runtime_facts();
+	if (!c->writes)
+		return NULL;
 	if ((c->writes & GPROF_ACT_MEMORY) && mem_ptr)
 		gprof_memory_event(window, c, mem_ptr, mem_bytes);
 	if (!(c->writes & GPROF_ACT_API) || !(e = gprof_export_reserve(window)))
