@@ -110,13 +110,8 @@ static inline cudaError_t call_done(const struct gprof_hooked_call *c, int saved
  * session reserved, then committed. The rest of u.api stays as gprof_events_api set it.
  */
 
-/* dim3 is x, y, z as unsigned: copied whole, from the register pair it came in. */
+/* dim3 is x, y, z as unsigned: the event's grid and block take it whole. */
 _Static_assert(sizeof(dim3) == 3 * sizeof(uint32_t), "dim3 is three 32-bit fields");
-
-static inline void dim3_to(uint32_t *dst, dim3 d)
-{
-	memcpy(dst, &d, sizeof(d));
-}
 
 static inline cudaError_t launch_done(const struct gprof_hooked_call *c, const void *func,
 				      dim3 grid, dim3 block, size_t smem, cudaStream_t s)
@@ -126,8 +121,8 @@ static inline cudaError_t launch_done(const struct gprof_hooked_call *c, const v
 
 	if (e) {
 		e->u.api.kernel = gprof_kernel_name(func);
-		dim3_to(e->u.api.grid, grid);
-		dim3_to(e->u.api.block, block);
+		memcpy(e->u.api.grid, &grid, sizeof(grid));
+		memcpy(e->u.api.block, &block, sizeof(block));
 		e->u.api.shared_bytes = (uint32_t)smem;
 		e->u.api.stream = (uintptr_t)s;
 		gprof_export_commit();
@@ -144,8 +139,8 @@ static inline cudaError_t launch_ex_done(const struct gprof_hooked_call *c,
 	if (e) {
 		e->u.api.kernel = gprof_kernel_name(func);
 		if (cfg) {
-			dim3_to(e->u.api.grid, cfg->gridDim);
-			dim3_to(e->u.api.block, cfg->blockDim);
+			memcpy(e->u.api.grid, &cfg->gridDim, sizeof(cfg->gridDim));
+			memcpy(e->u.api.block, &cfg->blockDim, sizeof(cfg->blockDim));
 			e->u.api.shared_bytes = (uint32_t)cfg->dynamicSmemBytes;
 			e->u.api.stream = (uintptr_t)cfg->stream;
 		}
