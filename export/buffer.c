@@ -204,21 +204,51 @@ static struct producer *refill(struct producer *p)
 	return p;
 }
 
-static int drop(const struct gprof_export_event *ev)
+static void drop(uint32_t window)
 {
-	__atomic_fetch_add(&dropped[ev->window % GPROF_EXPORT_WINDOWS], 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&dropped[window % GPROF_EXPORT_WINDOWS], 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&dropped_total, 1, __ATOMIC_RELAXED);
-	return -ENOBUFS;
+}
+
+/*
+ * The slot after the thread's last committed event: only this thread writes it, and the
+ * writer reads no further than `committed`, so the slot is the producer's until the commit.
+ */
+static __attribute__((noinline)) struct gprof_export_event *reserve_refill(struct producer *p,
+									   uint32_t window)
+{
+	if (!(p = refill(p))) {
+		drop(window);
+		return NULL;
+	}
+	return &p->cur->ev[p->n];
+}
+
+/* Out of line, the refill keeps this path free of saved registers. */
+struct gprof_export_event *gprof_export_reserve(uint32_t window)
+{
+	struct producer *p = self;
+
+	if (unlikely(!p || p->n == CHUNK_EVENTS))
+		return reserve_refill(p, window);
+	return &p->cur->ev[p->n];
+}
+
+void gprof_export_commit(void)
+{
+	struct producer *p = self;
+
+	__atomic_store_n(&p->cur->committed, (uint32_t)++p->n, __ATOMIC_RELEASE);
 }
 
 int gprof_export_push(const struct gprof_export_event *ev)
 {
-	struct producer *p = self;
+	struct gprof_export_event *slot = gprof_export_reserve(ev->window);
 
-	if (unlikely(!p || p->n == CHUNK_EVENTS) && !(p = refill(p)))
-		return drop(ev);
-	p->cur->ev[p->n] = *ev;
-	__atomic_store_n(&p->cur->committed, (uint32_t)++p->n, __ATOMIC_RELEASE);
+	if (!slot)
+		return -ENOBUFS;
+	*slot = *ev;
+	gprof_export_commit();
 	return 0;
 }
 

@@ -193,6 +193,16 @@ struct gprof_export_event {
  */
 int gprof_export_push(const struct gprof_export_event *ev);
 
+/*
+ * The same without the copy, for a hot path that builds its event in place: reserve returns
+ * the calling thread's next slot, or NULL when an event of `window` was dropped and counted
+ * (as push). The slot holds an older event's bytes: set every field the kind uses, and
+ * .window to `window`, then commit, which publishes it. Between the two the thread reserves
+ * and pushes nothing else. Never blocks.
+ */
+struct gprof_export_event *gprof_export_reserve(uint32_t window);
+void gprof_export_commit(void);
+
 struct gprof_export_summary;
 
 /* What became of a window (on_window_done). */

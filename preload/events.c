@@ -3,29 +3,41 @@
  * over, as trace events of the window they belong to. What CUPTI records of a call is written
  * from its records instead; gprof_events_writes() decides that for every call, once.
  */
-#include <string.h>
-
-#include <cuda_runtime_api.h>
-
 #include "collector/collector.h"
 #include "common/config.h"
 #include "export/export.h"
 #include "preload/preload.h"
 #include "scheduler/scheduler.h"
 
-/* Written once by gprof_events_init (the constructor); read by any thread. */
-static unsigned activities;
+/*
+ * Written once by gprof_events_init (the constructor); read by any thread. By hook: what its
+ * calls may write that the configuration asks for, and what every event of it carries (its
+ * names interned once, flags, cbid).
+ */
+static struct {
+	const struct gprof_export_str *name; /* the public name */
+	const struct gprof_export_str *api;  /* the exact entry point */
+	unsigned acts;			     /* GPROF_ACT_* bits */
+	uint16_t flags;
+	uint16_t cbid;
+} hook_event[GPROF_HOOK_COUNT];
 
 void gprof_events_init(unsigned acts)
 {
-	activities = acts;
+	for (int h = 0; h < GPROF_HOOK_COUNT; h++) {
+		const struct gprof_hook_info *hi = &gprof_hook_info[h];
+
+		hook_event[h].acts = gprof_hook_family[hi->family].acts & acts;
+		hook_event[h].name = gprof_export_intern(hi->public_name);
+		hook_event[h].api = gprof_export_intern(hi->symbol);
+		hook_event[h].flags = gprof_hook_family[hi->family].flags | GPROF_EXPORT_ARG_RESULT;
+		hook_event[h].cbid = (uint16_t)hi->cbid;
+	}
 }
 
 unsigned gprof_events_writes(enum gprof_hook h)
 {
-	unsigned acts = gprof_hook_family[gprof_hook_info[h].family].acts;
-
-	return acts & activities & ~gprof_collector_covers();
+	return hook_event[h].acts & ~gprof_collector_covers();
 }
 
 /*
@@ -79,75 +91,28 @@ void gprof_events_nccl(uint32_t window, uint32_t tid, const struct gprof_nccl_ca
 	gprof_export_push(&e);
 }
 
-/* The interned public and exact names of each hook, made on first use. */
-static const struct gprof_export_str *hook_names[GPROF_HOOK_COUNT][2];
-
-static const struct gprof_export_str *hook_name(enum gprof_hook h, int exact)
+struct gprof_export_event *gprof_events_api(struct gprof_export_event *e, uint32_t window,
+					    uint32_t tid, const struct gprof_hooked_call *c)
 {
-	const struct gprof_export_str *s = __atomic_load_n(&hook_names[h][exact], __ATOMIC_RELAXED);
-
-	if (unlikely(!s)) {
-		s = gprof_export_intern(exact ? gprof_hook_info[h].symbol
-					      : gprof_hook_info[h].public_name);
-		__atomic_store_n(&hook_names[h][exact], s, __ATOMIC_RELAXED);
-	}
-	return s;
-}
-
-/*
- * The trace's copy kind (CUPTI's vocabulary) for the runtime's cudaMemcpyKind. The direction of a
- * cudaMemcpyDefault copy is known to the runtime, from the pointers, not to the hooks: "Unknown".
- */
-static uint8_t copy_kind(int runtime_kind)
-{
-	switch (runtime_kind) {
-	case cudaMemcpyHostToHost:
-		return GPROF_COPY_HTOH;
-	case cudaMemcpyHostToDevice:
-		return GPROF_COPY_HTOD;
-	case cudaMemcpyDeviceToHost:
-		return GPROF_COPY_DTOH;
-	case cudaMemcpyDeviceToDevice:
-		return GPROF_COPY_DTOD;
-	default:
-		return GPROF_COPY_UNKNOWN;
-	}
-}
-
-void gprof_events_api(uint32_t window, uint32_t tid, const struct gprof_api_call *c)
-{
-	const struct gprof_hook_info *hi = &gprof_hook_info[c->hook];
-	struct gprof_export_event e;
-
-	if (c->writes & GPROF_ACT_MEMORY)
-		gprof_memory_event(window, c);
-	if (!(c->writes & GPROF_ACT_API))
-		return;
-	e = (struct gprof_export_event){
-	    .kind = GPROF_EXPORT_RUNTIME,
-	    .window = window,
-	    .ts_ns = c->start_ns,
-	    .dur_ns = c->end_ns - c->start_ns,
-	    .tid = tid,
-	    .flags = gprof_hook_family[hi->family].flags | GPROF_EXPORT_ARG_RESULT,
-	    .name = hook_name(c->hook, 0),
-	    .u.api =
-		{
-		    .api = hook_name(c->hook, 1),
-		    .stream = (uintptr_t)c->stream,
-		    .bytes = c->bytes,
-		    .ptr = (uintptr_t)c->ptr,
-		    .shared_bytes = (uint32_t)c->bytes,
-		    .cbid = (uint32_t)hi->cbid,
-		    .result = c->result,
-		    .copy_kind = copy_kind(c->copy_kind),
-		    .external = gprof_current_op(),
-		},
+	/*
+	 * Every field, in place (the slot holds an older event), one by one: a compound literal
+	 * would clear the 128 bytes first.
+	 */
+	e->ts_ns = c->start_ns;
+	e->dur_ns = c->end_ns - c->start_ns;
+	e->name = hook_event[c->hook].name;
+	e->window = window;
+	e->tid = tid;
+	e->device = 0;
+	e->stream = 0;
+	e->correlation = 0;
+	e->kind = GPROF_EXPORT_RUNTIME;
+	e->flags = hook_event[c->hook].flags;
+	e->u.api = (struct gprof_export_api){
+	    .api = hook_event[c->hook].api,
+	    .cbid = hook_event[c->hook].cbid,
+	    .result = c->result,
+	    .external = gprof_current_op(),
 	};
-	if (hi->family == GPROF_FAMILY_LAUNCH) {
-		e.u.api.kernel = gprof_kernel_name(c->func);
-		memcpy(e.u.api.grid, c->grid, sizeof(c->grid));
-		memcpy(e.u.api.block, c->block, sizeof(c->block));
-	}
-	gprof_export_push(&e);
+	return e;
 }

@@ -1,15 +1,17 @@
 /*
  * The CUDA runtime entry points libgprof interposes, one function each (the table is
  * GPROF_HOOKS). Outside a window each hook does one load and a branch, then forwards. Inside,
- * it times the real call and hands its arguments to the session, unless CUPTI already records
- * all the hooks could write of it. Every hook returns exactly what the runtime returned and
- * leaves errno as it was.
+ * it times the real call and writes its arguments into the event the session reserves for it
+ * in the export buffer, unless CUPTI already records all the hooks could write of it. Every
+ * hook returns exactly what the runtime returned and leaves errno as it was.
  */
 #include <errno.h>
+#include <string.h>
 #include <cuda_runtime_api.h>
 #include <cuda_profiler_api.h>
 
 #include "common/clock.h"
+#include "export/export.h"
 #include "preload/preload.h"
 
 /* The runtime's definitions, found on first use by any thread (a race only finds them twice). */
@@ -36,14 +38,12 @@ static void *real_fn(enum gprof_hook h)
  */
 static int call_begin(enum gprof_hook h)
 {
-	if (in_hook)
-		return -1;
-	if (gprof_hot_load() & GPROF_HOT_SESSION)
-		gprof_session_cuda_call();
-	if (!gprof_session_recording())
+	int writes;
+
+	if (in_hook || (writes = gprof_session_call(h)) < 0)
 		return -1;
 	in_hook = 1;
-	return (int)gprof_events_writes(h);
+	return writes;
 }
 
 /* The clock, out of line: inlined into the hooks, it costs each idle call a larger prologue. */
@@ -52,32 +52,34 @@ static __attribute__((noinline)) uint64_t now_ns(void)
 	return gprof_realtime_ns();
 }
 
-/* The call's record: timed when the hooks write anything of it, else only hook and writes. */
-static inline void call_start(struct gprof_api_call *c, enum gprof_hook h, int writes)
+/* A call the session wants: timed when the hooks write anything of it (writes not 0). */
+static inline void call_start(struct gprof_hooked_call *c, enum gprof_hook h, int writes)
 {
-	if (!writes) {
-		c->hook = h;
-		c->writes = 0;
-		return;
-	}
-	*c = (struct gprof_api_call){.hook = h, .writes = (unsigned)writes, .start_ns = now_ns()};
+	c->hook = h;
+	c->writes = (unsigned)writes;
+	if (writes)
+		c->start_ns = now_ns();
 }
 
-/* After the real call: whether the record is to be described (its end is taken here). */
-static inline bool call_timed(struct gprof_api_call *c)
+static inline void call_end(struct gprof_hooked_call *c)
 {
-	if (!c->writes)
-		return false;
-	c->end_ns = now_ns();
-	return true;
+	if (c->writes)
+		c->end_ns = now_ns();
 }
 
-/* The session gets the record; errno stays the program's. */
-static cudaError_t call_done(const struct gprof_api_call *c)
+/*
+ * After the real call: the session gets the call, and the memory change an allocation or a
+ * free made (mem_ptr); returns the call's event to complete (see gprof_session_api) or NULL.
+ */
+static inline struct gprof_export_event *call_event(const struct gprof_hooked_call *c,
+						    const void *mem_ptr, size_t mem_bytes)
 {
-	int saved_errno = errno;
+	return gprof_session_api(c, mem_ptr, mem_bytes);
+}
 
-	gprof_session_api(c);
+/* The end of a hook that went to the session: errno as the real call left it. */
+static inline cudaError_t call_done(const struct gprof_hooked_call *c, int saved_errno)
+{
 	in_hook = 0;
 	errno = saved_errno;
 	return (cudaError_t)c->result;
@@ -89,7 +91,7 @@ static cudaError_t call_done(const struct gprof_api_call *c)
 /*
  * The start of the hook of `sym`: its runtime definition `fn` is called at once when the
  * process is idle (one load and a branch) or the session does not want the call; otherwise
- * the result goes to c.result and the hook goes on to describe the call.
+ * the call is timed into c and the hook goes on to describe it.
  */
 #define CALL_REAL(c, sym, ...)                                                        \
 	__typeof__(&sym) fn = (__typeof__(&sym))real_fn(GPROF_HOOK_##sym);            \
@@ -100,88 +102,130 @@ static cudaError_t call_done(const struct gprof_api_call *c)
 	if (likely(!gprof_hot_load()) || (writes = call_begin(GPROF_HOOK_##sym)) < 0) \
 		return fn(__VA_ARGS__);                                               \
 	call_start(&(c), GPROF_HOOK_##sym, writes);                                   \
-	(c).result = fn(__VA_ARGS__)
+	(c).result = fn(__VA_ARGS__);                                                 \
+	call_end(&(c))
 
-/* What each family's record holds, filled when the call is timed. */
+/*
+ * What each family's event shows (its GPROF_EXPORT_ARG_* flags), written into the event the
+ * session reserved, then committed. The rest of u.api stays as gprof_events_api set it.
+ */
 
-static inline void dim3_to(unsigned *dst, dim3 d)
+/* dim3 is x, y, z as unsigned: the event's grid and block take it whole. */
+_Static_assert(sizeof(dim3) == 3 * sizeof(uint32_t), "dim3 is three 32-bit fields");
+
+static inline cudaError_t launch_done(const struct gprof_hooked_call *c, const void *func,
+				      dim3 grid, dim3 block, size_t smem, cudaStream_t s)
 {
-	dst[0] = d.x;
-	dst[1] = d.y;
-	dst[2] = d.z;
-}
+	int saved_errno = errno;
+	struct gprof_export_event *e = call_event(c, NULL, 0);
 
-static inline cudaError_t launch_done(struct gprof_api_call *c, const void *func, dim3 grid,
-				      dim3 block, size_t smem, cudaStream_t s)
-{
-	if (call_timed(c)) {
-		c->func = func;
-		dim3_to(c->grid, grid);
-		dim3_to(c->block, block);
-		c->bytes = smem;
-		c->stream = s;
+	if (e) {
+		e->u.api.kernel = gprof_kernel_name(func);
+		memcpy(e->u.api.grid, &grid, sizeof(grid));
+		memcpy(e->u.api.block, &block, sizeof(block));
+		e->u.api.shared_bytes = (uint32_t)smem;
+		e->u.api.stream = (uintptr_t)s;
+		gprof_export_commit();
 	}
-	return call_done(c);
+	return call_done(c, saved_errno);
 }
 
-static inline cudaError_t launch_ex_done(struct gprof_api_call *c, const cudaLaunchConfig_t *cfg,
-					 const void *func)
+static inline cudaError_t launch_ex_done(const struct gprof_hooked_call *c,
+					 const cudaLaunchConfig_t *cfg, const void *func)
 {
-	if (call_timed(c)) {
-		c->func = func;
+	int saved_errno = errno;
+	struct gprof_export_event *e = call_event(c, NULL, 0);
+
+	if (e) {
+		e->u.api.kernel = gprof_kernel_name(func);
 		if (cfg) {
-			dim3_to(c->grid, cfg->gridDim);
-			dim3_to(c->block, cfg->blockDim);
-			c->bytes = cfg->dynamicSmemBytes;
-			c->stream = cfg->stream;
+			memcpy(e->u.api.grid, &cfg->gridDim, sizeof(cfg->gridDim));
+			memcpy(e->u.api.block, &cfg->blockDim, sizeof(cfg->blockDim));
+			e->u.api.shared_bytes = (uint32_t)cfg->dynamicSmemBytes;
+			e->u.api.stream = (uintptr_t)cfg->stream;
 		}
+		gprof_export_commit();
 	}
-	return call_done(c);
+	return call_done(c, saved_errno);
 }
 
-static inline cudaError_t alloc_done(struct gprof_api_call *c, void **dst, size_t size,
+static inline cudaError_t alloc_done(const struct gprof_hooked_call *c, void **dst, size_t size,
 				     cudaStream_t s)
 {
-	if (call_timed(c)) {
-		c->ptr = (c->result == cudaSuccess && dst) ? *dst : NULL;
-		c->bytes = size;
-		c->stream = s;
+	int saved_errno = errno;
+	void *ptr = (c->writes && c->result == cudaSuccess && dst) ? *dst : NULL;
+	struct gprof_export_event *e = call_event(c, ptr, size);
+
+	if (e) {
+		e->u.api.ptr = (uintptr_t)ptr;
+		e->u.api.bytes = size;
+		e->u.api.stream = (uintptr_t)s;
+		gprof_export_commit();
 	}
-	return call_done(c);
+	return call_done(c, saved_errno);
 }
 
-static inline cudaError_t free_done(struct gprof_api_call *c, void *ptr, cudaStream_t s)
+static inline cudaError_t free_done(const struct gprof_hooked_call *c, void *ptr, cudaStream_t s)
 {
-	if (call_timed(c)) {
-		c->ptr = ptr;
-		c->stream = s;
+	int saved_errno = errno;
+	struct gprof_export_event *e = call_event(c, c->result == cudaSuccess ? ptr : NULL, 0);
+
+	if (e) {
+		e->u.api.ptr = (uintptr_t)ptr;
+		e->u.api.stream = (uintptr_t)s;
+		gprof_export_commit();
 	}
-	return call_done(c);
+	return call_done(c, saved_errno);
 }
 
-static inline cudaError_t copy_done(struct gprof_api_call *c, void *dst, const void *src,
-				    size_t count, enum cudaMemcpyKind kind, cudaStream_t s)
+/*
+ * The trace's copy kind (CUPTI's vocabulary) for the runtime's cudaMemcpyKind. The direction of a
+ * cudaMemcpyDefault copy is known to the runtime, from the pointers, not to the hooks: "Unknown".
+ */
+static uint8_t copy_kind(enum cudaMemcpyKind kind)
 {
-	if (call_timed(c)) {
-		c->ptr = dst;
-		c->src = src;
-		c->bytes = count;
-		c->copy_kind = kind;
-		c->stream = s;
+	switch (kind) {
+	case cudaMemcpyHostToHost:
+		return GPROF_COPY_HTOH;
+	case cudaMemcpyHostToDevice:
+		return GPROF_COPY_HTOD;
+	case cudaMemcpyDeviceToHost:
+		return GPROF_COPY_DTOH;
+	case cudaMemcpyDeviceToDevice:
+		return GPROF_COPY_DTOD;
+	default:
+		return GPROF_COPY_UNKNOWN;
 	}
-	return call_done(c);
 }
 
-static inline cudaError_t set_done(struct gprof_api_call *c, void *dst, int value, size_t count,
+static inline cudaError_t copy_done(const struct gprof_hooked_call *c, size_t count,
+				    enum cudaMemcpyKind kind, cudaStream_t s)
+{
+	int saved_errno = errno;
+	struct gprof_export_event *e = call_event(c, NULL, 0);
+
+	if (e) {
+		e->u.api.bytes = count;
+		e->u.api.copy_kind = copy_kind(kind);
+		e->u.api.stream = (uintptr_t)s;
+		gprof_export_commit();
+	}
+	return call_done(c, saved_errno);
+}
+
+static inline cudaError_t set_done(const struct gprof_hooked_call *c, void *dst, size_t count,
 				   cudaStream_t s)
 {
-	if (call_timed(c)) {
-		c->ptr = dst;
-		c->value = value;
-		c->bytes = count;
-		c->stream = s;
+	int saved_errno = errno;
+	struct gprof_export_event *e = call_event(c, NULL, 0);
+
+	if (e) {
+		e->u.api.ptr = (uintptr_t)dst;
+		e->u.api.bytes = count;
+		e->u.api.stream = (uintptr_t)s;
+		gprof_export_commit();
 	}
-	return call_done(c);
+	return call_done(c, saved_errno);
 }
 
 /* The runtime header maps these names to their _ptsz/_ptds forms in some builds. */
@@ -216,7 +260,7 @@ GPROF_EXPORT cudaError_t cudaFreeAsync_ptsz(void *, cudaStream_t);
 GPROF_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args,
 					  size_t smem, cudaStream_t s)
 {
-	struct gprof_api_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaLaunchKernel, func, grid, block, args, smem, s);
 	return launch_done(&c, func, grid, block, smem, s);
@@ -225,7 +269,7 @@ GPROF_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 bloc
 GPROF_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 grid, dim3 block, void **args,
 					       size_t smem, cudaStream_t s)
 {
-	struct gprof_api_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaLaunchKernel_ptsz, func, grid, block, args, smem, s);
 	return launch_done(&c, func, grid, block, smem, s);
@@ -234,7 +278,7 @@ GPROF_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 grid, dim3
 GPROF_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t func, dim3 grid, dim3 block, void **args,
 					    size_t smem, cudaStream_t s)
 {
-	struct gprof_api_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, __cudaLaunchKernel, func, grid, block, args, smem, s);
 	return launch_done(&c, (const void *)func, grid, block, smem, s);
@@ -243,7 +287,7 @@ GPROF_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t func, dim3 grid, dim3 b
 GPROF_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t func, dim3 grid, dim3 block,
 						 void **args, size_t smem, cudaStream_t s)
 {
-	struct gprof_api_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, __cudaLaunchKernel_ptsz, func, grid, block, args, smem, s);
 	return launch_done(&c, (const void *)func, grid, block, smem, s);
@@ -252,7 +296,7 @@ GPROF_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t func, dim3 grid, d
 GPROF_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *cfg, const void *func,
 					     void **args)
 {
-	struct gprof_api_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaLaunchKernelExC, cfg, func, args);
 	return launch_ex_done(&c, cfg, func);
@@ -261,7 +305,7 @@ GPROF_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *cfg, cons
 GPROF_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *cfg, const void *func,
 						  void **args)
 {
-	struct gprof_api_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaLaunchKernelExC_ptsz, cfg, func, args);
 	return launch_ex_done(&c, cfg, func);
@@ -271,7 +315,7 @@ GPROF_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *cfg,
 
 GPROF_EXPORT cudaError_t cudaMalloc(void **dst, size_t size)
 {
-	struct gprof_api_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaMalloc, dst, size);
 	return alloc_done(&c, dst, size, NULL);
@@ -279,7 +323,7 @@ GPROF_EXPORT cudaError_t cudaMalloc(void **dst, size_t size)
 
 GPROF_EXPORT cudaError_t cudaMallocAsync(void **dst, size_t size, cudaStream_t s)
 {
-	struct gprof_api_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaMallocAsync, dst, size, s);
 	return alloc_done(&c, dst, size, s);
@@ -287,7 +331,7 @@ GPROF_EXPORT cudaError_t cudaMallocAsync(void **dst, size_t size, cudaStream_t s
 
 GPROF_EXPORT cudaError_t cudaMallocAsync_ptsz(void **dst, size_t size, cudaStream_t s)
 {
-	struct gprof_api_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaMallocAsync_ptsz, dst, size, s);
 	return alloc_done(&c, dst, size, s);
@@ -295,7 +339,7 @@ GPROF_EXPORT cudaError_t cudaMallocAsync_ptsz(void **dst, size_t size, cudaStrea
 
 GPROF_EXPORT cudaError_t cudaFree(void *ptr)
 {
-	struct gprof_api_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaFree, ptr);
 	return free_done(&c, ptr, NULL);
@@ -303,7 +347,7 @@ GPROF_EXPORT cudaError_t cudaFree(void *ptr)
 
 GPROF_EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t s)
 {
-	struct gprof_api_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaFreeAsync, ptr, s);
 	return free_done(&c, ptr, s);
@@ -311,7 +355,7 @@ GPROF_EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t s)
 
 GPROF_EXPORT cudaError_t cudaFreeAsync_ptsz(void *ptr, cudaStream_t s)
 {
-	struct gprof_api_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaFreeAsync_ptsz, ptr, s);
 	return free_done(&c, ptr, s);
@@ -322,69 +366,69 @@ GPROF_EXPORT cudaError_t cudaFreeAsync_ptsz(void *ptr, cudaStream_t s)
 GPROF_EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
 				    enum cudaMemcpyKind kind)
 {
-	struct gprof_api_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaMemcpy, dst, src, count, kind);
-	return copy_done(&c, dst, src, count, kind, NULL);
+	return copy_done(&c, count, kind, NULL);
 }
 
 GPROF_EXPORT cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count,
 					 enum cudaMemcpyKind kind)
 {
-	struct gprof_api_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaMemcpy_ptds, dst, src, count, kind);
-	return copy_done(&c, dst, src, count, kind, NULL);
+	return copy_done(&c, count, kind, NULL);
 }
 
 GPROF_EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
 					 enum cudaMemcpyKind kind, cudaStream_t s)
 {
-	struct gprof_api_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaMemcpyAsync, dst, src, count, kind, s);
-	return copy_done(&c, dst, src, count, kind, s);
+	return copy_done(&c, count, kind, s);
 }
 
 GPROF_EXPORT cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count,
 					      enum cudaMemcpyKind kind, cudaStream_t s)
 {
-	struct gprof_api_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaMemcpyAsync_ptsz, dst, src, count, kind, s);
-	return copy_done(&c, dst, src, count, kind, s);
+	return copy_done(&c, count, kind, s);
 }
 
 GPROF_EXPORT cudaError_t cudaMemset(void *dst, int value, size_t count)
 {
-	struct gprof_api_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaMemset, dst, value, count);
-	return set_done(&c, dst, value, count, NULL);
+	return set_done(&c, dst, count, NULL);
 }
 
 GPROF_EXPORT cudaError_t cudaMemset_ptds(void *dst, int value, size_t count)
 {
-	struct gprof_api_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaMemset_ptds, dst, value, count);
-	return set_done(&c, dst, value, count, NULL);
+	return set_done(&c, dst, count, NULL);
 }
 
 GPROF_EXPORT cudaError_t cudaMemsetAsync(void *dst, int value, size_t count, cudaStream_t s)
 {
-	struct gprof_api_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaMemsetAsync, dst, value, count, s);
-	return set_done(&c, dst, value, count, s);
+	return set_done(&c, dst, count, s);
 }
 
 GPROF_EXPORT cudaError_t cudaMemsetAsync_ptsz(void *dst, int value, size_t count, cudaStream_t s)
 {
-	struct gprof_api_call c;
+	struct gprof_hooked_call c;
 
 	CALL_REAL(c, cudaMemsetAsync_ptsz, dst, value, count, s);
-	return set_done(&c, dst, value, count, s);
+	return set_done(&c, dst, count, s);
 }
 
 /*
@@ -394,8 +438,9 @@ GPROF_EXPORT cudaError_t cudaMemsetAsync_ptsz(void *dst, int value, size_t count
 
 static inline cudaError_t profiler_call(enum gprof_hook h, cudaError_t (*fn)(void))
 {
-	struct gprof_api_call c;
-	int writes;
+	struct gprof_hooked_call c;
+	struct gprof_export_event *e;
+	int writes, saved_errno;
 
 	if (unlikely(!fn))
 		return MISSING;
@@ -404,8 +449,12 @@ static inline cudaError_t profiler_call(enum gprof_hook h, cudaError_t (*fn)(voi
 		return fn();
 	call_start(&c, h, writes);
 	c.result = fn();
-	call_timed(&c);
-	return call_done(&c);
+	call_end(&c);
+	saved_errno = errno;
+	e = call_event(&c, NULL, 0);
+	if (e)
+		gprof_export_commit();
+	return call_done(&c, saved_errno);
 }
 
 GPROF_EXPORT cudaError_t cudaProfilerStart(void)

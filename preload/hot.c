@@ -10,29 +10,16 @@
 
 int gprof_hot;
 
-static GPROF_TLS int cached_tid;
+GPROF_TLS int gprof_cached_tid;
+GPROF_TLS uint32_t gprof_current_op_id;
 
-int gprof_tid(void)
+int gprof_tid_fetch(void)
 {
-	if (unlikely(!cached_tid))
-		cached_tid = (int)syscall(SYS_gettid);
-	return cached_tid;
+	gprof_cached_tid = (int)syscall(SYS_gettid);
+	return gprof_cached_tid;
 }
 
 void gprof_tid_forget(void)
 {
-	cached_tid = 0;
-}
-
-/* Written by nccl.c around a collective's real call, read by the hooks' events inside it. */
-static GPROF_TLS uint32_t current_op;
-
-uint32_t gprof_current_op(void)
-{
-	return current_op;
-}
-
-void gprof_set_current_op(uint32_t external)
-{
-	current_op = external;
+	gprof_cached_tid = 0;
 }

@@ -14,7 +14,8 @@ int gprof_kernels_init(void)
 	return gprof_map_init(&names, GPROF_PRELOAD_MAP_SLOTS);
 }
 
-const struct gprof_export_str *gprof_kernel_name(const void *func)
+/* A kernel not seen yet: its name from the runtime, kept. Out of line: its frame is large. */
+static __attribute__((noinline)) const struct gprof_export_str *name_first(const void *func)
 {
 	typedef cudaError_t (*get_name_fn)(const char **, const void *);
 	static void *cache;
@@ -23,13 +24,18 @@ const struct gprof_export_str *gprof_kernel_name(const void *func)
 	const char *raw = NULL;
 	char buf[GPROF_EXPORT_STR_MAX];
 
-	s = (const void *)(uintptr_t)gprof_map_get_shared(&names, (uintptr_t)func);
-	if (s)
-		return s;
 	get_name = (get_name_fn)gprof_runtime_fn(&cache, "cudaFuncGetName");
 	if (!get_name || get_name(&raw, func) != cudaSuccess || !raw)
 		return NULL;
 	s = gprof_export_intern(gprof_demangle(raw, buf, sizeof(buf)));
 	gprof_map_put_shared(&names, (uintptr_t)func, (uintptr_t)s);
 	return s;
+}
+
+const struct gprof_export_str *gprof_kernel_name(const void *func)
+{
+	const struct gprof_export_str *s =
+	    (const void *)(uintptr_t)gprof_map_get_shared(&names, (uintptr_t)func);
+
+	return likely(s) ? s : name_first(func);
 }

@@ -3,8 +3,6 @@
  * and the gpu_memory counter: what was in use when the window opened, plus bytes allocated in
  * it, minus those freed.
  */
-#include <cuda_runtime_api.h>
-
 #include "common/map.h"
 #include "export/export.h"
 #include "preload/preload.h"
@@ -25,18 +23,17 @@ void gprof_memory_reset(uint64_t in_use, uint64_t since_ns)
 	__atomic_store_n(&counted_from_ns, since_ns, __ATOMIC_RELAXED);
 }
 
-void gprof_memory_event(uint32_t window, const struct gprof_api_call *c)
+void gprof_memory_event(uint32_t window, const struct gprof_hooked_call *c, const void *ptr,
+			size_t bytes)
 {
 	int64_t delta = 0;
 
-	if (c->result != cudaSuccess || !c->ptr)
-		return;
 	if (gprof_hook_info[c->hook].family == GPROF_FAMILY_ALLOC) {
-		if (gprof_map_put_shared(&allocations, (uintptr_t)c->ptr, c->bytes) == 0)
-			delta = (int64_t)c->bytes;
+		if (gprof_map_put_shared(&allocations, (uintptr_t)ptr, bytes) == 0)
+			delta = (int64_t)bytes;
 	} else {
-		delta = -(int64_t)gprof_map_get_shared(&allocations, (uintptr_t)c->ptr);
-		gprof_map_put_shared(&allocations, (uintptr_t)c->ptr, 0);
+		delta = -(int64_t)gprof_map_get_shared(&allocations, (uintptr_t)ptr);
+		gprof_map_put_shared(&allocations, (uintptr_t)ptr, 0);
 	}
 	/* a call that began before the opening's figure was taken: it is in that figure */
 	if (!delta || c->start_ns < __atomic_load_n(&counted_from_ns, __ATOMIC_RELAXED))
@@ -46,10 +43,10 @@ void gprof_memory_event(uint32_t window, const struct gprof_api_call *c)
 	    .window = window,
 	    .ts_ns = c->end_ns,
 	    .device = (uint32_t)gprof_runtime_device(),
-	    .tid = gprof_tid(),
+	    .tid = (uint32_t)gprof_tid(),
 	    .u.memory.allocated =
 		__atomic_add_fetch(&allocated_bytes, (uint64_t)delta, __ATOMIC_RELAXED),
-	    .u.memory.address = (uintptr_t)c->ptr,
+	    .u.memory.address = (uintptr_t)ptr,
 	    .u.memory.bytes = delta,
 	};
 	gprof_export_push(&e);

@@ -13,6 +13,7 @@
 #include "common/compiler.h"
 
 struct gprof_config;
+struct gprof_export_event;
 struct gprof_export_result;
 struct gprof_export_str;
 struct gprof_sched_event;
@@ -45,12 +46,33 @@ static inline void gprof_hot_set(int bits, bool on)
 		__atomic_fetch_and(&gprof_hot, ~bits, __ATOMIC_RELAXED);
 }
 
-/* Per-thread: the thread id, cached; forgotten in a child after fork(). */
-int gprof_tid(void);
+/* Per-thread: the thread id, cached; forgotten in a child after fork(). Inline: every event. */
+extern GPROF_TLS int gprof_cached_tid;
+int gprof_tid_fetch(void);
 void gprof_tid_forget(void);
-/* Per-thread: the External id of the CPU operator (nccl.c) the thread is in; 0 outside one. */
-uint32_t gprof_current_op(void);
-void gprof_set_current_op(uint32_t external);
+
+static inline int gprof_tid(void)
+{
+	int tid = gprof_cached_tid;
+
+	return likely(tid) ? tid : gprof_tid_fetch();
+}
+
+/*
+ * Per-thread: the External id of the CPU operator (nccl.c) the thread is in; 0 outside one.
+ * Written by nccl.c around a collective's real call, read by the hooks' events inside it.
+ */
+extern GPROF_TLS uint32_t gprof_current_op_id;
+
+static inline uint32_t gprof_current_op(void)
+{
+	return gprof_current_op_id;
+}
+
+static inline void gprof_set_current_op(uint32_t external)
+{
+	gprof_current_op_id = external;
+}
 
 /* ---- hook-table.c: the hooked entry points ---- */
 
@@ -130,24 +152,14 @@ extern const struct gprof_hook_family_info gprof_hook_family[GPROF_FAMILY_COUNT]
 /* ---- hooks.c: the hooked calls ---- */
 
 /*
- * One hooked call, as the hook saw it; handed to the session while recording. A call the
- * hooks write nothing of (writes 0) is not timed, and only hook and writes are set.
+ * A hooked call the session wants, on its hook's stack: what the session and events.c need of
+ * it beyond its family's arguments, which the hook writes into the call's event itself.
  */
-struct gprof_api_call {
+struct gprof_hooked_call {
 	enum gprof_hook hook;
-	unsigned writes; /* GPROF_ACT_* bits the hooks write for it (gprof_events_writes) */
-	uint64_t start_ns;
-	uint64_t end_ns;
-	int result;	  /* the cudaError_t the runtime returned */
-	const void *func; /* launches: host stub or cudaKernel_t */
-	unsigned grid[3];
-	unsigned block[3];
-	size_t bytes;	    /* launch: dynamic shared memory; copy, set, alloc: size */
-	void *ptr;	    /* alloc, free: the device pointer; copy, set: destination */
-	const void *src;    /* copy: source */
-	int copy_kind;	    /* enum cudaMemcpyKind */
-	int value;	    /* set: the byte value */
-	const void *stream; /* NULL: the legacy default stream */
+	unsigned writes;	   /* GPROF_ACT_* bits the hooks write for it; 0: not timed */
+	uint64_t start_ns, end_ns; /* when writes is not 0 */
+	int result;		   /* the cudaError_t the runtime returned */
 };
 
 /* ---- nccl.c: NCCL's collectives ---- */
@@ -179,10 +191,23 @@ void *gprof_resolve_in(const char *symbol, const char *lib);
 int gprof_session_init(const struct gprof_config *cfg);
 /* A CUDA call saw a GPROF_HOT_SESSION bit: the first call, or a SIGUSR2 waits. */
 void gprof_session_cuda_call(void);
+/*
+ * A hooked call of h saw gprof_hot not 0: -1 when the session does not want it, else what the
+ * hooks write of it (gprof_events_writes). Notes the first CUDA call and SIGUSR2s on the way.
+ */
+int gprof_session_call(enum gprof_hook h);
 void gprof_session_step_marker(uint64_t ts_ns);
 bool gprof_session_recording(void);
-/* A hooked call inside a window, after the real call returned. */
-void gprof_session_api(const struct gprof_api_call *call);
+/*
+ * A hooked call while recording, after the real call returned. With GPROF_ACT_MEMORY in
+ * c->writes, mem_ptr is what a successful allocation returned or a successful free released
+ * (NULL: nothing changed) and mem_bytes an allocation's size. Returns the call's runtime event,
+ * reserved in the export buffer with all but its family's arguments set (gprof_events_api),
+ * for the hook to complete and gprof_export_commit(); NULL when there is none (no window, the
+ * hooks write no API event, or the buffer is full).
+ */
+struct gprof_export_event *gprof_session_api(const struct gprof_hooked_call *c, const void *mem_ptr,
+					     size_t mem_bytes);
 /* An NCCL collective recorded by nccl.c, after it returned. */
 void gprof_session_nccl(const struct gprof_nccl_call *call);
 /* An NVTX event on thread tid (0: the calling thread). */
@@ -237,14 +262,19 @@ void gprof_trigger_forked(void);
 
 /* ---- events.c: host events ---- */
 
-/* From the session's init: the GPROF_ACT_* bits the configuration asks for. */
+/* From the session's init (export running): the GPROF_ACT_* bits the configuration asks for. */
 void gprof_events_init(unsigned activities);
 /* The GPROF_ACT_* bits the hooks write for a call of h: asked for, and not CUPTI's now. */
 unsigned gprof_events_writes(enum gprof_hook h);
 /* The step span of a stepper event, in window `window`. */
 void gprof_events_step(uint32_t window, const struct gprof_sched_event *ev);
-/* A timed call (call->writes not 0) on thread tid. */
-void gprof_events_api(uint32_t window, uint32_t tid, const struct gprof_api_call *call);
+/*
+ * A timed call on thread tid: sets every field of its runtime event e, reserved in the export
+ * buffer, but the family's arguments (u.api's kernel, grid, block, shared_bytes, stream,
+ * bytes, ptr, copy_kind: zero), which the hook sets before gprof_export_commit(). Returns e.
+ */
+struct gprof_export_event *gprof_events_api(struct gprof_export_event *e, uint32_t window,
+					    uint32_t tid, const struct gprof_hooked_call *c);
 /* An NCCL collective as a CPU operator. */
 void gprof_events_nccl(uint32_t window, uint32_t tid, const struct gprof_nccl_call *call);
 /* An NVTX mark or range. */
@@ -267,8 +297,12 @@ int gprof_memory_init(void);
  * at since_ns: calls that began before it are in it already.
  */
 void gprof_memory_reset(uint64_t in_use, uint64_t since_ns);
-/* An allocation or free: the counter's new value as an event, if it changed. */
-void gprof_memory_event(uint32_t window, const struct gprof_api_call *call);
+/*
+ * A successful allocation or free, c (ptr not NULL; bytes: an allocation's size): the
+ * counter's new value as an event, if it changed.
+ */
+void gprof_memory_event(uint32_t window, const struct gprof_hooked_call *c, const void *ptr,
+			size_t bytes);
 
 /* ---- run.c: the processes of one gprof-run (GPROF_RUN_DIR) ---- */
 

@@ -81,14 +81,20 @@ static bool own_calls_safe(void)
 }
 
 /* The runtime's facts, once, when own calls are safe. */
-static void runtime_facts(void)
-{
-	static int done;
+static int facts_done;
 
-	if (__atomic_load_n(&done, __ATOMIC_ACQUIRE) || !own_calls_safe() ||
-	    __atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
+static void runtime_facts_now(void)
+{
+	if (!own_calls_safe() || __atomic_exchange_n(&facts_done, 1, __ATOMIC_ACQ_REL))
 		return;
 	gprof_runtime_facts();
+}
+
+/* Inline: every hooked call in a window asks. */
+static inline void runtime_facts(void)
+{
+	if (!__atomic_load_n(&facts_done, __ATOMIC_ACQUIRE))
+		runtime_facts_now();
 }
 
 /*
@@ -445,6 +451,15 @@ void gprof_session_step_marker(uint64_t ts_ns)
 	errno = saved_errno;
 }
 
+int gprof_session_call(enum gprof_hook h)
+{
+	if (gprof_hot_load() & GPROF_HOT_SESSION)
+		gprof_session_cuda_call();
+	if (!gprof_session_recording())
+		return -1;
+	return (int)gprof_events_writes(h);
+}
+
 /* While recording or warming up: NVTX keeps copies of messages for ranges still open. */
 bool gprof_session_recording(void)
 {
@@ -469,17 +484,24 @@ void gprof_session_nvtx(int tid, const char *domain, const char *msg, size_t len
 	gprof_events_nvtx(window, (uint32_t)tid, domain, msg, len, start_ns, end_ns, is_mark);
 }
 
-void gprof_session_api(const struct gprof_api_call *c)
+struct gprof_export_event *gprof_session_api(const struct gprof_hooked_call *c, const void *mem_ptr,
+					     size_t mem_bytes)
 {
 	uint32_t window, tid = (uint32_t)gprof_tid();
+	struct gprof_export_event *e;
 
 	if (!window_get(&window))
-		return;
+		return NULL;
 	gprof_collector_note_thread(tid);
 	/* For `all`, whose window opens in the first call: now that the call has returned. */
 	runtime_facts();
-	if (c->writes)
-		gprof_events_api(window, tid, c);
+	if (!c->writes)
+		return NULL;
+	if ((c->writes & GPROF_ACT_MEMORY) && mem_ptr)
+		gprof_memory_event(window, c, mem_ptr, mem_bytes);
+	if (!(c->writes & GPROF_ACT_API) || !(e = gprof_export_reserve(window)))
+		return NULL;
+	return gprof_events_api(e, window, tid, c);
 }
 
 void gprof_session_nccl(const struct gprof_nccl_call *c)

@@ -1342,11 +1342,38 @@ TEST(export_partial_file_readable)
 	rm_rf(dir);
 }
 
-/* Producers: thread `idx` pushes `count` RUNTIME events numbered by correlation. */
+/*
+ * Producers: thread `idx` pushes `count` RUNTIME events numbered by correlation; with
+ * in_place it builds each in the slot gprof_export_reserve() gives and commits it, and with
+ * `abandon` too, every 7th event first fills a reserved slot with junk and gives it up (the
+ * hooks do so when no window takes the call): never read, the next reserve reuses it.
+ */
 struct producer_arg {
 	uint32_t window, idx, count;
+	bool in_place, abandon;
 	uint32_t ok, dropped;
 };
+
+static int produce_one(const struct producer_arg *a, const struct gprof_export_event *ev,
+		       uint32_t seq)
+{
+	struct gprof_export_event *slot;
+
+	if (!a->in_place)
+		return gprof_export_push(ev);
+	if (a->abandon && seq % 7 == 0) {
+		slot = gprof_export_reserve(a->window);
+		ASSERT(slot);
+		memset(slot, 0xff, sizeof(*slot));
+		ASSERT(gprof_export_reserve(a->window) == slot);
+	}
+	slot = gprof_export_reserve(a->window);
+	if (!slot)
+		return -ENOBUFS;
+	*slot = *ev;
+	gprof_export_commit();
+	return 0;
+}
 
 static void *produce(void *p)
 {
@@ -1364,7 +1391,7 @@ static void *produce(void *p)
 		    .name = name,
 		    .u.api.cbid = 211,
 		};
-		int rc = gprof_export_push(&ev);
+		int rc = produce_one(a, &ev, seq);
 
 		ASSERT(rc == 0 || rc == -ENOBUFS);
 		a->ok += rc == 0;
@@ -1431,8 +1458,13 @@ static void concurrent_producers(bool behind)
 	start_export(dir, 64u << 20);
 	w = open_window(0, 0);
 	gprof_export_pause(behind);
+	/* half of them in place, giving up a reserved slot now and then */
 	for (uint32_t i = 0; i < THREADS; i++)
-		args[i] = (struct producer_arg){.window = w, .idx = i, .count = PER_THREAD};
+		args[i] = (struct producer_arg){.window = w,
+						.idx = i,
+						.count = PER_THREAD,
+						.in_place = i % 2,
+						.abandon = i % 2};
 	run_producers(args, THREADS);
 	gprof_export_pause(false);
 	close_window(w);
@@ -1480,8 +1512,10 @@ TEST(export_cap_drops_counted)
 	start_export(dir, 4 * GPROF_CHUNK_BYTES);
 	w = open_window(0, 0);
 	gprof_export_pause(true);
+	/* half of them build in place: a reserve that finds the pool empty drops and counts */
 	for (uint32_t i = 0; i < THREADS; i++)
-		args[i] = (struct producer_arg){.window = w, .idx = i, .count = PER_THREAD};
+		args[i] = (struct producer_arg){
+		    .window = w, .idx = i, .count = PER_THREAD, .in_place = i % 2};
 	run_producers(args, THREADS);
 	for (uint32_t i = 0; i < THREADS; i++) {
 		ok += args[i].ok;
