@@ -92,14 +92,12 @@ static void let_go_of_the_programs(void)
 
 int gprof_thread_own_fds(int (*reach_stderr)(void))
 {
-#if TSAN
-	/* TSan takes descriptors as numbers of one table per process: it would see races on
-	 * numbers the program uses too. Its runs keep the program's table (and its checks). */
-	(void)reach_stderr;
-	return -ENOTSUP;
-#else
 	int err;
 
+	/* TSan takes descriptors as numbers of one table per process: it would see races on
+	 * numbers the program uses too. Its runs keep the program's table (and its checks). */
+	if (TSAN)
+		return -ENOTSUP;
 	if (own_fds)
 		return 0;
 	err = reach_stderr();
@@ -110,7 +108,6 @@ int gprof_thread_own_fds(int (*reach_stderr)(void))
 	own_fds = true;
 	let_go_of_the_programs();
 	return 0;
-#endif
 }
 
 bool gprof_thread_has_own_fds(void)
