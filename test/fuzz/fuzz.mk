@@ -10,7 +10,7 @@ FUZZ_CFLAGS  := -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -I. -I$(CUDA_INC) -I$(CUPTI_INC) -D_GNU_SOURCE
 FUZZ_TARGETS := config marker escape
 
-$(FUZZ_OUT)/fuzz-config: test/fuzz/fuzz-config.c common/config.c common/log.c
+$(FUZZ_OUT)/fuzz-config: test/fuzz/fuzz-config.c common/config.c common/log.c common/thread.c
 $(FUZZ_OUT)/fuzz-marker: test/fuzz/fuzz-marker.c scheduler/marker.c
 $(FUZZ_OUT)/fuzz-escape: test/fuzz/fuzz-escape.c export/json.c
 
