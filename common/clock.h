@@ -1,12 +1,23 @@
 /*
  * Clocks. CLOCK_REALTIME in ns is CUPTI's default clock, so every event's time is read with
- * gprof_realtime_ns(); timed waits take a deadline on the clock their condition uses.
+ * gprof_realtime_ns(), or, for the calls the hooks time, gprof_hook_ns(); timed waits take a
+ * deadline on the clock their condition uses.
  */
 #ifndef GPROF_CLOCK_H
 #define GPROF_CLOCK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
+
+/*
+ * CLOCK_REALTIME in ns, from the TSC where the kernel's clock source is the TSC (clock.c): a
+ * third of clock_gettime()'s cost, within a few ns of it. gprof_clock_init() decides, once, at
+ * start-up; gprof_clock_setup() is that decision given (tests).
+ */
+void gprof_clock_init(void);
+void gprof_clock_setup(bool ticks);
+uint64_t gprof_hook_ns(void);
 
 static inline uint64_t gprof_clock_ns(clockid_t clock)
 {

@@ -46,25 +46,23 @@ static int call_begin(enum gprof_hook h)
 	return writes;
 }
 
-/* The clock, out of line: inlined into the hooks, it costs each idle call a larger prologue. */
-static __attribute__((noinline)) uint64_t now_ns(void)
-{
-	return gprof_realtime_ns();
-}
-
 /* A call the session wants: timed when the hooks write anything of it (writes not 0). */
 static inline void call_start(struct gprof_hooked_call *c, enum gprof_hook h, int writes)
 {
 	c->hook = h;
 	c->writes = (unsigned)writes;
 	if (writes)
-		c->start_ns = now_ns();
+		c->start_ns = gprof_hook_ns();
 }
 
+/* The end, never before the start (the two readings may straddle the clock's calibration). */
 static inline void call_end(struct gprof_hooked_call *c)
 {
-	if (c->writes)
-		c->end_ns = now_ns();
+	if (c->writes) {
+		uint64_t end = gprof_hook_ns();
+
+		c->end_ns = end > c->start_ns ? end : c->start_ns;
+	}
 }
 
 /*

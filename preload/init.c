@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #define PR_FMT ""
+#include "common/clock.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/thread.h"
@@ -208,6 +209,7 @@ static void init_once(void)
 		return;
 	summary_absolute();
 	gprof_log_level = cfg.log_level;
+	gprof_clock_init();
 	if (gprof_session_init(&cfg) != 0)
 		return;
 	gprof_nvtx_set_marker(cfg.step_marker);

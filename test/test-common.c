@@ -8,7 +8,10 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "common/array.h"
@@ -484,4 +487,73 @@ TEST(stats_steps)
 		if (n % 2 == 0)
 			ASSERT_EQ(st.median, (v[n / 2 - 1] + v[n / 2]) / 2);
 	}
+}
+
+/* Whether the kernel's clock source is the TSC, as gprof_clock_init() asks. */
+static bool kernel_clock_is_tsc(void)
+{
+	char source[16] = "";
+	FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
+
+	if (f) {
+		if (!fgets(source, sizeof(source), f))
+			source[0] = 0;
+		fclose(f);
+	}
+	return !strcmp(source, "tsc\n");
+}
+
+static void *hook_clock_reader(void *stop)
+{
+	uint64_t last = 0;
+
+	while (!__atomic_load_n((int *)stop, __ATOMIC_RELAXED)) {
+		uint64_t before = gprof_realtime_ns(), t = gprof_hook_ns();
+
+		if (t + 1000 < before || t + 1000 < last)
+			return (void *)1;
+		last = t;
+	}
+	return NULL;
+}
+
+/*
+ * The hooks' clock is CLOCK_REALTIME: each reading within 1 us of clock_gettime()'s around it,
+ * for 400 ms of bursts and pauses (calibrations, the rate's span moved on twice) while another
+ * thread reads it too; without the TSC it is clock_gettime() itself.
+ */
+TEST(clock_hook_ns_is_realtime)
+{
+	uint64_t n = 0, end;
+	pthread_t other;
+	void *late = NULL;
+	int stop = 0;
+
+	gprof_clock_setup(false);
+	for (int i = 0; i < 1000; i++) {
+		uint64_t before = gprof_realtime_ns(), t = gprof_hook_ns();
+
+		ASSERT_LE(before, t);
+		ASSERT_LE(t, gprof_realtime_ns());
+	}
+	if (!kernel_clock_is_tsc())
+		SKIP("the kernel's clock source is not the TSC");
+	gprof_clock_setup(true);
+	ASSERT_EQ(pthread_create(&other, NULL, hook_clock_reader, &stop), 0);
+	end = gprof_realtime_ns() + 400000000ull;
+	while (gprof_realtime_ns() < end) {
+		for (int i = 0; i < 1000; i++, n++) {
+			uint64_t before = gprof_realtime_ns(), t = gprof_hook_ns();
+			uint64_t after = gprof_realtime_ns();
+
+			ASSERT_MSG(before <= t + 1000 && t <= after + 1000,
+				   "reading %llu: %llu, clock_gettime %llu then %llu",
+				   (unsigned long long)n, (unsigned long long)t,
+				   (unsigned long long)before, (unsigned long long)after);
+		}
+		usleep((useconds_t)(n % 3000));
+	}
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	pthread_join(other, &late);
+	ASSERT_MSG(!late, "the other thread's reading was over 1 us early");
 }

@@ -1292,6 +1292,74 @@ TEST(e2e_collector_hooks_only_copy_kinds)
 	e2e_free(&r);
 }
 
+/* Whether t has a runtime or driver call event named name. */
+static bool has_api(const struct trace *t, const char *name)
+{
+	size_t i;
+	json_t *ev;
+
+	json_array_foreach(t->events, i, ev)
+	{
+		if (is_api(ev) && !strcmp(trace_str(ev, "name"), name))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Hooks only, the hooks time each call themselves (their clock is the TSC's line through
+ * CLOCK_REALTIME where the kernel's clock is the TSC): with the whole run recorded, every runtime
+ * call event holds exactly one call of the same name on its thread as the simulated runtime
+ * timed it, and every such call of a name the trace has is held by one event.
+ */
+TEST(e2e_collector_hooks_only_times)
+{
+	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "6", NULL};
+	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
+	struct e2e_run r;
+	size_t i, k, events = 0;
+	json_t *ev, *g, *calls;
+
+	e2e_run(&r, argv, e2e_cupti(false), env, true);
+	ASSERT_EQ(r.res.status, 0);
+	ASSERT_EQ(r.n_traces, 1);
+	calls = gtlog_filter(r.gt, "{\"type\":\"api\",\"domain\":\"runtime\"}");
+	int *held = calloc(json_array_size(calls) + 1, sizeof(*held));
+	long long base = int_of(json_object_get(r.traces[0].root, "baseTimeNanoseconds"));
+
+	json_array_foreach(r.traces[0].events, i, ev)
+	{
+		if (!is_api(ev))
+			continue;
+		long long b = base + ts_ns(ev, "ts"), e = b + ts_ns(ev, "dur");
+		int n = 0;
+
+		json_array_foreach(calls, k, g)
+		{
+			if (gtlog_int(g, "tid") == int_of(json_object_get(ev, "tid")) &&
+			    !strcmp(public_name(gtlog_str(g, "name")), trace_str(ev, "name")) &&
+			    gtlog_int(g, "start") >= b && gtlog_int(g, "end") <= e) {
+				held[k]++;
+				n++;
+			}
+		}
+		ASSERT_MSG(n == 1, "%s at %lld for %lld ns holds %d calls", trace_str(ev, "name"),
+			   b, e - b, n);
+		events++;
+	}
+	ASSERT_GT(events, 12); /* a launch and a copy a step, at least */
+	json_array_foreach(calls, k, g)
+	{
+		bool traced = has_api(&r.traces[0], public_name(gtlog_str(g, "name")));
+
+		ASSERT_MSG(!traced || held[k] == 1, "%s at %lld is held by %d events",
+			   gtlog_str(g, "name"), gtlog_int(g, "start"), held[k]);
+	}
+	free(held);
+	json_decref(calls);
+	e2e_free(&r);
+}
+
 /*
  * Without GPROF_CUPTI_LIB, CUPTI is found next to the runtime in use: the simulated one next to
  * the simulated runtime; the toolkit's next to the real runtime, which with no GPU cannot
