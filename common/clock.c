@@ -25,8 +25,8 @@
 #define read_ticks() 0ull
 #endif
 
-#define AGE_MAX_NS  10000000ull /* calibrate at least every 10 ms of use */
-#define SPAN_PER_AGE 16		/* the rate's span, in calibration ages */
+#define AGE_MAX_NS   10000000ull /* calibrate at least every 10 ms of use */
+#define SPAN_PER_AGE 16		 /* the rate's span, in calibration ages */
 
 /*
  * The line: base_ticks and base_ns are a calibration pair, mult is ns per tick in 32.32 fixed
@@ -40,7 +40,7 @@ static struct {
 /*
  * Where the rate is measured from: a TSC reading and CLOCK_MONOTONIC at it, and the next such
  * point, which takes its place once it is 16 ages of 10 ms old (so the rate's span stays 160 to
- * 320 ms, and slewing shows). Both only for the calibrating thread.
+ * 320 ms, and slewing shows). The four are the calibrating thread's.
  */
 static uint64_t from_ticks, from_ns, next_ticks, next_ns;
 static bool use_ticks;
@@ -105,7 +105,7 @@ void gprof_clock_setup(bool ticks)
 	__atomic_store_n(&line.age_ticks, 0, __ATOMIC_RELAXED);
 }
 
-void gprof_clock_init(void)
+bool gprof_clock_kernel_tsc(void)
 {
 	char source[16] = "";
 	FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
@@ -115,7 +115,12 @@ void gprof_clock_init(void)
 			source[0] = 0;
 		fclose(f);
 	}
-	gprof_clock_setup(!strcmp(source, "tsc\n"));
+	return !strcmp(source, "tsc\n");
+}
+
+void gprof_clock_init(void)
+{
+	gprof_clock_setup(gprof_clock_kernel_tsc());
 }
 
 /* The line is stale, or has no rate yet: clock_gettime(), calibrating on the way. */

@@ -13,8 +13,9 @@
 /*
  * CLOCK_REALTIME in ns, from the TSC where the kernel's clock source is the TSC (clock.c): a
  * third of clock_gettime()'s cost, within a few ns of it. gprof_clock_init() decides, once, at
- * start-up; gprof_clock_setup() is that decision given (tests).
+ * start-up, by asking gprof_clock_kernel_tsc(); gprof_clock_setup() is that decision given.
  */
+bool gprof_clock_kernel_tsc(void);
 void gprof_clock_init(void);
 void gprof_clock_setup(bool ticks);
 uint64_t gprof_hook_ns(void);

@@ -8,9 +8,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -489,20 +487,6 @@ TEST(stats_steps)
 	}
 }
 
-/* Whether the kernel's clock source is the TSC, as gprof_clock_init() asks. */
-static bool kernel_clock_is_tsc(void)
-{
-	char source[16] = "";
-	FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
-
-	if (f) {
-		if (!fgets(source, sizeof(source), f))
-			source[0] = 0;
-		fclose(f);
-	}
-	return !strcmp(source, "tsc\n");
-}
-
 static void *hook_clock_reader(void *stop)
 {
 	uint64_t last = 0;
@@ -536,7 +520,7 @@ TEST(clock_hook_ns_is_realtime)
 		ASSERT_LE(before, t);
 		ASSERT_LE(t, gprof_realtime_ns());
 	}
-	if (!kernel_clock_is_tsc())
+	if (!gprof_clock_kernel_tsc())
 		SKIP("the kernel's clock source is not the TSC");
 	gprof_clock_setup(true);
 	ASSERT_EQ(pthread_create(&other, NULL, hook_clock_reader, &stop), 0);
