@@ -1,8 +1,7 @@
 /*
  * Finding libcupti (DESIGN.md's order) and resolving its entry points into one table (the
- * caller's: gprof_coll.cupti). Record
- * layouts differ between CUPTI major versions, so only the major version libgprof was built
- * for is accepted.
+ * caller's: gprof_coll.cupti). Record layouts differ between CUPTI major versions, so only the
+ * major version libgprof was built for is accepted.
  */
 #include <dlfcn.h>
 #include <errno.h>

@@ -2,8 +2,8 @@
  * The collector thread: works through completed CUPTI buffers, flushing CUPTI while its kinds
  * are on; drains each window that ended (flushes CUPTI until every launch of the window has its
  * GPU record and every GPU record of its launches its launch record, or drain_ms passes),
- * finishes and releases it; disables CUPTI's kinds when no
- * window needs them. The application never waits for any of this.
+ * finishes and releases it; disables CUPTI's kinds when no window needs them. The application
+ * never waits for any of this.
  */
 #define PR_FMT "collector: "
 #include "collector/internal.h"

@@ -10,11 +10,11 @@
  * of a symbolic link, which comes into being whole.
  */
 #include <errno.h>
-#include <sys/stat.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define PR_FMT "GPROF_RUN_DIR: "

@@ -1052,9 +1052,10 @@ static bool in_trace(json_t *g, void *arg)
  * rt-app's threads stop for 20 ms between each launch's end and its record
  * (FAKEGPU_API_EXIT_PAUSE, as a thread the scheduler takes the CPU from there), the second
  * 10 ms behind the first (of a 40 ms step), so when the first thread's step marker ends one of
- * 8 one-step windows, the record of a kernel the second launched comes before its launch's. Every kernel in the traces has its launch, linked. Before, the collector
- * finished the window 5 ms after its end, wrote such a kernel without its launch and lost the
- * launch (HTA then leaves the kernel out: CI's clients_hta_one_rank under TSan, once).
+ * 8 one-step windows, the record of a kernel the second launched comes before its launch's.
+ * Every kernel in the traces has its launch, linked. Before, the collector finished the
+ * window 5 ms after its end, wrote such a kernel without its launch and lost the launch (HTA
+ * then leaves the kernel out: CI's clients_hta_one_rank under TSan, once).
  */
 TEST(e2e_collector_launch_record_late)
 {
@@ -1326,6 +1327,8 @@ TEST(e2e_collector_hooks_only_times)
 	calls = gtlog_filter(r.gt, "{\"type\":\"api\",\"domain\":\"runtime\"}");
 	int *held = calloc(json_array_size(calls) + 1, sizeof(*held));
 	long long base = int_of(json_object_get(r.traces[0].root, "baseTimeNanoseconds"));
+
+	ASSERT(held);
 
 	json_array_foreach(r.traces[0].events, i, ev)
 	{

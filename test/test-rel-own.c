@@ -334,18 +334,18 @@ TEST(rel_own_descriptors_never_the_programs)
 	size_t len;
 	char *text;
 	struct e2e_run r;
-
-	pid_t child = fork();
+	pid_t child;
 	int status;
 
+	if (strstr(getenv("TEST_SAN") ? getenv("TEST_SAN") : "", "thread"))
+		SKIP("TSan's runs keep the program's descriptor table");
+	child = fork();
 	ASSERT(child >= 0);
 	if (child == 0)
 		_exit(unshare(CLONE_FILES) == 0 ? 0 : 1);
 	ASSERT(waitpid(child, &status, 0) == child);
 	if (!WIFEXITED(status) || WEXITSTATUS(status))
 		SKIP("unshare(CLONE_FILES) is refused here: the writer shares the program's table");
-	if (strstr(getenv("TEST_SAN") ? getenv("TEST_SAN") : "", "thread"))
-		SKIP("TSan's runs keep the program's descriptor table");
 	make_dir(dir, sizeof(dir));
 	snprintf(summary, sizeof(summary), "%s/summary", dir);
 	snprintf(summary_env, sizeof(summary_env), "GPROF_SUMMARY=%s", summary);

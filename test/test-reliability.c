@@ -815,16 +815,18 @@ static int run_repair(const char *path, struct proc_result *res)
 	return res->status;
 }
 
-/*
- * Repairs path (a .partial) and checks the result: valid, with `want` events, and unless the
- * file was complete (then copied), a warning that says it was repaired.
- */
 /* The keys of gprof.records, one per event kind, as the library writes them. */
 static const char *const record_keys[] = {
 #define RECORD_KEY(name, key, emitter) key,
     GPROF_EXPORT_KIND_TABLE(RECORD_KEY)
 #undef RECORD_KEY
 };
+
+/*
+ * Repairs path (a .partial) and checks the result: valid, with `want` events, each kind counted
+ * in the header, and unless the file was complete (then copied), a warning that says it was
+ * repaired.
+ */
 
 static void check_repaired(const char *path, int want, bool complete)
 {

@@ -97,7 +97,7 @@ static void *watch(void *arg)
 			if (!watched_path(target) || n_seen == 16)
 				continue;
 			snprintf(seen[n_seen], sizeof(seen[n_seen]), "%s is %s", e->d_name, target);
-			for (int i = 0; i < n_seen && n_seen < 16; i++)
+			for (int i = 0; i < n_seen; i++)
 				if (!strcmp(seen[i], seen[n_seen]))
 					seen[n_seen][0] = '\0';
 			n_seen += seen[n_seen][0] != '\0';
