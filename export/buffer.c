@@ -12,12 +12,18 @@
 
 #define CHUNK_EVENTS ((GPROF_CHUNK_BYTES - 64) / sizeof(struct gprof_export_event))
 /*
- * Chunks the writer keeps faulted in on the free stack (at most a quarter of the pool), so
- * that producers, which take from the stack first, rarely touch a page for the first time:
- * a first touch costs microseconds, which is what a hooked call must not.
+ * Chunks the writer keeps faulted in on the free stack, so that producers, which take from the
+ * stack first, rarely touch a page for the first time: a first touch costs microseconds (2.5 on
+ * the machine of docs/PERFORMANCE.md), which is what a hooked call must not. The writer starts
+ * with RESERVE_MIN and doubles the reserve, up to RESERVE_MAX and a quarter of the pool, each
+ * time it finds that a producer had to take a never-used chunk, which happens only while the
+ * producers outrun it. It faults chunks in RESERVE_BATCH at a time, so that the first ones
+ * are on the stack while it faults the rest.
  */
-#define RESERVE_CHUNKS 64u
-#define PAGE_BYTES     4096u
+#define RESERVE_MIN   64u
+#define RESERVE_MAX   1024u
+#define RESERVE_BATCH 16u
+#define PAGE_BYTES    4096u
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
@@ -46,11 +52,14 @@ _Static_assert(sizeof(struct gprof_export_event) == 128, "events are 128 bytes")
  */
 static struct {
 	char *base;
-	uint32_t n;	   /* chunks in the arena; fixed at init */
-	uint32_t reserve;  /* chunks the writer keeps on the stack; fixed at init */
-	uint32_t fresh;	   /* atomic: chunks [fresh, n) were never handed out */
-	uint32_t n_free;   /* atomic: chunks on the stack (a pop may briefly lag) */
-	uint64_t free_top; /* atomic: tag << 32 | (index + 1), 0 when empty */
+	uint32_t n;	      /* chunks in the arena; fixed at init */
+	uint32_t reserve;     /* chunks the writer keeps on the stack; writer only after init */
+	uint32_t reserve_max; /* fixed at init */
+	uint32_t fresh;	      /* atomic: chunks [fresh, n) were never handed out */
+	uint32_t n_free;      /* atomic: chunks on the stack (a pop may briefly lag) */
+	uint32_t misses;      /* atomic: never-used chunks producers took (the stack was empty) */
+	uint32_t misses_seen; /* writer only */
+	uint64_t free_top;    /* atomic: tag << 32 | (index + 1), 0 when empty */
 } pool;
 
 struct producer {
@@ -119,30 +128,49 @@ static struct chunk *pool_pop(void)
 	if (__atomic_load_n(&pool.fresh, __ATOMIC_RELAXED) >= pool.n)
 		return NULL;
 	i = __atomic_fetch_add(&pool.fresh, 1, __ATOMIC_RELAXED);
-	return i < pool.n ? chunk_at(i) : NULL;
+	if (i >= pool.n)
+		return NULL;
+	__atomic_fetch_add(&pool.misses, 1, __ATOMIC_RELAXED);
+	return chunk_at(i);
 }
 
 /*
  * Writer thread: tops the stack up to the reserve with never-used chunks, faulted in here.
  * The chunks are claimed as producers claim them, so no one else writes them meanwhile.
+ * Returns how many it pushed: 0 once the stack holds the reserve or the arena is all in use.
  */
-static void pool_reserve(void)
+static uint32_t pool_reserve_batch(void)
 {
 	uint32_t n_free = __atomic_load_n(&pool.n_free, __ATOMIC_RELAXED), i, k;
 
 	if (n_free >= pool.reserve || __atomic_load_n(&pool.fresh, __ATOMIC_RELAXED) >= pool.n)
-		return;
-	k = pool.reserve - n_free;
+		return 0;
+	k = pool.reserve - n_free < RESERVE_BATCH ? pool.reserve - n_free : RESERVE_BATCH;
 	i = __atomic_fetch_add(&pool.fresh, k, __ATOMIC_RELAXED);
 	if (i >= pool.n)
-		return;
+		return 0;
 	k = k < pool.n - i ? k : pool.n - i;
 	/* Without MADV_POPULATE_WRITE (before Linux 5.14): a write to every page. */
 	if (madvise(chunk_at(i), (size_t)k * GPROF_CHUNK_BYTES, MADV_POPULATE_WRITE) != 0)
 		for (size_t off = 0; off < (size_t)k * GPROF_CHUNK_BYTES; off += PAGE_BYTES)
 			((volatile char *)chunk_at(i))[off] = 0;
-	while (k--)
-		pool_push(chunk_at(i + k));
+	for (uint32_t j = k; j--;)
+		pool_push(chunk_at(i + j));
+	return k;
+}
+
+/* Grows the reserve when producers ran past it, then tops it up: at most twice its size. */
+static void pool_reserve(void)
+{
+	uint32_t misses = __atomic_load_n(&pool.misses, __ATOMIC_RELAXED), k;
+
+	if (misses != pool.misses_seen) {
+		pool.misses_seen = misses;
+		pool.reserve =
+		    pool.reserve * 2 < pool.reserve_max ? pool.reserve * 2 : pool.reserve_max;
+	}
+	for (uint32_t budget = 2 * pool.reserve; budget && (k = pool_reserve_batch());)
+		budget = budget > k ? budget - k : 0;
 }
 
 /* The thread's exit: its committed events stay readable; the writer frees the rest. */
@@ -337,7 +365,8 @@ int gprof_buf_init(size_t cap_bytes)
 		return -errno;
 	pool.base = base;
 	pool.n = (uint32_t)n;
-	pool.reserve = pool.n / 4 < RESERVE_CHUNKS ? pool.n / 4 : RESERVE_CHUNKS;
+	pool.reserve_max = pool.n / 4 < RESERVE_MAX ? pool.n / 4 : RESERVE_MAX;
+	pool.reserve = pool.reserve_max < RESERVE_MIN ? pool.reserve_max : RESERVE_MIN;
 	__atomic_store_n(&live, true, __ATOMIC_RELEASE);
 	return 0;
 }

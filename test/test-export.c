@@ -1593,12 +1593,61 @@ TEST(export_thread_exit_mid_window)
 }
 
 /* This thread's page faults so far. */
+enum {
+	CHUNK_EVENTS = (GPROF_CHUNK_BYTES - 64) / sizeof(struct gprof_export_event),
+	PAGES_PER_CHUNK = GPROF_CHUNK_BYTES / 4096
+};
+
 static long thread_faults(void)
 {
 	struct rusage ru = {0};
 
 	getrusage(RUSAGE_THREAD, &ru);
 	return ru.ru_minflt + ru.ru_majflt;
+}
+
+/*
+ * The fault tests' start: a pool of `chunks`, one window, one event written, so the writer has
+ * made a pass, whose start fills its reserve. Skipped under TSan, whose shadow memory takes
+ * faults of its own on every new page the events touch.
+ */
+static uint32_t faults_start(char *dir, size_t size, uint32_t chunks)
+{
+	const char *san = getenv("TEST_SAN");
+	struct producer_arg arg;
+	uint32_t w;
+
+	if (san && strstr(san, "thread"))
+		SKIP("page faults are TSan's own under TSan");
+	make_tmpdir(dir, size);
+	start_export(dir, chunks * GPROF_CHUNK_BYTES);
+	w = open_window(0, 0);
+	arg = (struct producer_arg){.window = w, .count = 1};
+	produce(&arg);
+	wait_written(1);
+	return w;
+}
+
+/* With the writer paused: this thread's page faults while it fills `chunks` chunks. */
+static long faults_filling(uint32_t w, uint32_t chunks)
+{
+	struct producer_arg arg = {.window = w, .count = chunks * CHUNK_EVENTS};
+	long faults;
+
+	gprof_export_pause(true);
+	faults = thread_faults();
+	produce(&arg);
+	faults = thread_faults() - faults;
+	ASSERT_EQ(arg.ok, chunks * CHUNK_EVENTS);
+	return faults;
+}
+
+/* Under ASan, reading shadow memory of new pages takes a fault per 32 KiB of events. */
+static long asan_faults(uint32_t chunks)
+{
+	const char *san = getenv("TEST_SAN");
+
+	return san && strstr(san, "address") ? chunks * (GPROF_CHUNK_BYTES / 32768) : 0;
 }
 
 /*
@@ -1609,33 +1658,45 @@ static long thread_faults(void)
 TEST(export_producers_get_faulted_chunks)
 {
 	enum {
-		CHUNKS = 16,
-		PAGES = CHUNKS * GPROF_CHUNK_BYTES / 4096
+		CHUNKS = 16
 	};
-	const char *san = getenv("TEST_SAN");
-	struct producer_arg arg;
 	char dir[64];
-	long faults;
-	uint32_t w;
+	uint32_t w = faults_start(dir, sizeof(dir), 256);
+	long faults = faults_filling(w, CHUNKS);
 
-	/* TSan's shadow memory takes faults of its own on every new page the events touch. */
-	if (san && strstr(san, "thread"))
-		SKIP("page faults are TSan's own under TSan");
-	make_tmpdir(dir, sizeof(dir));
-	start_export(dir, 256 * GPROF_CHUNK_BYTES);
-	w = open_window(0, 0);
-	/* One event written: the writer has made a pass, whose start fills its reserve. */
-	arg = (struct producer_arg){.window = w, .count = 1};
+	ASSERT_MSG(faults < asan_faults(CHUNKS) + CHUNKS * PAGES_PER_CHUNK / 8,
+		   "%ld page faults while filling %d pages", faults, CHUNKS * PAGES_PER_CHUNK);
+	gprof_export_pause(false);
+	close_window(w);
+	rm_rf(dir);
+}
+
+/*
+ * Producers that ran past the reserve make the writer keep a bigger one. The first reserve
+ * is 64 chunks; a thread fills 128 with the writer paused, taking 64 never-used chunks itself.
+ * After the writer's pass, it finds the 128 it filled and a reserve of 128 on the stack, and
+ * fills 250 more with the writer paused again, faulting no page for the first time. With the
+ * first reserve kept, 58 chunks would be new to it: 928 page faults.
+ */
+TEST(export_reserve_grows_when_outrun)
+{
+	enum {
+		OUTRUN = 128,
+		AGAIN = 250,
+		NEW_WITHOUT_GROWTH = AGAIN - 64 - OUTRUN
+	};
+	char dir[64];
+	uint32_t w = faults_start(dir, sizeof(dir), 1024);
+	struct producer_arg arg = {.window = w, .count = 1};
+	long faults;
+
+	faults_filling(w, OUTRUN);
+	gprof_export_pause(false);
 	produce(&arg);
-	wait_written(1);
-	gprof_export_pause(true);
-	arg = (struct producer_arg){.window = w, .count = CHUNKS * 511};
-	faults = thread_faults();
-	produce(&arg);
-	faults = thread_faults() - faults;
-	ASSERT_EQ(arg.ok, CHUNKS * 511);
-	/* Under ASan, reading shadow memory of new pages takes a fault per 32 KiB of events. */
-	ASSERT_MSG(faults < PAGES / 4, "%ld page faults while filling %d pages", faults, PAGES);
+	wait_written(2 + OUTRUN * CHUNK_EVENTS);
+	faults = faults_filling(w, AGAIN);
+	ASSERT_MSG(faults < asan_faults(AGAIN) + NEW_WITHOUT_GROWTH * PAGES_PER_CHUNK / 2,
+		   "%ld page faults while filling %d chunks", faults, AGAIN);
 	gprof_export_pause(false);
 	close_window(w);
 	rm_rf(dir);
