@@ -233,6 +233,78 @@ static void b1_active(void)
 	}
 }
 
+/*
+ * The floor of the hooks-only launch: `hook-loop -f` once per round prints what the machine
+ * charges for the parts of a recorded call no profiler leaves out; [figure][round].
+ */
+enum {
+	FLOOR_TSC,
+	FLOOR_CLOCK,
+	FLOOR_EVENT,
+	FLOOR_FAULT,
+	FLOOR_FIGS
+};
+static const struct {
+	const char *key, *text;
+} floor_figs[FLOOR_FIGS] = {
+    [FLOOR_TSC] = {"floor_tsc_pair_ns", "two TSC reads (the hooks' clock where the kernel's "
+					"clock source is the TSC)"},
+    [FLOOR_CLOCK] = {"floor_clock_pair_ns", "two clock_gettime(CLOCK_REALTIME) calls"},
+    [FLOOR_EVENT] = {"floor_event_ns", "one 128-byte event written into a 16 MiB ring"},
+    [FLOOR_FAULT] = {"floor_page_fault_ns", "a page of memory touched for the first time"},
+};
+static double b1_floor[FLOOR_FIGS][MAX_ROUNDS];
+
+static void b1_floor_run(int round)
+{
+	const char *argv[] = {g.hook_loop, "-f", NULL};
+	struct bench_out out;
+	int ok = run("hook-loop -f", argv, NULL, &out) == 0;
+
+	for (int f = 0; f < FLOOR_FIGS; f++)
+		b1_floor[f][round] = ok ? bench_value(&out, floor_figs[f].key) : NAN;
+}
+
+/*
+ * The figures, then the hooks-only launch's extra over bare split, round by round, into that
+ * floor (the clock's two readings, its event, and its page faults at the round's price) and
+ * the rest: libgprof's own instructions.
+ */
+static void b1_floor_table(void)
+{
+	size_t m = 0;
+	double floor[MAX_ROUNDS], rest[MAX_ROUNDS];
+	struct bench_stat st;
+	char cell[CELL_MAX];
+
+	while (m < B1_MODES && !(b1_modes[m].active && !b1_modes[m].cupti))
+		m++;
+	printf("\nThe floor of a call the hooks record alone: what this machine charges for the "
+	       "parts no profiler leaves out (bench/hook-loop -f, once per round, CPU time: median "
+	       "(range) ns), and the hooks-only cudaLaunchKernel's extra over bare split into that "
+	       "floor and the rest, libgprof's own instructions.\n\n| figure | ns |\n"
+	       "| --- | --- |\n");
+	for (int f = 0; f < FLOOR_FIGS; f++) {
+		st = stat_of(b1_floor[f], B1_ROUNDS);
+		printf("| %s | %s |\n", floor_figs[f].text, fmt(cell, &st, 1));
+	}
+	if (m == B1_MODES)
+		return;
+	for (int r = 0; r < B1_ROUNDS; r++) {
+		double clock = isnan(b1_floor[FLOOR_TSC][r]) ? b1_floor[FLOOR_CLOCK][r]
+							     : b1_floor[FLOOR_TSC][r];
+
+		floor[r] = clock + b1_floor[FLOOR_EVENT][r] +
+			   b1_faults[m][0][r] / 1000 * b1_floor[FLOOR_FAULT][r];
+		rest[r] = b1_ns[m][0][r] - b1_ns[0][0][r] - floor[r];
+	}
+	st = stat_of(floor, B1_ROUNDS);
+	printf("| hooks-only launch: the floor (its clock, its event, its page faults) | %s |\n",
+	       fmt(cell, &st, 1));
+	st = stat_of(rest, B1_ROUNDS);
+	printf("| hooks-only launch: the rest, libgprof's own work | %s |\n", fmt(cell, &st, 1));
+}
+
 static void b1(void)
 {
 	char cell[256];
@@ -241,6 +313,7 @@ static void b1(void)
 		fprintf(stderr, "bench: B1 round %d/%d\n", r + 1, B1_ROUNDS);
 		for (size_t i = 0; i < B1_MODES; i++)
 			b1_run(&b1_modes[(i + (size_t)r) % B1_MODES], r);
+		b1_floor_run(r);
 	}
 	printf("\n## B1 hook cost\n\nns per call on a runtime whose calls cost nothing "
 	       "(bench/stub-cudart.c), CPU time of the calling thread: median (range) of %d "
@@ -259,6 +332,7 @@ static void b1(void)
 		printf("\n");
 	}
 	b1_active();
+	b1_floor_table();
 }
 
 /* ---- B2: export ---- */

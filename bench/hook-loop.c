@@ -5,16 +5,18 @@
  * Prints key=value lines: ns per call of each loop (median of the repetitions) and the calling
  * thread's page faults, or memory figures.
  *
- *	hook-loop [-n calls] [-r reps] [-s markers] [-e] [-w launches]
+ *	hook-loop [-n calls] [-r reps] [-s markers] [-e] [-w launches] [-f]
  *
  * -s marks that many steps before the loops; -e marks one more after them (ending a window of
  * schedule active=1) and waits for its trace in GPROF_OUTPUT; -w replaces the loops with one
- * window of that many launches and prints the resident memory before it and the peak after it.
+ * window of that many launches and prints the resident memory before it and the peak after it;
+ * -f replaces them with the machine's floor figures (floor_figures()).
  */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,11 +25,15 @@
 #include <nvtx3/nvToolsExt.h>
 #include <zlib.h>
 
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
 #define MAX_REPS      64
 #define TRACE_WAIT_MS 60000
 #define TRACE_SUFFIX  ".pt.trace.json.gz"
 
-static long n_calls = 1000000, reps = 5, markers, end_window, window_launches;
+static long n_calls = 1000000, reps = 5, markers, end_window, window_launches, floor_only;
 
 /* The launched "kernel": its address is all the runtime sees. */
 static void bench_kernel(void)
@@ -200,11 +206,73 @@ static int memory_window(void)
 	return 0;
 }
 
+#define FLOOR_N	       2000000
+#define FLOOR_RING     (16u << 20)
+#define FLOOR_TOUCHED  (64u << 20)
+#define FLOOR_PAGE     4096u
+#define FLOOR_EV_WORDS 16
+
+/*
+ * What the machine charges for the parts of a call recorded by the hooks alone that no
+ * profiler can leave out, by this thread's CPU time like the loops: two readings of the TSC
+ * (the hooks' clock on x86-64 where it is the kernel's clock source) and, beside them, two of
+ * clock_gettime; one 128-byte event written into a ring of 16 MiB that is already in memory
+ * (the export buffer is bigger than the caches); a page touched for the first time.
+ */
+static int floor_figures(void)
+{
+	static volatile uint64_t ring[FLOOR_RING / sizeof(uint64_t)];
+	volatile uint64_t sink = 0;
+	struct timespec ts;
+	volatile char *fresh;
+	long f;
+	double c0;
+
+	for (size_t i = 0; i < FLOOR_RING / sizeof(uint64_t); i += FLOOR_PAGE / sizeof(uint64_t))
+		ring[i] = 0;
+#if defined(__x86_64__)
+	c0 = thread_cpu_ns(&f);
+	for (long i = 0; i < FLOOR_N; i++)
+		sink += __rdtsc() - __rdtsc();
+	printf("floor_tsc_pair_ns=%.3f\n", (thread_cpu_ns(&f) - c0) / FLOOR_N);
+#endif
+	c0 = thread_cpu_ns(&f);
+	for (long i = 0; i < FLOOR_N; i++) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		sink += (uint64_t)ts.tv_nsec;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		sink += (uint64_t)ts.tv_nsec;
+	}
+	printf("floor_clock_pair_ns=%.3f\n", (thread_cpu_ns(&f) - c0) / FLOOR_N);
+	c0 = thread_cpu_ns(&f);
+	for (long i = 0; i < FLOOR_N; i++) {
+		size_t at = (size_t)i * FLOOR_EV_WORDS % (FLOOR_RING / sizeof(uint64_t));
+
+		for (int w = 0; w < FLOOR_EV_WORDS; w++)
+			ring[at + (size_t)w] = (uint64_t)i;
+	}
+	printf("floor_event_ns=%.3f\n", (thread_cpu_ns(&f) - c0) / FLOOR_N);
+	fresh = mmap(NULL, FLOOR_TOUCHED, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (fresh == MAP_FAILED) {
+		printf("error=mmap failed\n");
+		return 1;
+	}
+	c0 = thread_cpu_ns(&f);
+	for (size_t off = 0; off < FLOOR_TOUCHED; off += FLOOR_PAGE)
+		fresh[off] = 1;
+	printf("floor_page_fault_ns=%.3f\n",
+	       (thread_cpu_ns(&f) - c0) / (FLOOR_TOUCHED / FLOOR_PAGE));
+	munmap((void *)fresh, FLOOR_TOUCHED);
+	sink += ring[0];
+	return 0;
+}
+
 static int parse(int argc, char **argv)
 {
 	int c;
 
-	while ((c = getopt(argc, argv, "n:r:s:ew:")) != -1) {
+	while ((c = getopt(argc, argv, "n:r:s:ew:f")) != -1) {
 		if (c == 'n')
 			n_calls = atol(optarg);
 		else if (c == 'r')
@@ -215,6 +283,8 @@ static int parse(int argc, char **argv)
 			end_window = 1;
 		else if (c == 'w')
 			window_launches = atol(optarg);
+		else if (c == 'f')
+			floor_only = 1;
 		else
 			return -1;
 	}
@@ -226,10 +296,12 @@ int main(int argc, char **argv)
 	if (parse(argc, argv)) {
 		fprintf(stderr,
 			"usage: hook-loop [-n calls] [-r reps<=%d] [-s markers] [-e] "
-			"[-w launches]\n",
+			"[-w launches] [-f]\n",
 			MAX_REPS);
 		return 64;
 	}
+	if (floor_only)
+		return floor_figures();
 	if (window_launches)
 		return memory_window();
 	launches(1);

@@ -13,8 +13,8 @@
 #define CHUNK_EVENTS ((GPROF_CHUNK_BYTES - 64) / sizeof(struct gprof_export_event))
 /*
  * Chunks the writer keeps faulted in on the free stack, so that producers, which take from the
- * stack first, rarely touch a page for the first time: a first touch costs microseconds (2.5 on
- * the machine of docs/PERFORMANCE.md), which is what a hooked call must not. The writer starts
+ * stack first, rarely touch a page for the first time: a first touch costs microseconds (2.4
+ * to 3.2 on the machine of docs/PERFORMANCE.md), which is what a hooked call must not. The writer starts
  * with RESERVE_MIN and doubles the reserve, up to RESERVE_MAX and a quarter of the pool, each
  * time it finds that a producer had to take a never-used chunk, which happens only while the
  * producers outrun it. It faults chunks in RESERVE_BATCH at a time, so that the first ones
