@@ -14,11 +14,11 @@
 /*
  * Chunks the writer keeps faulted in on the free stack, so that producers, which take from the
  * stack first, rarely touch a page for the first time: a first touch costs microseconds (2.4
- * to 3.2 on the machine of docs/PERFORMANCE.md), which is what a hooked call must not. The writer starts
- * with RESERVE_MIN and doubles the reserve, up to RESERVE_MAX and a quarter of the pool, each
- * time it finds that a producer had to take a never-used chunk, which happens only while the
- * producers outrun it. It faults chunks in RESERVE_BATCH at a time, so that the first ones
- * are on the stack while it faults the rest.
+ * to 3.2 on the machine of docs/PERFORMANCE.md), which is what a hooked call must not. The
+ * writer starts with RESERVE_MIN and doubles the reserve, up to RESERVE_MAX and a quarter of
+ * the pool, each time it finds that a producer had to take a never-used chunk once the stack
+ * was filled, which happens only while the producers outrun it. It faults chunks in
+ * RESERVE_BATCH at a time, so that the first ones are on the stack while it faults the rest.
  */
 #define RESERVE_MIN   64u
 #define RESERVE_MAX   1024u
@@ -59,6 +59,7 @@ static struct {
 	uint32_t n_free;      /* atomic: chunks on the stack (a pop may briefly lag) */
 	uint32_t misses;      /* atomic: never-used chunks producers took (the stack was empty) */
 	uint32_t misses_seen; /* writer only */
+	bool filled;	      /* writer only: the reserve was there once (misses count from then) */
 	uint64_t free_top;    /* atomic: tag << 32 | (index + 1), 0 when empty */
 } pool;
 
@@ -164,13 +165,13 @@ static void pool_reserve(void)
 {
 	uint32_t misses = __atomic_load_n(&pool.misses, __ATOMIC_RELAXED), k;
 
-	if (misses != pool.misses_seen) {
-		pool.misses_seen = misses;
+	if (misses != pool.misses_seen && pool.filled)
 		pool.reserve =
 		    pool.reserve * 2 < pool.reserve_max ? pool.reserve * 2 : pool.reserve_max;
-	}
+	pool.misses_seen = misses;
 	for (uint32_t budget = 2 * pool.reserve; budget && (k = pool_reserve_batch());)
 		budget = budget > k ? budget - k : 0;
+	pool.filled = true;
 }
 
 /* The thread's exit: its committed events stay readable; the writer frees the rest. */

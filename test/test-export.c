@@ -1592,12 +1592,13 @@ TEST(export_thread_exit_mid_window)
 	rm_rf(dir);
 }
 
-/* This thread's page faults so far. */
+/* A chunk's events and pages (export/buffer.c). */
 enum {
 	CHUNK_EVENTS = (GPROF_CHUNK_BYTES - 64) / sizeof(struct gprof_export_event),
 	PAGES_PER_CHUNK = GPROF_CHUNK_BYTES / 4096
 };
 
+/* This thread's page faults so far. */
 static long thread_faults(void)
 {
 	struct rusage ru = {0};
