@@ -10,7 +10,6 @@
 
 #include "export/internal.h"
 
-#define CHUNK_EVENTS ((GPROF_CHUNK_BYTES - 64) / sizeof(struct gprof_export_event))
 /*
  * Chunks the writer keeps faulted in on the free stack, so that producers, which take from the
  * stack first, rarely touch a page for the first time: a first touch costs microseconds (2.4
@@ -40,7 +39,7 @@ struct chunk {
 	uint32_t pad0;
 	struct chunk *next; /* the producer's following chunk, published with release */
 	char pad1[40];
-	struct gprof_export_event ev[CHUNK_EVENTS];
+	struct gprof_export_event ev[GPROF_CHUNK_EVENTS];
 };
 _Static_assert(sizeof(struct chunk) <= GPROF_CHUNK_BYTES, "a chunk fits its bytes");
 _Static_assert(sizeof(struct gprof_export_event) == 128, "events are 128 bytes");
@@ -90,7 +89,7 @@ static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 static bool exit_key_ok;
 static GPROF_TLS struct producer *self;
 /* What self points at after the thread's exit destructor ran: every push is dropped. */
-static struct producer gone = {.n = CHUNK_EVENTS};
+static struct producer gone = {.n = GPROF_CHUNK_EVENTS};
 
 static struct chunk *chunk_at(uint32_t i)
 {
@@ -197,7 +196,7 @@ static struct producer *producer_new(void)
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
-	p->n = CHUNK_EVENTS;
+	p->n = GPROF_CHUNK_EVENTS;
 	if (exit_key_ok && pthread_setspecific(exit_key, p) != 0) {
 		free(p);
 		return NULL;
@@ -258,7 +257,7 @@ struct gprof_export_event *gprof_export_reserve(uint32_t window)
 {
 	struct producer *p = self;
 
-	if (unlikely(!p || p->n == CHUNK_EVENTS))
+	if (unlikely(!p || p->n == GPROF_CHUNK_EVENTS))
 		return reserve_refill(p, window);
 	return &p->cur->ev[p->n];
 }
@@ -300,7 +299,7 @@ static size_t drain_one(struct producer *p, gprof_buf_fn fn, void *arg)
 			/* Formatting takes a while: meanwhile producers used the reserve. */
 			pool_reserve();
 		}
-		next = n == CHUNK_EVENTS ? __atomic_load_n(&c->next, __ATOMIC_ACQUIRE) : NULL;
+		next = n == GPROF_CHUNK_EVENTS ? __atomic_load_n(&c->next, __ATOMIC_ACQUIRE) : NULL;
 		if (!next)
 			break;
 		p->head = next;

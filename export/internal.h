@@ -86,6 +86,8 @@ void gprof_strtab_unlock(void);
 
 /* buffer.c: the producers' side, drained by the writer thread. */
 #define GPROF_CHUNK_BYTES 65536u
+/* Events in a chunk: its bytes less a 64-byte header. */
+#define GPROF_CHUNK_EVENTS ((GPROF_CHUNK_BYTES - 64) / sizeof(struct gprof_export_event))
 
 int gprof_buf_init(size_t cap_bytes);
 /* Counted drops of events for window slot `slot` (window id % GPROF_EXPORT_WINDOWS). */

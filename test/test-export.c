@@ -1592,9 +1592,8 @@ TEST(export_thread_exit_mid_window)
 	rm_rf(dir);
 }
 
-/* A chunk's events and pages (export/buffer.c). */
+/* A chunk's pages (export/buffer.c). */
 enum {
-	CHUNK_EVENTS = (GPROF_CHUNK_BYTES - 64) / sizeof(struct gprof_export_event),
 	PAGES_PER_CHUNK = GPROF_CHUNK_BYTES / 4096
 };
 
@@ -1632,14 +1631,14 @@ static uint32_t faults_start(char *dir, size_t size, uint32_t chunks)
 /* With the writer paused: this thread's page faults while it fills `chunks` chunks. */
 static long faults_filling(uint32_t w, uint32_t chunks)
 {
-	struct producer_arg arg = {.window = w, .count = chunks * CHUNK_EVENTS};
+	struct producer_arg arg = {.window = w, .count = chunks * GPROF_CHUNK_EVENTS};
 	long faults;
 
 	gprof_export_pause(true);
 	faults = thread_faults();
 	produce(&arg);
 	faults = thread_faults() - faults;
-	ASSERT_EQ(arg.ok, chunks * CHUNK_EVENTS);
+	ASSERT_EQ(arg.ok, chunks * GPROF_CHUNK_EVENTS);
 	return faults;
 }
 
@@ -1694,7 +1693,7 @@ TEST(export_reserve_grows_when_outrun)
 	faults_filling(w, OUTRUN);
 	gprof_export_pause(false);
 	produce(&arg);
-	wait_written(2 + OUTRUN * CHUNK_EVENTS);
+	wait_written(2 + OUTRUN * GPROF_CHUNK_EVENTS);
 	faults = faults_filling(w, AGAIN);
 	ASSERT_MSG(faults < asan_faults(AGAIN) + NEW_WITHOUT_GROWTH * PAGES_PER_CHUNK / 2,
 		   "%ld page faults while filling %d chunks", faults, AGAIN);

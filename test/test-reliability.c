@@ -827,7 +827,6 @@ static const char *const record_keys[] = {
  * in the header, and unless the file was complete (then copied), a warning that says it was
  * repaired.
  */
-
 static void check_repaired(const char *path, int want, bool complete)
 {
 	struct proc_result res;
