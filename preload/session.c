@@ -6,8 +6,10 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PR_FMT ""
@@ -393,7 +395,28 @@ static void first_call(void)
 	__atomic_store_n(&cuda_ready, 1, __ATOMIC_RELEASE);
 }
 
-void gprof_session_cuda_call(void)
+/*
+ * Another thread's first call is setting up: a hooked call waits until CUPTI and `all`'s window
+ * are there, or its launch would run unrecorded (no record, no event, nothing counted). Only a
+ * hook waits: it holds no lock of CUDA's, while a thread in InitializeInjection is inside cuInit,
+ * which the first call's CUPTI may itself need. The first call's own thread never waits.
+ */
+static void wait_cuda_ready(void)
+{
+	const struct timespec pause = {.tv_nsec = 50000};
+
+	for (unsigned spins = 0; !__atomic_load_n(&cuda_ready, __ATOMIC_ACQUIRE); spins++)
+		if (spins < 64)
+			sched_yield();
+		else
+			nanosleep(&pause, NULL);
+}
+
+/*
+ * The FIRST_CALL bit stays set until the first call's set-up is done, so that a call of another
+ * thread comes here meanwhile; from_hook: may wait for it (wait_cuda_ready).
+ */
+static void session_cuda_call(bool from_hook)
 {
 	int saved_errno = errno;
 	int hot;
@@ -410,13 +433,24 @@ void gprof_session_cuda_call(void)
 		errno = saved_errno;
 		return;
 	}
-	hot = __atomic_fetch_and(&gprof_hot, ~GPROF_HOT_SESSION, __ATOMIC_ACQ_REL);
-	if ((hot & GPROF_HOT_FIRST_CALL) && !__atomic_exchange_n(&cuda_used, 1, __ATOMIC_ACQ_REL))
-		first_call();
-	if (hot & GPROF_HOT_SESSION)
+	hot = gprof_hot_load();
+	if (hot & GPROF_HOT_FIRST_CALL) {
+		if (!__atomic_exchange_n(&cuda_used, 1, __ATOMIC_ACQ_REL)) {
+			first_call();
+			gprof_hot_set(GPROF_HOT_FIRST_CALL, false);
+		} else if (from_hook && !no_own_calls) {
+			wait_cuda_ready();
+		}
+	}
+	if (__atomic_fetch_and(&gprof_hot, ~GPROF_HOT_SIGNAL, __ATOMIC_ACQ_REL) & GPROF_HOT_SIGNAL)
 		take_signals();
 	/* Loading CUPTI searches files: the program's errno must not notice. */
 	errno = saved_errno;
+}
+
+void gprof_session_cuda_call(void)
+{
+	session_cuda_call(false);
 }
 
 void gprof_session_profiler_api(bool start)
@@ -454,7 +488,7 @@ void gprof_session_step_marker(uint64_t ts_ns)
 int gprof_session_call(enum gprof_hook h)
 {
 	if (gprof_hot_load() & GPROF_HOT_SESSION)
-		gprof_session_cuda_call();
+		session_cuda_call(true);
 	if (!gprof_session_recording())
 		return -1;
 	return (int)gprof_events_writes(h);

@@ -251,6 +251,7 @@ X(rel_own_descriptors_never_the_programs)
 X(rel_own_signal_after_closing_descriptors)
 X(rel_own_other_users_paths)
 X(rel_own_short_lived_threads)
+X(rel_own_threads_first_call_together)
 X(rel_own_windows_busy)
 
 /* summary tool */

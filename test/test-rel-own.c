@@ -523,6 +523,34 @@ TEST(rel_own_short_lived_threads)
 }
 
 /*
+ * Threads that make the process's first CUDA call together (-f: 300 at a barrier, then again
+ * after each device synchronize), under GPROF_SCHEDULE=all, with CUPTI and hooks-only: every
+ * launch of the ground truth in the trace, with its kernel where CUPTI records. The first
+ * thread to call set CUPTI and the window up while the others launched past it: 1 to 299 of the
+ * first 300 launches were missing in every run, with nothing counted and no line.
+ */
+TEST(rel_own_threads_first_call_together)
+{
+	const char *argv[] = {
+	    proc_build_path("test/apps/rel-threads"), "-n", "900", "-a", "300", "-f", "-s", NULL};
+	const char *extra[] = {"GPROF_SCHEDULE=all", "GPROF_SUMMARY=off", NULL};
+
+	for (int cupti = 1; cupti >= 0; cupti--) {
+		struct e2e_run r;
+
+		e2e_run(&r, argv, e2e_cupti(cupti), extra, true);
+		ASSERT_MSG(r.res.status == 0, "status %d: %s", r.res.status, r.res.err);
+		/* hooks-only: the one line that says CUPTI is not used */
+		ASSERT_EQ(text_lines(r.res.err, "gprof: "), !cupti);
+		ASSERT_EQ(r.n_traces, 1);
+		ASSERT_EQ(gtlog_count(r.gt, "{\"type\":\"gpu\",\"kind\":\"kernel\"}"), 900);
+		ASSERT_EQ(e2e_count(&r.traces[0], "cuda_runtime", "cudaLaunchKernel"), 900);
+		ASSERT_EQ(e2e_count(&r.traces[0], "kernel", NULL), cupti ? 900 : 0);
+		e2e_free(&r);
+	}
+}
+
+/*
  * 2-step windows back to back (repeat=0) over 200 quick steps: more windows end than the
  * writer may hold (GPROF_EXPORT_WINDOWS, each kept until its GPU records are in). 84 of 100
  * windows were lost, each with a line "is not recorded: Device or resource busy" (25 576 lines
