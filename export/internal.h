@@ -116,11 +116,15 @@ struct gprof_rank {
 };
 /* From RANK/WORLD_SIZE, OMPI_COMM_WORLD_*, SLURM_PROCID/SLURM_NTASKS, PMI_RANK/PMI_SIZE. */
 void gprof_output_rank(char *const *env, struct gprof_rank *r);
-/* Expands %h %p %r %q{VAR} %% of tmpl into out; -ENAMETOOLONG if it does not fit. */
+/*
+ * Expands %h %p %r %q{VAR} %% of tmpl into out; -ENAMETOOLONG if it does not fit, with what
+ * fits in out.
+ */
 int gprof_output_expand(const char *tmpl, char *const *env, char *out, size_t size);
 /*
  * The output folder: tmpl expanded from the process environment, made absolute against base
- * (the folder the process started in; "" leaves a relative one as it is).
+ * (the folder the process started in; "" leaves a relative one as it is). On an error, out
+ * holds the expansion's beginning, to name it.
  */
 int gprof_output_folder(const char *tmpl, const char *base, char *out, size_t size);
 /* `<host>_<pid>.<unix_ns><format><sink>` into out: format and sink are suffixes. */

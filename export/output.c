@@ -137,7 +137,9 @@ int gprof_output_expand(const char *tmpl, char *const *env, char *out, size_t si
 			t++;
 		}
 		if (len + n >= size) {
-			out[0] = '\0';
+			/* what fits, for the message that names the folder */
+			memcpy(out + len, piece, size - 1 - len);
+			out[size - 1] = '\0';
 			return -ENAMETOOLONG;
 		}
 		memcpy(out + len, piece, n);
@@ -152,9 +154,10 @@ int gprof_output_folder(const char *tmpl, const char *base, char *out, size_t si
 	char dir[PATH_MAX];
 	int err = gprof_output_expand(tmpl, NULL, dir, sizeof(dir));
 
-	out[0] = '\0';
-	if (err)
+	if (err) {
+		snprintf(out, size, "%s", dir); /* its beginning, for the message */
 		return err;
+	}
 	if (dir[0] != '/' && base[0])
 		return snprintf(out, size, "%s/%s", base, dir) < (int)size ? 0 : -ENAMETOOLONG;
 	return snprintf(out, size, "%s", dir) < (int)size ? 0 : -ENAMETOOLONG;

@@ -859,6 +859,7 @@ TEST(export_rank_and_names)
 	ASSERT_STR_EQ(got, want);
 	ASSERT_EQ(gprof_output_expand("0123456789", env, got, 8), -ENAMETOOLONG);
 	ASSERT_EQ(gprof_output_expand("%q{FOO}%q{FOO}%q{FOO}", env, got, 9), -ENAMETOOLONG);
+	ASSERT_STR_EQ(got, "barbarba"); /* what fits, to name it */
 	ASSERT_EQ(gprof_output_name(1751410836123456789ull, gprof_format_kineto.suffix,
 				    GPROF_SINK_GZIP_SUFFIX, got, sizeof(got)),
 		  0);

@@ -1103,11 +1103,13 @@ static void run_output_fault(const char *steps, const char *const *env, const ch
 
 /*
  * The output folder is a regular file, under one (unwritable even to root), a dangling symbolic
- * link, or under one: one line each, the program unaffected, nothing created or changed.
+ * link, or under one: one line each, the program unaffected, nothing created or changed. A
+ * folder whose %q{VAR} makes it longer than a path may be: the line names its beginning (it
+ * named '').
  */
 TEST(rel_output_unusable_folder)
 {
-	char base[64], file[96], link[96], target[96], *outs[4];
+	char base[64], file[96], link[96], target[96], *outs[4], *long_env[3], *says;
 
 	snprintf(base, sizeof(base), "/tmp/gprof-rel-XXXXXX");
 	ASSERT(mkdtemp(base));
@@ -1128,6 +1130,14 @@ TEST(rel_output_unusable_folder)
 	}
 	ASSERT(file_is(file, "keep\n"));
 	ASSERT_MSG(access(target, F_OK) != 0, "the dangling link's target was created");
+	ASSERT(asprintf(&long_env[0], "GPROF_OUTPUT=%s/%%q{LONG_NAME}", base) > 0);
+	ASSERT(asprintf(&long_env[1], "LONG_NAME=%010000d", 0) > 0);
+	long_env[2] = NULL;
+	ASSERT(asprintf(&says, "cannot name a trace file in '%s/000000", base) > 0);
+	run_output_fault("6", (const char *const *)long_env, says);
+	free(long_env[0]);
+	free(long_env[1]);
+	free(says);
 	rm_rf(base);
 }
 
