@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -201,6 +202,39 @@ static int make_dirs(const char *dir)
 	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }
 
+static bool trusted_owner(uid_t uid)
+{
+	return uid == geteuid() || uid == 0;
+}
+
+/*
+ * A symbolic link another user owns on the way to the folder (one planted in a shared sticky
+ * folder such as /tmp, where the output folder was to be made): that user chooses where traces
+ * go, even into a folder of ours. Before the folder is made: mkdir -p would follow it.
+ */
+static int check_links(const char *dir, const char **what)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	*what = "refusing the output folder (its path goes through a symbolic link another user "
+		"owns)";
+	if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	for (char *p = path + 1;; p++) {
+		char c = *p;
+
+		if (c != '/' && c != '\0')
+			continue;
+		*p = '\0';
+		if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && !trusted_owner(st.st_uid))
+			return -EPERM;
+		*p = c;
+		if (!c)
+			return 0;
+	}
+}
+
 /*
  * A folder where another user could take traces or put files in their place: one that user
  * owns and every user may write without the sticky bit, or a symbolic link to a folder of
@@ -211,14 +245,13 @@ static int check_owner(const char *dir, const char **what)
 	char path[PATH_MAX];
 	size_t len = strlen(dir);
 	struct stat st, link;
-	uid_t me = geteuid();
 
 	while (len > 1 && dir[len - 1] == '/')
 		len--; /* lstat("link/") would follow the link */
 	snprintf(path, sizeof(path), "%.*s", (int)len, dir);
 	if (lstat(path, &link) != 0 || stat(path, &st) != 0)
 		return -errno;
-	if (st.st_uid == me || st.st_uid == 0)
+	if (trusted_owner(st.st_uid))
 		return 0;
 	if (S_ISLNK(link.st_mode)) {
 		*what =
@@ -239,8 +272,11 @@ int gprof_output_create(const char *dir, const char *name, const char **what, bo
 	struct stat st;
 	int fd, err;
 
-	*what = "cannot create the output folder";
-	err = make_dirs(dir);
+	err = check_links(dir, what);
+	if (!err) {
+		*what = "cannot create the output folder";
+		err = make_dirs(dir);
+	}
 	if (!err)
 		err = check_owner(dir, what);
 	if (err)

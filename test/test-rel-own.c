@@ -430,7 +430,8 @@ static void nobodys_folder(char *path, size_t size, const char *base, const char
  * folder was to be made), a GPROF_SUMMARY path that is another user's symbolic link to a
  * file, and a FIFO there: one line each, nothing written there, the program unaffected. Were used as they
  * were (the FIFO blocked the writer: exit 10 s late, windows left .partial). The same folder
- * with the sticky bit is fine.
+ * with the sticky bit is fine. A symbolic link another user owns, to a folder of ours, as the
+ * output folder or on the way to it: one line, nothing made or written there (was followed).
  */
 TEST(rel_own_other_users_paths)
 {
@@ -463,6 +464,24 @@ TEST(rel_own_other_users_paths)
 	ASSERT_STR_CONTAINS(r.res.err, "refusing the output folder (a symbolic link");
 	ASSERT_EQ(trace_files(theirs), 0);
 	e2e_free(&r);
+
+	snprintf(target, sizeof(target), "%s/mine", base);
+	ASSERT_EQ(mkdir(target, 0700), 0);
+	snprintf(link, sizeof(link), "%s/planted", base);
+	ASSERT_EQ(symlink(target, link), 0);
+	ASSERT_EQ(lchown(link, 65534, 65534), 0);
+	for (int sub = 0; sub < 2; sub++) {
+		char out[PATH_MAX + 32];
+
+		snprintf(out, sizeof(out), "%s%s", link, sub ? "/sub" : "");
+		run_with(&r, out, NULL);
+		ASSERT_EQ(text_lines(r.res.err, "gprof: "), 1);
+		ASSERT_STR_CONTAINS(r.res.err, "path goes through a symbolic link another user");
+		ASSERT_EQ(trace_files(target), 0);
+		e2e_free(&r);
+	}
+	snprintf(target, sizeof(target), "%s/mine/sub", base);
+	ASSERT_MSG(access(target, F_OK) != 0, "a folder was made through the link");
 
 	snprintf(target, sizeof(target), "%s/target", base);
 	ASSERT(fclose(fopen(target, "w")) == 0);
