@@ -31,7 +31,8 @@
 /*
  * The line: base_ticks and base_ns are a calibration pair, mult is ns per tick in 32.32 fixed
  * point (0: no rate yet) and age_ticks when the next calibration is due. seq is odd while the
- * one calibrating thread writes them (a sequence lock: readers retry).
+ * one calibrating thread writes them (a sequence lock, whose readers read clock_gettime() rather
+ * than wait).
  */
 static struct {
 	uint64_t seq, base_ticks, base_ns, mult, age_ticks;
@@ -137,14 +138,18 @@ uint64_t gprof_hook_ns(void)
 	if (!use_ticks)
 		return gprof_realtime_ns();
 	ticks = read_ticks();
-	do {
-		/* acquire loads, so the second load of seq comes after them */
-		seq = __atomic_load_n(&line.seq, __ATOMIC_ACQUIRE);
-		base_ticks = __atomic_load_n(&line.base_ticks, __ATOMIC_ACQUIRE);
-		base_ns = __atomic_load_n(&line.base_ns, __ATOMIC_ACQUIRE);
-		mult = __atomic_load_n(&line.mult, __ATOMIC_ACQUIRE);
-		age = __atomic_load_n(&line.age_ticks, __ATOMIC_ACQUIRE);
-	} while ((seq & 1) || seq != __atomic_load_n(&line.seq, __ATOMIC_RELAXED));
+	/* acquire loads, so the second load of seq comes after them */
+	seq = __atomic_load_n(&line.seq, __ATOMIC_ACQUIRE);
+	base_ticks = __atomic_load_n(&line.base_ticks, __ATOMIC_ACQUIRE);
+	base_ns = __atomic_load_n(&line.base_ns, __ATOMIC_ACQUIRE);
+	mult = __atomic_load_n(&line.mult, __ATOMIC_ACQUIRE);
+	age = __atomic_load_n(&line.age_ticks, __ATOMIC_ACQUIRE);
+	/*
+	 * A calibration is being written: the kernel's clock rather than a retry. Hundreds of
+	 * threads retrying kept a descheduled writer from finishing (for good under TSan).
+	 */
+	if (unlikely((seq & 1) || seq != __atomic_load_n(&line.seq, __ATOMIC_RELAXED)))
+		return gprof_realtime_ns();
 	/* a reading before the base (another thread calibrated meanwhile) is stale too */
 	if (unlikely(ticks - base_ticks >= age))
 		return slow_ns();
