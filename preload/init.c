@@ -105,6 +105,30 @@ static void at_exit(void)
 	run_fini(gprof_tid());
 }
 
+static pid_t session_pid; /* the process whose session this is: not a vfork child's */
+
+bool gprof_preload_exec(void)
+{
+	int saved_errno = errno;
+
+	if (!__atomic_load_n(&live, __ATOMIC_ACQUIRE) || getpid() != session_pid)
+		return false;
+	run_fini(gprof_tid());
+	__atomic_store_n(&live, false, __ATOMIC_RELEASE);
+	errno = saved_errno;
+	return true;
+}
+
+void gprof_preload_exec_failed(const char *what, int err)
+{
+	int saved_errno = errno;
+
+	pr_warn("exec of '%.200s' failed (%s): libgprof had ended its session for it (the window "
+		"in progress is written); nothing more of this process is recorded",
+		what, strerror(err));
+	errno = saved_errno;
+}
+
 /*
  * GPROF_SIGNALS=1. SIGTERM and SIGINT, if still at their default when CUDA starts (a Python
  * interpreter has set its SIGINT handler by then), get a handler that hands the session's end
@@ -221,6 +245,7 @@ static void init_once(void)
 		claim_injection("CUDA_INJECTION64_PATH", self,
 				"libgprof cannot start CUPTI before the program's first CUDA call");
 	}
+	session_pid = getpid();
 	__atomic_store_n(&live, true, __ATOMIC_RELEASE);
 	pthread_atfork(NULL, NULL, at_fork_child);
 	atexit(at_exit);

@@ -182,6 +182,13 @@ void *gprof_resolve(const char *symbol);
 /* The same for a symbol of another library: the next definition, or one in a loaded `lib`. */
 void *gprof_resolve_in(const char *symbol, const char *lib);
 
+/* ---- init.c: the session's end before an exec (exec.c's hooks) ---- */
+
+/* The session ends as at exit; true if it did (this process's own, live session). */
+bool gprof_preload_exec(void);
+/* The exec after gprof_preload_exec() returned with err: one line. */
+void gprof_preload_exec_failed(const char *what, int err);
+
 /* ---- session.c: the configuration's windows, driven by the entry points ---- */
 
 /*

@@ -691,6 +691,49 @@ TEST(rel_signal_finishes_window)
 }
 
 /*
+ * An exec in the middle of a window (rel-exit execs itself in step 3, after 10 launches): the
+ * window is written whole before the exec, as at exit, with every launch made before it; the
+ * new image records its own window. An exec that fails: the window was written, one line says
+ * so, the program's errno and the rest of its run as without libgprof. Before, the first image's
+ * window stayed a .partial with its header alone, and nothing said so.
+ */
+TEST(rel_exec_finishes_window)
+{
+	const char *argv[] = {proc_build_path("test/apps/rel-exit"), "exec", NULL};
+	const char *fail_argv[] = {proc_build_path("test/apps/rel-exit"), "exec-fail", NULL};
+	struct e2e_run r;
+	int counts[2][16];
+
+	e2e_run(&r, argv, e2e_cupti(true), NULL, true);
+	ASSERT_MSG(r.res.status == 0, "status %d: %s", r.res.status, r.res.err);
+	ASSERT_EQ(gtlog_count(r.gt, "{\"type\":\"gpu\",\"kind\":\"kernel\"}"),
+		  3 * REL_LAUNCHES + 10 + 6 * REL_LAUNCHES);
+	/* complete (e2e_run refuses a .partial), in the order of their names: the same pid's */
+	ASSERT_EQ(r.n_traces, 2);
+	kernels_per_step(&r.traces[0], counts[0]);
+	kernels_per_step(&r.traces[1], counts[1]);
+	ASSERT_EQ(counts[0][2], REL_LAUNCHES);
+	ASSERT_EQ(counts[0][3], 10);
+	ASSERT_EQ(counts[0][4], 0);
+	ASSERT(has_step(&r.traces[0], 2) && has_step(&r.traces[0], 3));
+	for (int k = 2; k <= 4; k++)
+		ASSERT_MSG(counts[1][k] == REL_LAUNCHES && has_step(&r.traces[1], k),
+			   "the new image's step %d: %d kernels", k, counts[1][k]);
+	e2e_free(&r);
+
+	e2e_run(&r, fail_argv, e2e_cupti(true), NULL, true);
+	ASSERT_MSG(r.res.status == 0, "status %d: %s", r.res.status, r.res.err);
+	ASSERT_STR_EQ(r.res.out, "rel-exit: exec: No such file or directory\n");
+	ASSERT_EQ(text_lines(r.res.err, "gprof: exec of '/nonexistent/rel-exit' failed"), 1);
+	ASSERT_EQ(r.n_traces, 1);
+	kernels_per_step(&r.traces[0], counts[0]);
+	ASSERT_EQ(counts[0][2], REL_LAUNCHES);
+	ASSERT_EQ(counts[0][3], 10);
+	ASSERT_EQ(counts[0][4], 0);
+	e2e_free(&r);
+}
+
+/*
  * Runs argv under libgprof with e2e_run's environment (less the ground-truth log) and leaves
  * the output folder (dir, made here) as the program left it: for runs that end with a .partial.
  */

@@ -14,6 +14,9 @@
  *	sigint-dfl   the same with SIGINT
  *	sigkill      in step 6, after 15 launches, it sends itself SIGKILL
  *	_exit        in step 6, after 15 launches, _exit(3)
+ *	exec         in step 3, after 10 launches, it execs itself (execl) in mode return
+ *	exec-fail    the same with a path that is not there: it prints "rel-exit: exec: <why>",
+ *	             goes on and after 6 steps returns 0
  *	plant        a hostile program: once a *.partial file is in $GPROF_OUTPUT, it puts a
  *	             symbolic link to $REL_VICTIM where that file's final name would go, then
  *	             runs 2 steps and returns 0
@@ -22,6 +25,7 @@
  * exited N" or "rel-exit: child killed by signal N" and exits 0: a test sees how it ended.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -73,6 +77,15 @@ static void event(const char *mode, int k, int i)
 		kill(getpid(), strcmp(mode, "sigterm") ? SIGINT : SIGTERM);
 		sleep_ms(20000); /* libgprof finishes the window first: time for a loaded machine */
 		exit(99);
+	}
+	if (k == 3 && i == 10 && !strcmp(mode, "exec")) {
+		execl("/proc/self/exe", "rel-exit", "return", (char *)NULL);
+		perror("rel-exit: execl");
+		exit(2);
+	}
+	if (k == 3 && i == 10 && !strcmp(mode, "exec-fail")) {
+		execl("/nonexistent/rel-exit", "rel-exit", "return", (char *)NULL);
+		printf("rel-exit: exec: %s\n", strerror(errno));
 	}
 	if (k == 6 && i == 15 && !strcmp(mode, "sigkill"))
 		kill(getpid(), SIGKILL);
@@ -159,7 +172,7 @@ static int run(const char *mode)
 	if (!strcmp(mode, "thread"))
 		pthread_create(&t, NULL, exiter, NULL);
 	if (!strcmp(mode, "thread") || !strcmp(mode, "sigterm") || !strcmp(mode, "sigint-dfl") ||
-	    !strcmp(mode, "sigkill") || !strcmp(mode, "_exit"))
+	    !strcmp(mode, "sigkill") || !strcmp(mode, "_exit") || !strcmp(mode, "exec"))
 		steps = 1000; /* until the mode ends the program */
 	for (int k = 0; k < steps && !got_sigint; k++) {
 		step(mode, k);
