@@ -141,10 +141,13 @@ int gprof_output_create(const char *dir, const char *name, const char **what, bo
 /*
  * Gives the unnamed file fd (`ours`: its fstat) its name `path` (`<dir>/<name>.partial`);
  * -EEXIST if something has it, -EBADF if fd is closed or no longer that file (the name is not left to
- * another).
+ * another), -EAGAIN if linkat is refused here: later files are created under their name.
  */
 int gprof_output_publish(int fd, const struct stat *ours, const char *path);
-/* Renames <path>.partial to path without replacing anything. */
+/*
+ * Renames <path>.partial to path without replacing anything; where renameat2 and link are
+ * refused (a seccomp filter, vfat), rename() where nothing is.
+ */
 int gprof_output_commit(const char *path);
 
 /* file.c: libgprof's descriptors in the program's table. */

@@ -266,6 +266,18 @@ static int check_owner(const char *dir, const char **what)
 	return 0;
 }
 
+/*
+ * linkat refused the unnamed file its name (a seccomp filter; a /proc without the link): files
+ * are made under their .partial name from then on. The writer's thread alone reads and sets it.
+ */
+static bool unnamed_refused;
+
+/* An error that says the call itself is refused here, rather than what it was asked to do. */
+static bool refused(int err)
+{
+	return err == EPERM || err == ENOSYS || err == EINVAL || err == EOPNOTSUPP;
+}
+
 int gprof_output_create(const char *dir, const char *name, const char **what, bool *unnamed)
 {
 	char path[PATH_MAX];
@@ -287,7 +299,7 @@ int gprof_output_create(const char *dir, const char *name, const char **what, bo
 	if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		return -EEXIST;
 	/* gprof_output_publish names it through /proc */
-	fd = access("/proc/thread-self/fd", X_OK) == 0
+	fd = !unnamed_refused && access("/proc/thread-self/fd", X_OK) == 0
 		 ? open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644)
 		 : -1;
 	*unnamed = fd >= 0;
@@ -304,8 +316,14 @@ int gprof_output_publish(int fd, const struct stat *ours, const char *path)
 
 	gprof_fd_proc_path(self, sizeof(self), fd);
 	/* linkat refuses to replace what is there; through /proc it needs no privilege */
-	if (linkat(AT_FDCWD, self, AT_FDCWD, path, AT_SYMLINK_FOLLOW) != 0)
-		return errno == ENOENT && fcntl(fd, F_GETFD) < 0 ? -EBADF : -errno;
+	if (linkat(AT_FDCWD, self, AT_FDCWD, path, AT_SYMLINK_FOLLOW) != 0) {
+		if (errno == ENOENT && fcntl(fd, F_GETFD) < 0)
+			return -EBADF;
+		if (!refused(errno) && errno != EACCES)
+			return -errno;
+		unnamed_refused = true;
+		return -EAGAIN;
+	}
 	/* The program may have closed fd and opened a file of its own at its number. */
 	if (lstat(path, &st) == 0 && st.st_dev == ours->st_dev && st.st_ino == ours->st_ino)
 		return 0;
@@ -316,16 +334,23 @@ int gprof_output_publish(int fd, const struct stat *ours, const char *path)
 int gprof_output_commit(const char *path)
 {
 	char partial[PATH_MAX];
+	struct stat st;
 
 	if (snprintf(partial, sizeof(partial), "%s.partial", path) >= (int)sizeof(partial))
 		return -ENAMETOOLONG;
 	if (renameat2(AT_FDCWD, partial, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
 		return 0;
-	if (errno != EINVAL && errno != ENOSYS)
+	if (!refused(errno))
 		return -errno;
-	/* A file system without RENAME_NOREPLACE: link() also refuses to replace. */
-	if (link(partial, path) != 0)
+	/* A file system or a seccomp filter without RENAME_NOREPLACE: link() refuses to replace. */
+	if (link(partial, path) == 0) {
+		unlink(partial);
+		return 0;
+	}
+	if (!refused(errno))
 		return -errno;
-	unlink(partial);
-	return 0;
+	/* No links either (vfat, a filter): rename(), which replaces, where nothing is. */
+	if (lstat(path, &st) == 0)
+		return -EEXIST;
+	return errno == ENOENT && rename(partial, path) == 0 ? 0 : -errno;
 }

@@ -184,14 +184,26 @@ static void drop_trace(struct window *w)
 	w->summary = NULL;
 }
 
+/* What to do about a window's file that err lost. */
+static const char *remedy(int err)
+{
+	switch (-err) {
+	case EBADF:
+		return "The program closed or replaced libgprof's descriptor of it, and it could "
+		       "not be opened again; the program's files are left alone.";
+	case ENOSPC:
+	case EDQUOT:
+		return "Free space or point GPROF_OUTPUT at another folder.";
+	default:
+		return "Point GPROF_OUTPUT at a folder where files can be written.";
+	}
+}
+
 /* The window is lost: say so once, remove what was written; its events are dropped. */
 static void abandon(struct window *w, int err, const char *what)
 {
 	pr_err("window %llu is not recorded: %s '%.200s.partial': %s; the file is removed. %s",
-	       (unsigned long long)w->number, what, w->path, strerror(-err),
-	       err == -EBADF ? "The program closed or replaced libgprof's descriptor of it, and "
-			       "it could not be opened again; the program's files are left alone."
-			     : "Free space or point GPROF_OUTPUT at a writable folder.");
+	       (unsigned long long)w->number, what, w->path, strerror(-err), remedy(err));
 	drop_trace(w);
 	w->error = err;
 	partial_remove(w);
@@ -251,6 +263,11 @@ static int create_file(struct window *w, struct gprof_trace_meta *m, const char 
 	if (w->trace && unnamed) {
 		snprintf(partial, sizeof(partial), "%s.partial", w->path);
 		err = gprof_output_publish(fd, &st, partial);
+		if (err == -EAGAIN) {
+			/* linkat is refused here: the file made under its name at once */
+			drop_trace(w);
+			return create_file(w, m, name, what, created);
+		}
 	}
 	if (err) {
 		drop_trace(w);
@@ -350,7 +367,7 @@ static void finish_window(struct window *w, struct gprof_trace_meta *m)
 		       (unsigned long long)w->number, partial);
 	else if (err)
 		pr_err("window %llu: cannot rename '%.200s.partial' to its final name: %s; the "
-		       "trace stays there.",
+		       "trace stays there, complete: rename it without .partial.",
 		       (unsigned long long)w->number, w->path, strerror(-err));
 out:
 	report(w, m, w->trace ? w->trace->ops->counts(w->trace) : NULL, err);

@@ -1259,6 +1259,69 @@ TEST(rel_output_unusable_folder)
 	rm_rf(base);
 }
 
+/* rel-seccomp refusing `calls` around steps-app -s 6, under libgprof (run_raw: dir is left). */
+static void run_seccomp(const char *calls, char *dir, size_t size, struct proc_result *res)
+{
+	const char *app = proc_build_path("test/apps/steps-app");
+	const char *argv[] = {
+	    proc_build_path("test/apps/rel-seccomp"), calls, app, "-s", "6", NULL};
+	const char *env[] = {"GPROF_SUMMARY=off", NULL};
+
+	run_raw(argv, env, dir, size, res);
+	ASSERT_MSG(res->status == 0 && !strcmp(res->out, "steps-app: 6 steps x 1 threads ok\n"),
+		   "%s: status %d: %s%s", calls, res->status, res->out, res->err);
+}
+
+/*
+ * A seccomp filter that refuses linkat (the unnamed file's name), renameat2 (the rename at
+ * the end), those and link, or every call that renames: the trace is written all the same
+ * (the file named at creation; link(), or rename() where nothing is), complete, without a
+ * line. With every way of renaming refused it stays .partial, complete, and one line says so.
+ * Before: linkat refused lost the window with a line about free space; renameat2 refused left
+ * it .partial.
+ */
+TEST(rel_output_seccomp)
+{
+	static const char *const calls[] = {"linkat", "renameat2", "linkat,renameat2,link",
+					    "linkat,renameat2,link,renameat,rename"};
+	char dir[PATH_MAX], why[256], *path, *gz, *text;
+	struct proc_result res;
+	size_t len, text_len;
+
+	for (size_t c = 0; c < ARRAY_SIZE(calls); c++) {
+		bool all = c == ARRAY_SIZE(calls) - 1;
+		int counts[16];
+		struct trace t;
+
+		run_seccomp(calls[c], dir, sizeof(dir), &res);
+		path = only_file(dir, all ? ".pt.trace.json.gz.partial" : ".pt.trace.json.gz");
+		if (all) {
+			ASSERT_MSG(text_one_line(res.err) && strstr(res.err, "cannot rename") &&
+				       strstr(res.err, strerror(EPERM)),
+				   "%s: %s", calls[c], res.err);
+			read_all(path, &gz, &len);
+			ASSERT_MSG(
+			    trace_gunzip(gz, len, false, &text, &text_len, why, sizeof(why)) == 0,
+			    "%s: %s", path, why);
+			free(text);
+			free(gz);
+		} else {
+			ASSERT_MSG(!strcmp(res.err, ""), "%s: %s", calls[c], res.err);
+			ASSERT_MSG(trace_load(path, &t, why, sizeof(why)) == 0, "%s: %s", path,
+				   why);
+			kernels_per_step(&t, counts);
+			for (int k = 0; k < 16; k++)
+				ASSERT_MSG(counts[k] == (k >= 2 && k <= 4) &&
+					       has_step(&t, k) == (k >= 2 && k <= 4),
+					   "%s: step %d: %d kernels", calls[c], k, counts[k]);
+			trace_free(&t);
+		}
+		free(path);
+		proc_result_free(&res);
+		rm_rf(dir);
+	}
+}
+
 /*
  * A hostile program puts a symbolic link to another file where its window's trace is to be
  * renamed to: the rename fails with one line, the link and its target stay as they were, and

@@ -64,9 +64,9 @@ $(APPS_OUT)/nccl-app: $(FAKE_NCCL_LIB)
 $(APPS_OUT)/nccl-app: APP_LIBS += -l:libnccl.so.2
 $(APPS_OUT)/nccl-app: APP_LDFLAGS := -rdynamic
 
-# test-reliability. rel-kernels carries the C++ runtime (for libgprof's demangler) without
-# using it itself.
-APPS += rel-nvtx rel-kernels rel-exit rel-fork rel-load rel-long rel-own rel-threads
+# test-reliability (rel-seccomp: a seccomp filter around a program). rel-kernels carries the
+# C++ runtime (for libgprof's demangler) without using it itself.
+APPS += rel-nvtx rel-kernels rel-exit rel-fork rel-load rel-long rel-own rel-threads rel-seccomp
 $(APPS_OUT)/rel-kernels: APP_LIBS += -Wl,--no-as-needed -lstdc++ -Wl,--as-needed
 # rel-ctor's steps run on a thread that its library's constructor starts. Private: the library,
 # its prerequisite, would otherwise link itself when rel-ctor is what makes it.
