@@ -169,6 +169,14 @@ static int run(const char *mode)
 	__cudaRegisterFatBinaryEnd(handle);
 	if (!strcmp(mode, "sigint"))
 		sigaction(SIGINT, &sa, NULL);
+	/*
+	 * At their default whatever this process inherited: a shell's background job (make test &)
+	 * starts with SIGINT ignored, and then the signal did nothing, with or without libgprof.
+	 */
+	if (!strcmp(mode, "sigint-dfl"))
+		signal(SIGINT, SIG_DFL);
+	if (!strcmp(mode, "sigterm"))
+		signal(SIGTERM, SIG_DFL);
 	if (!strcmp(mode, "thread"))
 		pthread_create(&t, NULL, exiter, NULL);
 	if (!strcmp(mode, "thread") || !strcmp(mode, "sigterm") || !strcmp(mode, "sigint-dfl") ||
