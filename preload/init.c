@@ -71,16 +71,18 @@ static bool live;	       /* the session runs in this process (not inert, not a f
 
 #define FINI_WAIT_MS 15000 /* the session's own limits (collector 3 s, writer 10 s) and some */
 
-/* Waits for the session's end; async-signal-safe (the signal handler uses it). */
+/*
+ * Waits for the session's end, at most ms by the clock (a loaded machine's 10 ms sleeps last
+ * longer); async-signal-safe (the signal handler uses it).
+ */
 static void wait_fini(unsigned ms)
 {
 	const struct timespec tick = {.tv_nsec = 10 * 1000 * 1000};
+	uint64_t until_ns = gprof_clock_ns(CLOCK_MONOTONIC) + ms * 1000000ull;
 
-	for (unsigned waited = 0; waited < ms; waited += 10) {
-		if (__atomic_load_n(&fini_state, __ATOMIC_ACQUIRE) == FINI_DONE)
-			return;
+	while (__atomic_load_n(&fini_state, __ATOMIC_ACQUIRE) != FINI_DONE &&
+	       gprof_clock_ns(CLOCK_MONOTONIC) < until_ns)
 		nanosleep(&tick, NULL);
-	}
 }
 
 /* tid: the thread that ends the process (exit's caller, or the one a signal interrupted). */
