@@ -257,11 +257,45 @@ static void init_once(void)
  * Loads the configuration and starts the session, once per process: from the constructor or
  * from an injection entry point called before it; a second caller waits for the first.
  */
+static GPROF_TLS bool in_init; /* this thread runs init_once: its getenv calls pass */
+static int init_done;
+
+static void init_once_marked(void)
+{
+	in_init = true;
+	init_once();
+	in_init = false;
+}
+
 static void gprof_preload_init(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-	pthread_once(&once, init_once);
+	pthread_once(&once, init_once_marked);
+	__atomic_store_n(&init_done, 1, __ATOMIC_RELEASE);
+}
+
+extern char **environ;
+
+/*
+ * getenv, interposed for the injection variables: a thread that another library's constructor
+ * starts can make its first NVTX or CUDA call before libgprof's constructor has run (ours runs
+ * after those of the libraries the program links), and NVTX's loader and the driver read their
+ * variable once, at that call. Reading one of them before then sets the session up first, which
+ * points them at libgprof. Everything else is the plain look-up getenv is.
+ */
+GPROF_EXPORT char *getenv(const char *name);
+GPROF_EXPORT char *getenv(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (unlikely(!__atomic_load_n(&init_done, __ATOMIC_ACQUIRE)) && !in_init &&
+	    (!strcmp(name, "NVTX_INJECTION64_PATH") || !strcmp(name, "CUDA_INJECTION64_PATH")))
+		gprof_preload_init();
+	for (char **e = environ; e && *e; e++)
+		if (!strncmp(*e, name, len) && (*e)[len] == '=')
+			return *e + len + 1;
+	return NULL;
 }
 
 /*

@@ -18,6 +18,11 @@ import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
+# C library functions that preload/ defines to act before the real one (preload/exec.c,
+# preload/init.c's getenv): a file that calls one calls the C library, not their file.
+INTERPOSED = {"getenv", "execve", "execv", "execvp", "execvpe", "fexecve", "execl", "execlp",
+              "execle"}
+
 
 def symbols(obj):
     """(defined, used) global symbols of an object file."""
@@ -54,7 +59,7 @@ def edges(build, folders):
     for f, names in uses.items():
         for name in sorted(names):
             other = owner.get(name)
-            if other and other != f:
+            if other and other != f and name not in INTERPOSED:
                 deps[f].setdefault(other, f"uses {name}")
     return deps
 
