@@ -21,6 +21,22 @@
 #define TSAN 0
 #endif
 
+#if defined(__SANITIZE_ADDRESS__) || TSAN
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+
+/*
+ * A thread of libgprof's needs little stack (its largest frames hold a 32 KiB deflate window
+ * and paths); the default, `ulimit -s` (8 MiB), reserved for each of up to six threads, took
+ * address space from a program under `ulimit -v`, whose own calls then failed. Sanitizers'
+ * frames are larger: they keep the default.
+ */
+#define THREAD_STACK_BYTES (1u << 20)
+
 static GPROF_TLS bool own_fds;
 
 struct start {
@@ -50,6 +66,9 @@ int gprof_thread_start(pthread_t *t, void *(*fn)(void *arg), void *arg)
 		return -ENOMEM;
 	*s = (struct start){fn, arg, own_fds};
 	pthread_attr_init(&attr);
+#ifndef SANITIZED
+	pthread_attr_setstacksize(&attr, THREAD_STACK_BYTES);
+#endif
 	if (!t)
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	/* The new thread inherits the mask: blocked from its first instruction. */
