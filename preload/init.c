@@ -253,12 +253,8 @@ static void init_once(void)
 	atexit(at_exit);
 }
 
-/*
- * Loads the configuration and starts the session, once per process: from the constructor or
- * from an injection entry point called before it; a second caller waits for the first.
- */
 static GPROF_TLS bool in_init; /* this thread runs init_once: its getenv calls pass */
-static int init_done;
+static int init_done;	       /* gprof_preload_init has returned once: getenv only looks up */
 
 static void init_once_marked(void)
 {
@@ -267,6 +263,10 @@ static void init_once_marked(void)
 	in_init = false;
 }
 
+/*
+ * Loads the configuration and starts the session, once per process: from the constructor or
+ * from an injection entry point called before it; a second caller waits for the first.
+ */
 static void gprof_preload_init(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;

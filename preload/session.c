@@ -419,7 +419,7 @@ static void wait_cuda_ready(void)
 static void session_cuda_call(bool from_hook)
 {
 	int saved_errno = errno;
-	int hot;
+	bool first = false;
 
 	if (is_inert()) {
 		/* a forked child's first CUDA call: the one line that says it is not recorded */
@@ -433,16 +433,19 @@ static void session_cuda_call(bool from_hook)
 		errno = saved_errno;
 		return;
 	}
-	hot = gprof_hot_load();
-	if (hot & GPROF_HOT_FIRST_CALL) {
-		if (!__atomic_exchange_n(&cuda_used, 1, __ATOMIC_ACQ_REL)) {
+	if (gprof_hot_load() & GPROF_HOT_FIRST_CALL) {
+		first = !__atomic_exchange_n(&cuda_used, 1, __ATOMIC_ACQ_REL);
+		if (first) {
 			first_call();
 			gprof_hot_set(GPROF_HOT_FIRST_CALL, false);
 		} else if (from_hook && !no_own_calls) {
 			wait_cuda_ready();
 		}
 	}
-	if (__atomic_fetch_and(&gprof_hot, ~GPROF_HOT_SIGNAL, __ATOMIC_ACQ_REL) & GPROF_HOT_SIGNAL)
+	/* the first call also takes a SIGUSR2 that came before the session's bits were set */
+	if ((__atomic_fetch_and(&gprof_hot, ~GPROF_HOT_SIGNAL, __ATOMIC_ACQ_REL) &
+	     GPROF_HOT_SIGNAL) ||
+	    first)
 		take_signals();
 	/* Loading CUPTI searches files: the program's errno must not notice. */
 	errno = saved_errno;
