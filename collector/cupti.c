@@ -11,6 +11,7 @@
 
 #define PR_FMT "collector: "
 #include "collector/internal.h"
+#include "common/thread.h"
 #include "common/config.h"
 #include "common/log.h"
 
@@ -195,8 +196,14 @@ void gprof_collector_start(void)
 		pthread_mutex_unlock(&c->lock);
 		return;
 	}
+	if (rc && !why[0]) {
+		char cause[GPROF_SPACE_ERROR_MAX];
+
+		snprintf(why, sizeof(why), "the collector thread cannot start: %s",
+			 gprof_space_error(rc, cause, sizeof(cause)));
+	}
 	if (rc) {
-		fail(c, why[0] ? why : "the collector thread cannot start");
+		fail(c, why);
 	} else {
 		/* Both are PATH_MAX long; the precision tells gcc so. */
 		snprintf(c->proc.cupti_path, sizeof(c->proc.cupti_path), "%.*s",

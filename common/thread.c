@@ -3,7 +3,11 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -132,4 +136,41 @@ int gprof_thread_own_fds(int (*reach_stderr)(void))
 bool gprof_thread_has_own_fds(void)
 {
 	return own_fds;
+}
+
+size_t gprof_address_space_left(void)
+{
+	char text[64];
+	unsigned long pages;
+	struct rlimit rl;
+	ssize_t n = -1;
+	int fd;
+
+	if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+		return SIZE_MAX;
+	/* The first number of statm: the pages mapped now, which the limit counts. */
+	fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, text, sizeof(text) - 1);
+		close(fd);
+	}
+	if (n <= 0)
+		return SIZE_MAX;
+	text[n] = '\0';
+	if (sscanf(text, "%lu", &pages) != 1)
+		return SIZE_MAX;
+	pages *= (unsigned long)sysconf(_SC_PAGESIZE);
+	return rl.rlim_cur > pages ? (size_t)(rl.rlim_cur - pages) : 0;
+}
+
+const char *gprof_space_error(int err, char *buf, size_t size)
+{
+	size_t left = gprof_address_space_left();
+
+	if (left == SIZE_MAX)
+		snprintf(buf, size, "%s", strerror(-err));
+	else
+		snprintf(buf, size, "%s (ulimit -v leaves %zu MiB of address space)",
+			 strerror(-err), left >> 20);
+	return buf;
 }

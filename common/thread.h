@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 /*
  * Starts fn(arg) with every signal blocked; detached when t is NULL. 0 or a negative errno.
@@ -23,5 +24,18 @@ int gprof_thread_own_fds(int (*reach_stderr)(void));
 
 /* Whether the calling thread's descriptor table is not the program's. */
 bool gprof_thread_has_own_fds(void);
+
+/*
+ * Bytes the process may still map under `ulimit -v` (RLIMIT_AS): what thread stacks and the
+ * event buffer take from the program. SIZE_MAX without a limit (or when it can't be known).
+ */
+size_t gprof_address_space_left(void);
+
+/*
+ * strerror(-err), with what `ulimit -v` leaves when there is a limit: the cause of a thread or
+ * a reservation that failed. Returns buf.
+ */
+const char *gprof_space_error(int err, char *buf, size_t size);
+#define GPROF_SPACE_ERROR_MAX 160
 
 #endif

@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "common/thread.h"
 #include "export/internal.h"
 
 /*
@@ -74,7 +75,7 @@ struct producer {
 	struct producer *next;
 };
 
-/* Set by init, cleared by gprof_buf_stop(); read on every chunk refill. */
+/* Set by gprof_buf_reserve, cleared by gprof_buf_stop(); read on every chunk refill. */
 static bool live;
 /* New producers, pushed by their threads and taken all at once by the writer. */
 static struct producer *incoming;
@@ -349,11 +350,27 @@ size_t gprof_buf_drain(gprof_buf_fn fn, void *arg)
 	return total;
 }
 
-int gprof_buf_init(size_t cap_bytes)
+/*
+ * Under `ulimit -v` the pool takes at most 1/SPACE_SHARE of what is left, and no window is
+ * recorded when that is less than MIN_POOL_BYTES.
+ */
+#define SPACE_SHARE    4
+#define MIN_POOL_BYTES (1u << 20)
+
+int gprof_buf_reserve(size_t cap_bytes)
 {
-	size_t n = cap_bytes / GPROF_CHUNK_BYTES;
+	size_t left, n;
 	void *base;
 
+	if (pool.base)
+		return 0;
+	left = gprof_address_space_left();
+	if (cap_bytes > left / SPACE_SHARE) {
+		if (left / SPACE_SHARE < MIN_POOL_BYTES)
+			return -ENOMEM;
+		cap_bytes = left / SPACE_SHARE;
+	}
+	n = cap_bytes / GPROF_CHUNK_BYTES;
 	if (n < 1)
 		n = 1;
 	if (n > UINT32_MAX / 2)
@@ -369,6 +386,11 @@ int gprof_buf_init(size_t cap_bytes)
 	pool.reserve = pool.reserve_max < RESERVE_MIN ? pool.reserve_max : RESERVE_MIN;
 	__atomic_store_n(&live, true, __ATOMIC_RELEASE);
 	return 0;
+}
+
+size_t gprof_buf_bytes(void)
+{
+	return (size_t)pool.n * GPROF_CHUNK_BYTES;
 }
 
 void gprof_buf_stop(void)

@@ -319,6 +319,13 @@ struct gprof_export_window_info {
 };
 
 /*
+ * What windows need, ahead of the first: the event buffer (under `ulimit -v` at most a
+ * quarter of the address space left) and the writer thread. 0, or a negative errno and why.
+ */
+#define GPROF_EXPORT_WHY_MAX 320
+int gprof_export_start(char why[GPROF_EXPORT_WHY_MAX]);
+
+/*
  * Opens a window holding one hold (the caller's); *id is what events carry. The file is
  * created by the writer thread. Besides shared/TRACE_FORMAT.md's fields its header holds the
  * "gprof" object: version, schedule, window (info->number), first_step, last_step (null
@@ -326,8 +333,10 @@ struct gprof_export_window_info {
  * lost to the memory cap, cupti: as added below, late: events that came for windows already
  * finished since the previous file}, cupti {library, version, status}, warnings (every
  * gprof: warning and error line printed while the window was open) and warnings_omitted
- * (those that did not fit the header or were no longer kept). Returns 0, -ENODEV (export not running), -EBUSY (too many
- * windows not yet finished: GPROF_EXPORT_WINDOWS) or -EAGAIN (the writer could not start).
+ * (those that did not fit the header or were no longer kept). Returns 0, -EBUSY (too many
+ * windows not yet finished: GPROF_EXPORT_WINDOWS), or another negative errno, said here in
+ * one line: export not running (-ENODEV), no room for the event buffer, which the first
+ * window reserves unless gprof_export_start() did, or the writer thread could not start.
  */
 #define GPROF_EXPORT_WINDOWS 8
 int gprof_export_window_open(const struct gprof_export_window_info *info, uint32_t *id);

@@ -89,7 +89,14 @@ void gprof_strtab_unlock(void);
 /* Events in a chunk: its bytes less a 64-byte header. */
 #define GPROF_CHUNK_EVENTS ((GPROF_CHUNK_BYTES - 64) / sizeof(struct gprof_export_event))
 
-int gprof_buf_init(size_t cap_bytes);
+/*
+ * The chunks' address space, reserved at the first window, so that a process that records
+ * nothing maps nothing: cap_bytes, but under `ulimit -v` at most a quarter of what is left,
+ * which the program keeps. 0 (at once when reserved before), or a negative errno: too little
+ * is left, or the mapping failed. gprof_buf_bytes(): what was reserved.
+ */
+int gprof_buf_reserve(size_t cap_bytes);
+size_t gprof_buf_bytes(void);
 /* Counted drops of events for window slot `slot` (window id % GPROF_EXPORT_WINDOWS). */
 uint64_t gprof_buf_dropped(unsigned slot);
 void gprof_buf_reset_dropped(unsigned slot);

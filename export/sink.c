@@ -257,12 +257,14 @@ static void start_helper(struct gz_par *par)
 	rc = fail_threads ? -EAGAIN
 			  : gprof_thread_start(&par->helpers[par->n_helpers], helper_main, par);
 	if (rc) {
+		char why[GPROF_SPACE_ERROR_MAX];
+
 		__atomic_fetch_sub(&helpers_running, 1, __ATOMIC_RELAXED);
 		par->max_helpers = par->n_helpers; /* no more tries for this file */
 		pr_warn_once("cannot start a trace compressor thread: %s; the writer thread "
 			     "compresses alone, which only takes longer (GPROF_WRITER_THREADS=0 "
 			     "says so from the start)",
-			     strerror(-rc));
+			     gprof_space_error(rc, why, sizeof(why)));
 		return;
 	}
 	par->n_helpers++;

@@ -3,6 +3,7 @@
  * it, and finishes it once its holders released it and everything committed before is in.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -489,18 +490,45 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-/* Under ctl.lock. The thread takes no signal: they belong to the application's threads. */
-static int start_writer(void)
+/*
+ * Under ctl.lock: what windows need, once: the event buffer and the writer thread (which takes
+ * no signal: they belong to the application's threads). 0, or a negative errno and why.
+ */
+static int start_locked(char why[GPROF_EXPORT_WHY_MAX])
 {
-	int rc = gprof_thread_start(&ctl.thread, writer_main, NULL);
+	static bool said_capped;
+	char cause[GPROF_SPACE_ERROR_MAX];
+	const char *what = "no room for the event buffer";
+	int err = -ENODEV;
 
-	if (rc) {
-		pr_err("cannot start the trace writer thread: %s; no trace is written.",
-		       strerror(-rc));
-		return -EAGAIN;
+	if (ctl.live && !(err = gprof_buf_reserve(ctl.cfg.buffer_bytes)) && !ctl.started) {
+		what = "cannot start the trace writer thread";
+		err = gprof_thread_start(&ctl.thread, writer_main, NULL);
+		ctl.started = ctl.running = !err;
 	}
-	ctl.started = ctl.running = true;
-	return 0;
+	if (err == -ENODEV)
+		snprintf(why, GPROF_EXPORT_WHY_MAX,
+			 "libgprof's trace writer has stopped (exit, or a fork's child)");
+	else if (err)
+		snprintf(why, GPROF_EXPORT_WHY_MAX, "%s: %s", what,
+			 gprof_space_error(err, cause, sizeof(cause)));
+	else if (gprof_buf_bytes() < ctl.cfg.buffer_bytes && !said_capped) {
+		said_capped = true;
+		pr_warn("ulimit -v: the event buffer has %zu of its %zu MiB, a quarter of the "
+			"address space that was left (events beyond it are dropped and counted)",
+			gprof_buf_bytes() >> 20, ctl.cfg.buffer_bytes >> 20);
+	}
+	return err;
+}
+
+int gprof_export_start(char why[GPROF_EXPORT_WHY_MAX])
+{
+	int err;
+
+	pthread_mutex_lock(&ctl.lock);
+	err = start_locked(why);
+	pthread_mutex_unlock(&ctl.lock);
+	return err;
 }
 
 /* Under ctl.lock: the next id, in the slot it maps to. Writer-only fields are not touched. */
@@ -535,14 +563,15 @@ static void kick(void)
 
 int gprof_export_window_open(const struct gprof_export_window_info *info, uint32_t *id)
 {
-	int err = 0;
+	char why[GPROF_EXPORT_WHY_MAX];
+	int err;
 
 	pthread_mutex_lock(&ctl.lock);
-	if (!ctl.live)
-		err = -ENODEV;
-	else if (!ctl.started)
-		err = start_writer();
-	if (!err)
+	err = start_locked(why);
+	if (err)
+		pr_err("window %" PRIu64 " (from step %" PRIu64 ") is not recorded: %s",
+		       info->number, info->first_step, why);
+	else
 		err = claim(info, id);
 	if (!err)
 		kick();
@@ -713,7 +742,7 @@ int gprof_export_init(const struct gprof_export_config *cfg)
 	int err;
 
 	pthread_mutex_lock(&ctl.lock);
-	err = ctl.inited ? -EALREADY : gprof_buf_init(cfg->buffer_bytes);
+	err = ctl.inited ? -EALREADY : 0;
 	if (err)
 		goto out;
 	ctl.cfg = *cfg;

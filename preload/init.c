@@ -186,9 +186,11 @@ static void take_signals(void)
 		return;
 	err = start_signal_thread();
 	if (err) {
+		char why[GPROF_SPACE_ERROR_MAX];
+
 		pr_warn("GPROF_SIGNALS=1: cannot start its thread (%s); SIGTERM and SIGINT end "
 			"the process without writing the window in progress",
-			strerror(-err));
+			gprof_space_error(err, why, sizeof(why)));
 		return;
 	}
 	signal_owner = getpid();

@@ -357,7 +357,7 @@ struct gprof_report_exit {
 	bool nvtx_foreign;     /* NVTX_INJECTION64_PATH names another tool */
 	bool armed;	       /* a SIGUSR2 armed a window that never began */
 	bool profiler_started; /* cudaProfilerStart seen */
-	bool window_opened;    /* any window, ever */
+	bool window_due;       /* any window began, recorded or not */
 };
 
 /* At exit of a process that used CUDA: a line when its trigger never came, naming a way out. */

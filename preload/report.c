@@ -136,7 +136,7 @@ void gprof_report_exit(const struct gprof_config *cfg, const struct gprof_report
 			"recorded: mark steps (e.g. torch.cuda.nvtx.mark(\"%s\")) or set "
 			"GPROF_SCHEDULE=all",
 			cfg->step_marker, cfg->step_marker);
-	else if (cfg->trigger == GPROF_TRIGGER_STEPS && !s->all && !timed && !e->window_opened &&
+	else if (cfg->trigger == GPROF_TRIGGER_STEPS && !s->all && !timed && !e->window_due &&
 		 gprof_config_schedule_str(s, sched, sizeof(sched)) >= 0)
 		pr_warn(
 		    "the program ended at step %llu, before step %u, the first that "
@@ -153,7 +153,7 @@ void gprof_report_exit(const struct gprof_config *cfg, const struct gprof_report
 		pr_warn("GPROF_TRIGGER=cuda-profiler-api, but the program never called "
 			"cudaProfilerStart through a CUDA runtime libgprof sees, so nothing was "
 			"recorded");
-	else if (cfg->trigger == GPROF_TRIGGER_STEPS && cfg->delay.set && !e->window_opened)
+	else if (cfg->trigger == GPROF_TRIGGER_STEPS && cfg->delay.set && !e->window_due)
 		pr_warn("the program ended before GPROF_DELAY had passed since its first CUDA "
 			"call, so nothing was recorded");
 }

@@ -17,6 +17,7 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "common/thread.h"
 #include "export/export.h"
 #include "preload/preload.h"
 #include "scheduler/scheduler.h"
@@ -44,7 +45,7 @@ static pid_t forked_from; /* a child of fork() that has not exec'd: its parent's
  * for the stepper's lock that a step marker holds while its warmup asks for the runtime's facts.
  */
 static int cuda_ready;
-static int windows_opened;   /* any, ever: for the exit's hints */
+static int windows_due;	     /* any window began, recorded or not: for the exit's hints */
 static int profiler_started; /* cudaProfilerStart seen: for the exit's hints */
 
 /*
@@ -185,7 +186,6 @@ static int window_open_at(const struct gprof_sched_event *ev, uint64_t first_ste
 	gprof_collector_window_begin(id, ev->window, begin_ns, &base);
 	__atomic_store_n(&cur_window, id, __ATOMIC_RELAXED);
 	__atomic_store_n(&window_open, 1, __ATOMIC_RELEASE);
-	__atomic_store_n(&windows_opened, 1, __ATOMIC_RELAXED);
 	gprof_hot_set(GPROF_HOT_RECORDING, true);
 	/* Its duration, if it has one, is the timer's next deadline. */
 	gprof_trigger_wake();
@@ -196,10 +196,12 @@ static void window_begin(const struct gprof_sched_event *ev)
 {
 	int err;
 
+	__atomic_store_n(&windows_due, 1, __ATOMIC_RELAXED);
 	if (wait_slot.merging) {
 		merging(false); /* the open window goes on for this one */
 		return;
 	}
+	/* Any other failure is said by export, with its cause. */
 	err = window_open_at(ev, ev->first_step, ev->begin_ns);
 
 	if (err == -EBUSY) {
@@ -210,10 +212,6 @@ static void window_begin(const struct gprof_sched_event *ev)
 				     : UINT64_MAX;
 		wait_slot.busy++;
 		say_busy_once(ev);
-	} else if (err) {
-		pr_warn("window %llu (from step %llu) is not recorded: %s",
-			(unsigned long long)ev->window, (unsigned long long)ev->first_step,
-			strerror(-err));
 	}
 }
 
@@ -365,8 +363,7 @@ int gprof_session_init(const struct gprof_config *config)
 	    .drain_ms = DRAIN_MS,
 	};
 	if (gprof_export_init(&ecfg) != 0 || gprof_collector_init(&ccfg) != 0 ||
-	    gprof_stepper_init(&stepper, &cfg->schedule, on_sched_event, NULL) != 0 ||
-	    gprof_memory_init() != 0 || gprof_kernels_init() != 0) {
+	    gprof_stepper_init(&stepper, &cfg->schedule, on_sched_event, NULL) != 0) {
 		pr_err("cannot start (out of memory?); libgprof is off for this process");
 		return -1;
 	}
@@ -393,6 +390,39 @@ static void first_call(void)
 	gprof_trigger_start();
 	no_own_calls = false;
 	__atomic_store_n(&cuda_ready, 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * Under `ulimit -v`, the address space recording needs at the first CUDA call: CUPTI, the
+ * stacks of libgprof's threads and the event buffer (a quarter of what is left then). With
+ * less, libgprof stays out of the way of what the program needs next.
+ */
+#define ROOM_TO_RECORD (16u << 20)
+
+/*
+ * The first call's: room to record, the hooks' tables, the event buffer and the writer thread
+ * (a process without CUDA has none). Without one: one line, and nothing more from libgprof.
+ */
+static bool ready_to_record(void)
+{
+	size_t left = gprof_address_space_left();
+	char why[GPROF_EXPORT_WHY_MAX];
+
+	if (left < ROOM_TO_RECORD)
+		snprintf(why, sizeof(why),
+			 "ulimit -v leaves %zu MiB of address space, less than the %u MiB it "
+			 "needs to record",
+			 left >> 20, ROOM_TO_RECORD >> 20);
+	else if (gprof_memory_init() != 0 || gprof_kernels_init() != 0)
+		snprintf(why, sizeof(why), "out of memory");
+	else if (gprof_export_start(why) == 0)
+		return true;
+	pr_err("libgprof is off from the first CUDA call, and nothing is recorded in this "
+	       "process: %s",
+	       why);
+	__atomic_store_n(&inert, true, __ATOMIC_RELEASE);
+	__atomic_store_n(&cuda_ready, 1, __ATOMIC_RELEASE);
+	return false;
 }
 
 /*
@@ -436,10 +466,15 @@ static void session_cuda_call(bool from_hook)
 	if (gprof_hot_load() & GPROF_HOT_FIRST_CALL) {
 		first = !__atomic_exchange_n(&cuda_used, 1, __ATOMIC_ACQ_REL);
 		if (first) {
-			first_call();
+			if (ready_to_record())
+				first_call();
 			gprof_hot_set(GPROF_HOT_FIRST_CALL, false);
 		} else if (from_hook && !no_own_calls) {
 			wait_cuda_ready();
+		}
+		if (is_inert()) {
+			errno = saved_errno;
+			return;
 		}
 	}
 	/* the first call also takes a SIGUSR2 that came before the session's bits were set */
@@ -585,7 +620,7 @@ void gprof_session_fini(int tid)
 	    .nvtx_foreign = __atomic_load_n(&nvtx_foreign, __ATOMIC_RELAXED),
 	    .armed = gprof_stepper_armed(&stepper),
 	    .profiler_started = __atomic_load_n(&profiler_started, __ATOMIC_RELAXED),
-	    .window_opened = __atomic_load_n(&windows_opened, __ATOMIC_RELAXED),
+	    .window_due = __atomic_load_n(&windows_due, __ATOMIC_RELAXED),
 	};
 	gprof_report_exit(cfg, &report);
 }

@@ -127,11 +127,12 @@ static void *timer_main(void *arg)
 static void start_timer(void)
 {
 	int err = gprof_thread_start(NULL, timer_main, NULL);
+	char why[GPROF_SPACE_ERROR_MAX];
 
 	if (err)
 		pr_warn("cannot start the timer of GPROF_DELAY and GPROF_DURATION (%s): their "
 			"windows begin and end at step markers only",
-			strerror(-err));
+			gprof_space_error(err, why, sizeof(why)));
 }
 
 /*

@@ -2009,6 +2009,103 @@ TEST(rel_long_window_bounded)
 	rm_rf(dir);
 }
 
+/* steps-app -t 2 -s 6 under `ulimit -v kib`, as e2e_run runs it. */
+static void run_limited(struct e2e_run *r, long kib, bool preload)
+{
+	char limit[32];
+	const char *argv[] = {"/bin/bash",
+			      "-c",
+			      "ulimit -v \"$0\" && exec \"$@\"",
+			      limit,
+			      proc_build_path("test/apps/steps-app"),
+			      "-t",
+			      "2",
+			      "-s",
+			      "6",
+			      NULL};
+	const char *env[] = {"GPROF_SUMMARY=off", NULL};
+
+	snprintf(limit, sizeof(limit), "%ld", kib);
+	e2e_run(r, argv, e2e_cupti(true), env, preload);
+}
+
+/* The run ended well, every kernel of its 6 steps x 2 workers done on the simulated GPU. */
+static bool whole(const struct e2e_run *r)
+{
+	return r->res.status == 0 && r->gt &&
+	       gtlog_count(r->gt, "{\"type\":\"gpu\",\"kind\":\"kernel\"}") == 12 &&
+	       !strcmp(r->res.out, "steps-app: 6 steps x 2 threads ok\n");
+}
+
+/* VmPeak of `grep VmPeak /proc/self/status`, in KiB, with or without libgprof preloaded. */
+static long vm_peak_kb(bool preload)
+{
+	const char *argv[] = {"/bin/grep", "VmPeak", "/proc/self/status", NULL};
+	const char *env[] = {preload ? proc_preload(proc_build_path("libgprof.so")) : "LD_PRELOAD",
+			     NULL};
+	struct proc_result res;
+	long kb = -1;
+
+	ASSERT_EQ(proc_run(argv, env, 30, &res), 0);
+	ASSERT_EQ(sscanf(res.out, "VmPeak: %ld kB", &kb), 1);
+	proc_result_free(&res);
+	return kb;
+}
+
+/*
+ * `ulimit -v`: a limit the program survives alone, it survives under libgprof. L0, the
+ * smallest limit (in MiB) at which steps-app -t 2 runs whole alone, is searched; then under
+ * libgprof at L0 + 64 MiB it runs whole and its trace holds each active step's kernels (the
+ * line that the event buffer is smaller may come); at L0 + 4 MiB, which leaves less than
+ * libgprof needs at the first CUDA call, it runs whole with one line and no trace. A process
+ * that calls no CUDA maps at most 4 MiB more with libgprof than without (its image; the event
+ * buffer is reserved at the first CUDA call).
+ */
+TEST(rel_address_space_limit)
+{
+	long lo = 4 << 10, hi = 512 << 10, l0;
+	struct e2e_run r;
+	int counts[16];
+
+	if (getenv("TEST_SAN") && getenv("TEST_SAN")[0])
+		SKIP("the sanitizers reserve terabytes of address space");
+	ASSERT_LE(vm_peak_kb(true), vm_peak_kb(false) + (4 << 10));
+	run_limited(&r, hi, false);
+	ASSERT_MSG(whole(&r), "alone at %ld KiB: status %d: %.2000s", hi, r.res.status, r.res.err);
+	e2e_free(&r);
+	while (hi - lo > 1024) {
+		long mid = (lo + hi) / 2 / 1024 * 1024;
+		bool ok;
+
+		run_limited(&r, mid, false);
+		ok = whole(&r);
+		e2e_free(&r);
+		*(ok ? &hi : &lo) = mid;
+	}
+	l0 = hi;
+	fprintf(stderr, "steps-app -t 2 runs whole alone from ulimit -v %ld\n", l0);
+
+	run_limited(&r, l0 + (64 << 10), true);
+	ASSERT_MSG(whole(&r), "status %d: %.2000s", r.res.status, r.res.err);
+	ASSERT_EQ(r.n_traces, 1);
+	kernels_per_step(&r.traces[0], counts);
+	for (int k = 0; k < 6; k++)
+		ASSERT_MSG(counts[k] == (k >= 2 && k <= 4 ? 2 : 0), "step %d: %d kernels", k,
+			   counts[k]);
+	ASSERT_LE(text_lines(r.res.err, "gprof: "),
+		  text_lines(r.res.err, "gprof: export: ulimit -v: the event buffer has "));
+	e2e_free(&r);
+
+	run_limited(&r, l0 + (4 << 10), true);
+	ASSERT_MSG(whole(&r), "status %d: %.2000s", r.res.status, r.res.err);
+	ASSERT_EQ(r.n_traces, 0);
+	ASSERT_EQ(text_lines(r.res.err, "gprof: "), 1);
+	ASSERT_EQ(text_lines(r.res.err, "gprof: libgprof is off from the first CUDA call, and "
+					"nothing is recorded in this process: ulimit -v leaves "),
+		  1);
+	e2e_free(&r);
+}
+
 /*
  * valgrind's memcheck, where it is installed (not under the sanitizers, whose programs it
  * can't run), on small end-to-end runs: no invalid access, no use of uninitialised memory, no

@@ -247,7 +247,10 @@ int main(int argc, char **argv)
 	pthread_barrier_init(&step_end, NULL, (unsigned)workers + 1);
 	t = calloc((size_t)workers, sizeof(*t));
 	for (int i = 0; i < workers; i++)
-		pthread_create(&t[i], NULL, worker, i == 0 ? (void *)t : NULL);
+		if (pthread_create(&t[i], NULL, worker, i == 0 ? (void *)t : NULL) != 0) {
+			fprintf(stderr, "steps-app: cannot start worker %d\n", i);
+			return 1; /* the others wait at the barrier: they end with the process */
+		}
 	for (int k = 0; k < steps; k++) {
 		mark_step(k);
 		across = nvtxRangeStartA("across");

@@ -162,6 +162,9 @@ static double env_double(const char *name, double dflt)
 	return d >= 0 ? d : dflt;
 }
 
+/* The completion thread started (not under a `ulimit -v` too tight for its stack). */
+static bool completing;
+
 static void start_once(void)
 {
 	pthread_attr_t attr;
@@ -175,7 +178,7 @@ static void start_once(void)
 	launch_latency_ns = (uint64_t)env_double("FAKEGPU_LAUNCH_NS", (double)launch_latency_ns);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_create(&thread, &attr, completion_thread, NULL);
+	completing = pthread_create(&thread, &attr, completion_thread, NULL) == 0;
 	pthread_attr_destroy(&attr);
 }
 
@@ -329,7 +332,8 @@ uint64_t fakecuda_op_enqueue(struct fakecuda_stream *stream, struct fakecuda_op 
 	op->end_ns = op->start_ns + duration_ns(op);
 	stream->tail_ns = op->end_ns;
 	seq = ++stream->queued;
-	if (!p || (*p = (struct pending){*op, stream, seq, next_order++}, heap_push(p))) {
+	if (!p || !completing ||
+	    (*p = (struct pending){*op, stream, seq, next_order++}, heap_push(p))) {
 		/* Out of memory: the operation completes without records. */
 		free(p);
 		stream->completed = seq;
