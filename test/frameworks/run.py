@@ -70,8 +70,11 @@ def run(argv, tmp, extra=None, preload=True, wrap=None):
     p = subprocess.run((wrap or []) + argv, env=env, capture_output=True, text=True,
                        timeout=600)
     secs = time.monotonic() - t0
-    with open(env["FAKEGPU_LOG"]) as f:
-        gt = [json.loads(line) for line in f]
+    gt = []
+    # no log: the program never ran (a wrapper refused); check_trace shows its stderr
+    if os.path.exists(env["FAKEGPU_LOG"]):
+        with open(env["FAKEGPU_LOG"]) as f:
+            gt = [json.loads(line) for line in f]
     marks = []
     if os.path.exists(env["FRAMEWORKS_MARKS"]):
         with open(env["FRAMEWORKS_MARKS"]) as f:
