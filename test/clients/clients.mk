@@ -9,6 +9,8 @@ CLIENTS_PIP    := --disable-pip-version-check --no-input --timeout 30 --retries 
 
 $(CLIENTS_STATUS): test/clients/requirements.txt
 	$(call quiet,VENV,$(CLIENTS_VENV))
+	@echo "  (once: HolisticTraceAnalysis and torch-tb-profiler, about 580 MB of pinned wheels" \
+	      "from PyPI, a few minutes; $(CLIENTS_VENV)/log shows the progress)"
 	$(Q)rm -rf $(CLIENTS_VENV) && mkdir -p $(CLIENTS_VENV)
 	$(Q)if python3 -m venv $(CLIENTS_VENV)/env >$(CLIENTS_VENV)/log 2>&1 && \
 	    $(CLIENTS_VENV)/env/bin/pip install $(CLIENTS_PIP) -r $< >>$(CLIENTS_VENV)/log 2>&1; \
