@@ -128,6 +128,8 @@ void gprof_output_rank(char *const *env, struct gprof_rank *r);
  * fits in out.
  */
 int gprof_output_expand(const char *tmpl, char *const *env, char *out, size_t size);
+/* The first %q{VAR} of tmpl whose VAR is not set (and so expands to nothing), into name. */
+bool gprof_output_unset(const char *tmpl, char *const *env, char *name, size_t size);
 /*
  * The output folder: tmpl expanded from the process environment, made absolute against base
  * (the folder the process started in; "" leaves a relative one as it is). On an error, out

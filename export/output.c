@@ -150,6 +150,27 @@ int gprof_output_expand(const char *tmpl, char *const *env, char *out, size_t si
 	return 0;
 }
 
+bool gprof_output_unset(const char *tmpl, char *const *env, char *name, size_t size)
+{
+	for (const char *t = tmpl; *t; t++) {
+		const char *close;
+
+		if (*t != '%')
+			continue;
+		if (!*++t)
+			break;
+		/* t is on the sequence's letter: the loop steps past it */
+		if (*t != 'q' || t[1] != '{' || !(close = strchr(t + 2, '}')))
+			continue;
+		if (!env_get(env, t + 2, (size_t)(close - t - 2))) {
+			snprintf(name, size, "%.*s", (int)(close - t - 2), t + 2);
+			return true;
+		}
+		t = close;
+	}
+	return false;
+}
+
 int gprof_output_folder(const char *tmpl, const char *base, char *out, size_t size)
 {
 	char dir[PATH_MAX];

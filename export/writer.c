@@ -738,6 +738,7 @@ static void fork_child(void)
 
 int gprof_export_init(const struct gprof_export_config *cfg)
 {
+	char unset[64];
 	pthread_condattr_t attr;
 	int err;
 
@@ -753,6 +754,11 @@ int gprof_export_init(const struct gprof_export_config *cfg)
 	if (!getcwd(ctl.start_cwd, sizeof(ctl.start_cwd)))
 		ctl.start_cwd[0] = '\0';
 	resolve_output();
+	if (gprof_output_unset(ctl.output, NULL, unset, sizeof(unset)))
+		pr_warn(
+		    "GPROF_OUTPUT='%.200s': %%q{%s} expands to nothing, as %s is not set in this "
+		    "process: set it, or leave it out",
+		    ctl.output, unset, unset);
 	ctl.base_ns = cfg->base_ns ? cfg->base_ns : gprof_realtime_ns();
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);

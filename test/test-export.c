@@ -860,6 +860,11 @@ TEST(export_rank_and_names)
 	ASSERT_EQ(gprof_output_expand("0123456789", env, got, 8), -ENAMETOOLONG);
 	ASSERT_EQ(gprof_output_expand("%q{FOO}%q{FOO}%q{FOO}", env, got, 9), -ENAMETOOLONG);
 	ASSERT_STR_EQ(got, "barbarba"); /* what fits, to name it */
+	/* The first %q{VAR} whose VAR is unset; %%q{...} is no sequence, %q{ without } neither. */
+	ASSERT(gprof_output_unset("o/%q{FOO}/%%q{NOPE}/%q{NOT_SET}/%q{NOPE}", env, got, 64));
+	ASSERT_STR_EQ(got, "NOT_SET");
+	ASSERT(!gprof_output_unset("o/%q{FOO}/%%q{NOPE}/%q{NOPE/%", env, got, 64));
+	ASSERT(!gprof_output_unset("%", env, got, 64));
 	ASSERT_EQ(gprof_output_name(1751410836123456789ull, gprof_format_kineto.suffix,
 				    GPROF_SINK_GZIP_SUFFIX, got, sizeof(got)),
 		  0);

@@ -1220,10 +1220,36 @@ static void run_output_fault(const char *steps, const char *const *env, const ch
 }
 
 /*
+ * GPROF_OUTPUT=base/x%q{VAR}, VAR not set: the trace in base/x, and one line that says %q{VAR}
+ * expanded to nothing (it did so silently).
+ */
+static void unset_variable(const char *base)
+{
+	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "6", NULL};
+	char *out = NULL, *dir = NULL, *path;
+	const char *env[] = {NULL, "GPROF_SUMMARY=off", "REL_NOT_SET_HERE", NULL};
+	struct e2e_run r;
+
+	ASSERT(asprintf(&out, "GPROF_OUTPUT=%s/x%%q{REL_NOT_SET_HERE}", base) > 0);
+	ASSERT(asprintf(&dir, "%s/x", base) > 0);
+	env[0] = out;
+	e2e_run(&r, argv, e2e_cupti(true), env, true);
+	ASSERT_MSG(r.res.status == 0 && text_lines(r.res.err, "gprof: ") == 1 &&
+		       strstr(r.res.err, "%q{REL_NOT_SET_HERE} expands to nothing, as "
+					 "REL_NOT_SET_HERE is not set in this process"),
+		   "status %d: %s", r.res.status, r.res.err);
+	path = only_file(dir, ".pt.trace.json.gz");
+	free(path);
+	e2e_free(&r);
+	free(out);
+	free(dir);
+}
+
+/*
  * The output folder is a regular file, under one (unwritable even to root), a dangling symbolic
  * link, or under one: one line each, the program unaffected, nothing created or changed. A
  * folder whose %q{VAR} makes it longer than a path may be: the line names its beginning (it
- * named '').
+ * named ''). A %q{VAR} of a VAR not set: unset_variable.
  */
 TEST(rel_output_unusable_folder)
 {
@@ -1256,6 +1282,7 @@ TEST(rel_output_unusable_folder)
 	free(long_env[0]);
 	free(long_env[1]);
 	free(says);
+	unset_variable(base);
 	rm_rf(base);
 }
 
