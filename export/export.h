@@ -263,7 +263,7 @@ struct gprof_export_config {
 	 * only while it falls behind; 0: the writer compresses alone.
 	 */
 	unsigned writer_threads;
-	uint64_t base_ns; /* baseTimeNanoseconds; 0: CLOCK_REALTIME at init */
+	uint64_t base_ns; /* baseTimeNanoseconds; 0: the week's start (UTC), as every process */
 	/* Called on the writer thread when a window's file is done or abandoned; may be NULL. */
 	void (*on_window_done)(const struct gprof_export_result *r, void *arg);
 	void *arg;

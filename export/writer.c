@@ -20,6 +20,12 @@
 #define PASS_NS (5 * 1000000ull)   /* between passes while a window is in use */
 #define IDLE_NS (200 * 1000000ull) /* between passes otherwise */
 /*
+ * baseTimeNanoseconds: the start of the week (UTC, counted from the epoch) in every process,
+ * so that the processes of a job share one (HTA lines ranks up by their raw ts). Kineto floors
+ * to three months; within a week a ts in us with three decimals is exact as a double.
+ */
+#define BASE_PERIOD_NS (7 * 86400 * 1000000000ull)
+/*
  * The writer is behind when events of this many chunks wait (8 K events, several ms of its
  * work): then compressor threads may start.
  */
@@ -759,7 +765,8 @@ int gprof_export_init(const struct gprof_export_config *cfg)
 		    "GPROF_OUTPUT='%.200s': %%q{%s} expands to nothing, as %s is not set in this "
 		    "process: set it, or leave it out",
 		    ctl.output, unset, unset);
-	ctl.base_ns = cfg->base_ns ? cfg->base_ns : gprof_realtime_ns();
+	ctl.base_ns =
+	    cfg->base_ns ? cfg->base_ns : gprof_realtime_ns() / BASE_PERIOD_NS * BASE_PERIOD_NS;
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&ctl.wake, &attr);

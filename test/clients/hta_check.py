@@ -135,6 +135,19 @@ def check_rank(c, a, w):
     print(f"info rank {r}: frequent kernel sequences under ProfilerStep: {len(seq)} rows")
 
 
+def check_one_clock(c, a, windows):
+    """HTA lines ranks up by their raw ts: each rank's first GPU operation is as far from rank
+    0's as the ground truth says (HTA rounds each start up to the us)."""
+    first = {}
+    for w in windows:
+        df = a.t.get_trace(w.rank)
+        first[w.rank] = (df[df["stream"] >= 0]["ts"].min(), min(o["start"] for o in w.ops))
+    r0 = min(first)
+    for r in sorted(first):
+        c.close(f"rank {r}'s first GPU operation after rank {r0}'s, us",
+                first[r][0] - first[r0][0], (first[r][1] - first[r0][1]) / US, 2)
+
+
 def check_diff(argv):
     from hta.trace_diff import DeviceType, TraceDiff
 
@@ -163,6 +176,7 @@ def main():
     c.equal("ranks", sorted(a.t.get_ranks()), sorted(w.rank for w in windows))
     for w in windows:
         check_rank(c, a, w)
+    check_one_clock(c, a, windows)
     c.done(windows)
 
 
