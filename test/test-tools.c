@@ -504,30 +504,60 @@ TEST(tools_run_reports_traces)
 	run_free(&r);
 }
 
-/* A trace left as .partial (the program was killed in its window): gprof-repair is named. */
-TEST(tools_run_reports_partial)
+/*
+ * A program killed in its window leaves its trace .partial: gprof-run completes it with
+ * gprof-repair (its whole steps), removes the .partial, prints its summary and still ends as
+ * the command did. Killed itself (rel-exit sigkill, in step 6 of a window of steps 2-11), and
+ * by a TERM sent to gprof-run (which passes it on) in a window under --schedule=all. Before:
+ * the .partial stayed, with no summary.
+ */
+TEST(tools_run_completes_partial)
 {
-	/* rel-exit sigkill kills itself in step 6, inside this window of steps 2-11. */
 	const char *args[] = {"-o",
 			      NULL,
-			      "--summary=off",
 			      "--schedule=wait=1,warmup=1,active=10",
 			      "--",
 			      proc_build_path("test/apps/rel-exit"),
 			      "sigkill",
 			      NULL};
-	char names[8][NAME_MAX + 1];
+	char names[8][NAME_MAX + 1], *script;
+	const char *dir;
+	struct trace t;
 	struct run r;
+	pid_t pid;
+	int status;
 
+	skip_under_tsan();
 	run_init(&r);
 	args[1] = r.dir;
 	run_tool(&r, NULL, args, NULL);
 	ASSERT_EQ(r.res.status, 128 + SIGKILL);
-	ASSERT_EQ(list_dir(r.dir, ".partial", names, 8), 1);
+	ASSERT_EQ(list_dir(r.dir, ".partial", names, 8), 0);
+	ASSERT_EQ(traces_in(r.dir, names, &t), 1);
+	trace_free(&t);
+	ASSERT_STR_CONTAINS(r.res.err,
+			    fmt("gprof-repair: %s: repaired", path_join(r.dir, names[0])));
+	/* its summary: the steps the file had whole when the program died */
+	ASSERT_STR_CONTAINS(r.res.err,
+			    fmt("gprof: trace read: %s (steps 2-", path_join(r.dir, names[0])));
 	ASSERT_STR_EQ(last_line(r.res.err),
-		      fmt("gprof: this run wrote 1 trace (1 left incomplete as .partial: "
-			  "gprof-repair completes them): %s",
-			  path_join(r.dir, names[0])));
+		      fmt("gprof: this run wrote 1 trace: %s", path_join(r.dir, names[0])));
+	run_free(&r);
+
+	run_init(&r);
+	dir = r.dir;
+	ASSERT(asprintf(&script, "GPROF_SCHEDULE=all exec '%s' -s 1000000",
+			proc_build_path("test/apps/steps-app")) > 0);
+	pid = spawn_with(fmt("--output=%s", dir), script, "", NULL);
+	while (list_dir(dir, ".partial", names, 8) == 0)
+		usleep(10000);
+	ASSERT_EQ(kill(pid, SIGTERM), 0);
+	status = reap(pid);
+	ASSERT_MSG(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM, "status 0x%x", status);
+	ASSERT_EQ(list_dir(dir, ".partial", names, 8), 0);
+	ASSERT_EQ(traces_in(dir, names, &t), 1);
+	trace_free(&t);
+	free(script);
 	run_free(&r);
 }
 
