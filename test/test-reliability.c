@@ -948,6 +948,7 @@ TEST(rel_repair_every_cut)
 {
 	const char *argv[] = {proc_build_path("test/apps/rel-exit"), "return", NULL};
 	char dir[64], path[128], why[256], *gz, *name;
+	struct proc_result res;
 	struct e2e_run r;
 	size_t len;
 
@@ -960,7 +961,6 @@ TEST(rel_repair_every_cut)
 	for (size_t i = 0; i < 48; i++) {
 		size_t head = 49152,
 		       cut = i < 8 ? len * i / 64 : head + (len - head) * (i - 8) / 39;
-		struct proc_result res;
 		size_t text_len;
 		char *text;
 		int want;
@@ -982,6 +982,12 @@ TEST(rel_repair_every_cut)
 		ASSERT_MSG(text_one_line(res.err), "%s", res.err);
 		proc_result_free(&res);
 	}
+	/* No such file: one line in words (it was Python's "[Errno 2] ...: '<path>'"). */
+	snprintf(path, sizeof(path), "%s/nothere.partial", dir);
+	snprintf(why, sizeof(why), "gprof-repair: %s: No such file or directory\n", path);
+	ASSERT_EQ(run_repair(path, &res), 1);
+	ASSERT_STR_EQ(res.err, why);
+	proc_result_free(&res);
 	free(gz);
 	free(name);
 	rm_rf(dir);

@@ -241,6 +241,19 @@ TEST(tools_run_sets_variables)
 		ASSERT_STR_EQ(last_line(r.res.err), "gprof: this run wrote no trace in 'out/%p'");
 		run_free(&r);
 	}
+	/* --env LD_PRELOAD=... is that LD_PRELOAD, after libgprof (it was dropped). */
+	const char *args[] = {"--env", NULL, "-o", "out/%p", "--", "/usr/bin/env", NULL};
+
+	args[1] = rt ? fmt("LD_PRELOAD=%s libm.so.6", rt) : "LD_PRELOAD=libm.so.6";
+	free(preload);
+	ASSERT(asprintf(&preload, "\nLD_PRELOAD=%s%s%s:libm.so.6\n", rt ? rt : "", rt ? ":" : "",
+			lib) > 0);
+	run_init(&r);
+	run_tool(&r, NULL, args, extra);
+	ASSERT_MSG(r.res.status == 0, "status %d: %s", r.res.status, r.res.err);
+	ASSERT_STR_CONTAINS(r.res.out, preload);
+	run_free(&r);
+	free(preload);
 }
 
 /* A bad option: one gprof: line that names it, exit 2, and the command is not run. */
@@ -260,6 +273,10 @@ TEST(tools_run_bad_options)
 	    {{"-o", "out/%z"}, "gprof: GPROF_OUTPUT='out/%z': "},
 	    {{"--env", "GPROF_LOG=loud"}, "gprof: GPROF_LOG='loud': "},
 	    {{"--lib", "/nonexistent/libgprof.so"}, "--lib: no such file"},
+	    /* checked before the command runs (it was said after its steps, with status 0) */
+	    {{"-o", "/proc/gprof/%p"},
+	     "the output folder '/proc/gprof/%p' cannot be made: nothing can be made in '/proc'"},
+	    {{"-o", "/dev/null/x"}, "nothing can be made in '/dev/null'"},
 	};
 	const char *marker = proc_tmp_file();
 
