@@ -783,19 +783,6 @@ static char *only_file(const char *dir, const char *suffix)
 	return path;
 }
 
-static void read_all(const char *path, char **data, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	long n;
-
-	ASSERT_MSG(f, "%s", path);
-	ASSERT(fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0);
-	*data = malloc((size_t)n + 1);
-	ASSERT(*data && fread(*data, 1, (size_t)n, f) == (size_t)n);
-	fclose(f);
-	*len = (size_t)n;
-}
-
 #define HEAD_END "\n  \"traceEvents\": [\n"
 
 /* A flow half (ph s or f) of ev, as a bit in *halves[id] (1: s, 2: f); false if ev is none. */
@@ -924,7 +911,7 @@ TEST(rel_killed_window_repaired)
 		run_raw(argv, env, dir, sizeof(dir), &res);
 		ASSERT_STR_EQ(res.out, cases[c].said);
 		partial = only_file(dir, ".pt.trace.json.gz.partial");
-		read_all(partial, &gz, &len);
+		text_read_file(partial, &gz, &len);
 		ASSERT_MSG(trace_gunzip(gz, len, true, &text, &text_len, why, sizeof(why)) == 0,
 			   "%s: %s", partial, why);
 		ASSERT(!strncmp(text, "{\n  \"schemaVersion\": 1,", 23));
@@ -955,7 +942,7 @@ TEST(rel_repair_every_cut)
 	e2e_run(&r, argv, e2e_cupti(true), NULL, true);
 	ASSERT_EQ(r.n_traces, 1);
 	name = only_file(r.dir, ".pt.trace.json.gz");
-	read_all(name, &gz, &len);
+	text_read_file(name, &gz, &len);
 	snprintf(dir, sizeof(dir), "/tmp/gprof-rel-XXXXXX");
 	ASSERT(mkdtemp(dir));
 	for (size_t i = 0; i < 48; i++) {
@@ -1032,7 +1019,7 @@ TEST(rel_repair_damaged_header)
 	e2e_run(&r, argv, e2e_cupti(true), NULL, true);
 	ASSERT_EQ(r.n_traces, 1);
 	name = only_file(r.dir, ".pt.trace.json.gz");
-	read_all(name, &gz, &len);
+	text_read_file(name, &gz, &len);
 	ASSERT(trace_gunzip(gz, len, false, &text, &text_len, why, sizeof(why)) == 0);
 	ASSERT(strstr(text, HEAD_END));
 	head = (size_t)(strstr(text, HEAD_END) - text);
@@ -1198,7 +1185,7 @@ static bool file_is(const char *path, const char *text)
 	size_t len;
 	bool same;
 
-	read_all(path, &data, &len);
+	text_read_file(path, &data, &len);
 	same = len == strlen(text) && !memcmp(data, text, len);
 	free(data);
 	return same;
@@ -1332,7 +1319,7 @@ TEST(rel_output_seccomp)
 			ASSERT_MSG(text_one_line(res.err) && strstr(res.err, "cannot rename") &&
 				       strstr(res.err, strerror(EPERM)),
 				   "%s: %s", calls[c], res.err);
-			read_all(path, &gz, &len);
+			text_read_file(path, &gz, &len);
 			ASSERT_MSG(
 			    trace_gunzip(gz, len, false, &text, &text_len, why, sizeof(why)) == 0,
 			    "%s: %s", path, why);
@@ -1384,7 +1371,7 @@ TEST(rel_output_hostile_link)
 	final = strndup(partial, strlen(partial) - strlen(".partial"));
 	ASSERT(readlink(final, got, sizeof(got)) == (ssize_t)strlen(victim));
 	ASSERT(!memcmp(got, victim, strlen(victim)));
-	read_all(partial, &gz, &len);
+	text_read_file(partial, &gz, &len);
 	ASSERT_MSG(trace_gunzip(gz, len, false, &text, &text_len, why, sizeof(why)) == 0, "%s",
 		   why);
 	ASSERT_MSG(trace_parse(text, text_len, &t, why, sizeof(why)) == 0, "%s", why);
@@ -1467,7 +1454,7 @@ TEST(rel_output_named_with_its_header)
 	ASSERT_EQ(fstat(fd, &st), 0);
 	snprintf(path, sizeof(path), "%s/a.pt.trace.json.gz.partial", dir);
 	ASSERT_EQ(gprof_output_publish(fd, &st, path), 0);
-	read_all(path, &got, &len);
+	text_read_file(path, &got, &len);
 	ASSERT(len == 4 && !memcmp(got, "head", 4));
 	other = gprof_output_create(dir, "b.pt.trace.json.gz", &what, &unnamed);
 	ASSERT_GE(other, 3);
@@ -1997,7 +1984,7 @@ TEST(rel_long_window_bounded)
 	env[9] = lib;
 	ASSERT_EQ(run_peak(argv, alone_env, out, err, &alone_hwm, &alone_exit), 0);
 	ASSERT_EQ(run_peak(argv, env, out, err, &hwm, &at_exit), 0);
-	read_all(err, &text, &len);
+	text_read_file(err, &text, &len);
 	text[len] = '\0';
 	fprintf(stderr,
 		"rel-long -n %s: peak RSS alone %ld KiB (VmHWM %ld), under libgprof %ld KiB (VmHWM "

@@ -924,7 +924,33 @@ static const char *const installed[] = {
     "bin/gprof-summary",
     "share/libgprof/torch-steps/sitecustomize.py",
     "libexec/libgprof/gprof-run-wait",
+    "share/doc/libgprof/README.md",
 };
+
+/*
+ * gprof-run --help lists every variable of the README's configuration table (the library's
+ * own, config_readme_table checks), each with its accepted values (it named five options
+ * and pointed to a README an installed user did not have).
+ */
+static void check_help_lists_variables(const char *help)
+{
+	char *readme = NULL, *line, *end, name[64];
+	size_t len, n = 0;
+
+	text_read_file(proc_src_path("README.md"), &readme, &len);
+	line = strstr(readme, "<!-- config-table -->");
+	end = line ? strstr(line, "<!-- /config-table -->") : NULL;
+	ASSERT(line && end);
+	for (; line < end; line = strchr(line, '\n') + 1)
+		if (sscanf(line, "| `%63[A-Z0-9_]` |", name) == 1) {
+			ASSERT_MSG(strstr(help, fmt("\n  %s (default: ", name)), "%s not in: %s",
+				   name, help);
+			n++;
+		}
+	ASSERT_LE(16, n);
+	ASSERT_STR_CONTAINS(help, "1 makes the library inert; accepted: 0 or 1");
+	free(readme);
+}
 
 /* Every file is where it should be; each program answers --help with its usage. */
 static void check_installed(const char *root)
@@ -947,6 +973,8 @@ static void check_installed(const char *root)
 		ASSERT_MSG(res.status == 0, "%s --help: %d", path, res.status);
 		ASSERT_MSG(strcasestr(res.out, "usage") && strstr(res.out, installed[i] + 4),
 			   "%s --help: %s", path, res.out);
+		if (!strcmp(installed[i], "bin/gprof-run"))
+			check_help_lists_variables(res.out);
 		proc_result_free(&res);
 	}
 }

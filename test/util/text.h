@@ -3,6 +3,7 @@
 #define GPROF_TEST_TEXT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /* How often needle occurs in text (overlapping occurrences too). */
 int text_count(const char *text, const char *needle);
@@ -12,5 +13,8 @@ int text_lines(const char *text, const char *prefix);
 
 /* Whether text is exactly one line: not empty, and its only '\n' is its last byte. */
 bool text_one_line(const char *text);
+
+/* The whole file at path, malloc'd with a NUL after its *len bytes; fails the test if unread. */
+void text_read_file(const char *path, char **data, size_t *len);
 
 #endif
