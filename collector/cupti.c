@@ -13,6 +13,7 @@
 #include "collector/internal.h"
 #include "common/thread.h"
 #include "common/config.h"
+#include "common/dso.h"
 #include "common/log.h"
 
 /* Each kind to enable and the GPROF_ACTIVITIES bits that need it (0: never enabled). */
@@ -170,8 +171,15 @@ static int attach(struct gprof_coll *c, char *why, size_t len)
 		    c->cupti.set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM) ==
 		    CUPTI_SUCCESS);
 	if (r != CUPTI_SUCCESS) {
-		snprintf(why, len, "CUPTI (%s) cannot be set up: %s", c->cupti.path,
-			 gprof_coll_strerror(&c->cupti, r, err, sizeof(err)));
+		char driver[512] = "none is loaded";
+
+		/* A CUPTI of another CUDA version than the driver's says CUPTI_ERROR_UNKNOWN. */
+		gprof_dso_find("libcuda.so", driver, sizeof(driver));
+		snprintf(why, len,
+			 "CUPTI (%s) cannot be set up: %s; check that it is the CUPTI of the CUDA "
+			 "driver in use (%s), or point GPROF_CUPTI_LIB at that one",
+			 c->cupti.path, gprof_coll_strerror(&c->cupti, r, err, sizeof(err)),
+			 driver);
 		return -EIO;
 	}
 	return gprof_coll_attrib_init(c->wins, &c->cupti, c->cfg.activities);

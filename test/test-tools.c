@@ -17,6 +17,7 @@
 #include "common/compiler.h"
 #include "task.h"
 #include "util/e2e.h"
+#include "util/gtlog.h"
 #include "util/text.h"
 
 #define MAX_ARGS 48
@@ -575,6 +576,45 @@ TEST(tools_run_completes_partial)
 	ASSERT_EQ(traces_in(dir, names, &t), 1);
 	trace_free(&t);
 	free(script);
+	run_free(&r);
+}
+
+/*
+ * --simulated-gpu runs a program built as a user builds one (nvcc-plain: NVIDIA's static
+ * runtime, nothing that finds the simulated driver) on the simulated GPU, with its CUPTI:
+ * every kernel of the ground truth is in the trace. Without it the program finds no driver.
+ */
+TEST(tools_run_simulated_gpu)
+{
+	const char *app = proc_build_path("test/apps/nvcc-plain");
+	const char *args[] = {
+	    "--simulated-gpu", "--schedule=all", "--summary=off", "-o", NULL, "--", app, "4", NULL};
+	const char *extra[] = {"GPROF_CUPTI_LIB", NULL, NULL};
+	char names[8][NAME_MAX + 1], *gt_path;
+	struct trace t;
+	struct run r;
+	json_t *gt;
+
+	if (access(app, X_OK) != 0)
+		SKIP("no nvcc-plain (no nvcc)");
+	run_init(&r);
+	gt_path = path_join(r.dir, "gt.log");
+	extra[1] = fmt("FAKEGPU_LOG=%s", gt_path);
+	args[4] = r.dir;
+	run_tool(&r, NULL, args, extra);
+	ASSERT_MSG(r.res.status == 0, "%s", r.res.err);
+	ASSERT_STR_CONTAINS(r.res.err, "gprof: --simulated-gpu: on the simulated GPU (");
+	ASSERT_EQ(traces_in(r.dir, names, &t), 1);
+	gt = gtlog_load(gt_path);
+	ASSERT(gt && gtlog_count(gt, "{\"type\":\"gpu\",\"kind\":\"kernel\"}") == 12);
+	ASSERT_EQ(e2e_count(&t, "kernel", NULL), 12);
+	json_decref(gt);
+	trace_free(&t);
+
+	args[0] = "--log=error"; /* the same run without --simulated-gpu */
+	run_tool(&r, NULL, args, extra);
+	ASSERT_MSG(r.res.status != 0 && strstr(r.res.err, "driver"), "%d: %s", r.res.status,
+		   r.res.err);
 	run_free(&r);
 }
 

@@ -104,6 +104,12 @@ $(APPS_OUT)/nvcc-real-pt: $(APPS_OUT)/nvcc-app-pt.o
 $(APPS_OUT)/nvcc-real-static: $(APPS_OUT)/nvcc-app.o
 $(APPS_OUT)/nvcc-real $(APPS_OUT)/nvcc-real-pt: APP_LIBS = $(REAL_CUDART)
 $(APPS_OUT)/nvcc-real-static: APP_LIBS = $(REAL_CUDART_STATIC)
+# As a user's program is built: NVIDIA's static runtime, nothing that finds the simulated
+# driver (gprof-run --simulated-gpu does).
+APPS += nvcc-plain
+APPS_OF_OTHER += nvcc-plain
+$(APPS_OUT)/nvcc-plain: $(APPS_OUT)/nvcc-app.o
+$(APPS_OUT)/nvcc-plain: APP_LIBS = -L$(CUDA_HOME)/lib64 -l:libcudart_static.a -lrt -lstdc++
 # A CUDA graph and cuBLAS (the toolkit's) on the same.
 APPS += graph-app blas-app
 $(APPS_OUT)/graph-app: APP_LIBS = $(REAL_CUDART)
