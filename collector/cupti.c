@@ -8,13 +8,16 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define PR_FMT "collector: "
 #include "collector/internal.h"
-#include "common/thread.h"
+#include "common/clock.h"
 #include "common/config.h"
 #include "common/dso.h"
 #include "common/log.h"
+#include "common/thread.h"
 
 /* Each kind to enable and the GPROF_ACTIVITIES bits that need it (0: never enabled). */
 static const struct {
@@ -135,14 +138,21 @@ int gprof_collector_init(const struct gprof_collector_config *cfg)
 	return err;
 }
 
-/* Subscribing claims CUPTI: a second client (torch.profiler, nsys, ncu) would get 39. */
+/*
+ * Subscribing claims CUPTI: a second client (torch.profiler, nsys, ncu) would get 39. The one
+ * callback taken: a graph node that stream capture made (capture.c), not one a graph's
+ * instantiation copied from another.
+ */
 static void CUPTIAPI on_callback(void *arg, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 				 const void *data)
 {
+	const CUpti_ResourceData *rd = data;
+	const CUpti_GraphData *gd = rd ? rd->resourceDescriptor : NULL;
+
 	(void)arg;
-	(void)domain;
-	(void)cbid;
-	(void)data;
+	if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED &&
+	    gd && !gd->originalNode)
+		gprof_coll_capture_note((uint32_t)syscall(SYS_gettid), gprof_realtime_ns());
 }
 
 /* Without the lock: may re-enter CUDA's initialisation, which may call start() again. */
@@ -162,6 +172,9 @@ static int attach(struct gprof_coll *c, char *why, size_t len)
 			 gprof_coll_strerror(&c->cupti, r, err, sizeof(err)));
 		return -EBUSY;
 	}
+	if (r == CUPTI_SUCCESS && c->cupti.enable_callback)
+		c->cupti.enable_callback(1, c->sub, CUPTI_CB_DOMAIN_RESOURCE,
+					 CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
 	if (r == CUPTI_SUCCESS)
 		r = c->cupti.register_callbacks(gprof_coll_buffer_request,
 						gprof_coll_buffer_complete);

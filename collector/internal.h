@@ -102,6 +102,8 @@ struct gprof_cupti {
 	CUptiResult (*set_thread_id_type)(CUpti_ActivityThreadIdType type);
 	CUptiResult (*push_external)(CUpti_ExternalCorrelationKind kind, uint64_t id);
 	CUptiResult (*pop_external)(CUpti_ExternalCorrelationKind kind, uint64_t *id);
+	CUptiResult (*enable_callback)(uint32_t enable, CUpti_SubscriberHandle sub,
+				       CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
 };
 
 /*
@@ -197,6 +199,14 @@ bool gprof_coll_held_refused(struct gprof_coll_held *h, bool clear);
 int gprof_coll_links_put(struct gprof_coll_held *h, uint64_t corr, uint64_t link);
 /* Everything forgotten; back to the first sizes. */
 void gprof_coll_held_reset(struct gprof_coll_held *h);
+
+/*
+ * capture.c: calls that stream capture made into graph nodes. _note: CUPTI's resource callback,
+ * on the capturing thread (any thread); _made (collector thread): whether a call of thread tid
+ * that ran in [begin_ns, end_ns] made one, which then queued nothing.
+ */
+void gprof_coll_capture_note(uint32_t tid, uint64_t ns);
+bool gprof_coll_capture_made(uint32_t tid, uint64_t begin_ns, uint64_t end_ns);
 
 /*
  * external.c, collector thread: an EXTERNAL record's correlation id -> operator id, and an

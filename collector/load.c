@@ -53,6 +53,7 @@ static const struct {
     SYM(cuptiSetThreadIdType, set_thread_id_type, false),
     SYM(cuptiActivityPushExternalCorrelationId, push_external, false),
     SYM(cuptiActivityPopExternalCorrelationId, pop_external, false),
+    SYM(cuptiEnableCallback, enable_callback, false),
 };
 
 /* Copies src into dst (size bytes), cut if longer. */

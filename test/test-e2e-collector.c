@@ -1011,6 +1011,45 @@ TEST(e2e_collector_cuda_graph)
 	e2e_free(&r);
 }
 
+/*
+ * Stream capture in a recorded window (graph-app: its capture in step 3 of the default
+ * schedule's window, and before its loop under GPROF_SCHEDULE=all): the captured launches and
+ * copies queue nothing (their nodes run in the replays), so they are written as calls without
+ * GPU work and nothing waits for them. No line: the window waited DRAIN_MS for them and said
+ * "2 launches had no GPU record". Every replay of the window's steps has its GPU work there.
+ */
+TEST(e2e_collector_capture_in_window)
+{
+	static const struct {
+		const char *capture_step, *schedule;
+		int replays_recorded;
+	} runs[] = {{"3", "GPROF_SCHEDULE=wait=1,warmup=1,active=3", 2},
+		    {"-1", "GPROF_SCHEDULE=all", 6}};
+
+	for (size_t i = 0; i < ARRAY_SIZE(runs); i++) {
+		const char *argv[] = {proc_build_path("test/apps/graph-app"), "6",
+				      runs[i].capture_step, NULL};
+		const char *env[] = {runs[i].schedule, "GPROF_SUMMARY=off", NULL};
+		struct e2e_run r;
+
+		e2e_need_real_runtime(argv[0]);
+		e2e_run(&r, argv, e2e_cupti(true), env, true);
+		ASSERT_EQ(r.res.status, 0);
+		ASSERT_MSG(text_lines(r.res.err, "gprof: ") == 0, "%s", r.res.err);
+		ASSERT_EQ(r.n_traces, 1);
+		ASSERT_EQ(e2e_count(&r.traces[0], "cuda_runtime", "cudaStreamBeginCapture"), 1);
+		ASSERT_EQ(e2e_count(&r.traces[0], "cuda_runtime", "cudaLaunchKernel"), 2);
+		ASSERT_EQ(e2e_count(&r.traces[0], "cuda_runtime", "cudaMemcpyAsync"), 2);
+		/* per replay: fill and scale, HtoD and DtoD (graph-app.cu) */
+		ASSERT_EQ(e2e_count(&r.traces[0], "kernel", NULL), 2 * runs[i].replays_recorded);
+		ASSERT_EQ(e2e_count(&r.traces[0], "gpu_memcpy", NULL),
+			  2 * runs[i].replays_recorded);
+		ASSERT_EQ(e2e_count(&r.traces[0], "cuda_runtime", "cudaGraphLaunch"),
+			  runs[i].replays_recorded);
+		e2e_free(&r);
+	}
+}
+
 /* 8 threads launching on their own streams while the main thread marks steps; rt-app. */
 TEST(e2e_collector_threads_and_streams)
 {

@@ -1,6 +1,8 @@
 /*
  * A CUDA graph captured once and replayed each step, on NVIDIA's runtime: how PyTorch's CUDA
- * graphs look to a profiler. Usage: graph-app [steps] (default 6).
+ * graphs look to a profiler. Usage: graph-app [steps [capture_step]] (default 6 steps; the
+ * capture before the loop). With capture_step k the capture is made in step k instead, after
+ * its mark, and the graph is replayed from there on (steps before k launch nothing).
  *
  * Before the loop: 2 cudaMalloc of 4 KiB, 1 cudaMallocHost of 4 KiB, a stream s; on s, stream
  * capture of: cudaMemcpyAsync HtoD 4 KiB (pinned -> x), fill<<<4, 256>>>(y), scale<<<4, 256>>>(x),
@@ -42,6 +44,7 @@ __global__ void scale(float *x, float a, int n)
 int main(int argc, char **argv)
 {
 	int steps = argc > 1 ? atoi(argv[1]) : 6;
+	int capture_step = argc > 2 ? atoi(argv[2]) : -1;
 	size_t bytes = N * sizeof(float);
 	float *x, *y, *pinned;
 	cudaStream_t s;
@@ -52,17 +55,22 @@ int main(int argc, char **argv)
 	CHECK(cudaMalloc(&y, bytes));
 	CHECK(cudaMallocHost(&pinned, bytes));
 	CHECK(cudaStreamCreate(&s));
-	CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-	CHECK(cudaMemcpyAsync(x, pinned, bytes, cudaMemcpyHostToDevice, s));
-	fill<<<4, 256, 0, s>>>(y, 1.0f, N);
-	scale<<<4, 256, 0, s>>>(x, 2.0f, N);
-	CHECK(cudaMemcpyAsync(y, x, bytes, cudaMemcpyDeviceToDevice, s));
-	CHECK(cudaStreamEndCapture(s, &graph));
-	CHECK(cudaGraphInstantiate(&exec, graph, 0));
-	for (int i = 0; i < steps; i++) {
-		nvtxMarkA("step");
-		CHECK(cudaGraphLaunch(exec, s));
-		CHECK(cudaStreamSynchronize(s));
+	for (int i = -1; i < steps; i++) {
+		if (i >= 0)
+			nvtxMarkA("step");
+		if (i == capture_step) {
+			CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+			CHECK(cudaMemcpyAsync(x, pinned, bytes, cudaMemcpyHostToDevice, s));
+			fill<<<4, 256, 0, s>>>(y, 1.0f, N);
+			scale<<<4, 256, 0, s>>>(x, 2.0f, N);
+			CHECK(cudaMemcpyAsync(y, x, bytes, cudaMemcpyDeviceToDevice, s));
+			CHECK(cudaStreamEndCapture(s, &graph));
+			CHECK(cudaGraphInstantiate(&exec, graph, 0));
+		}
+		if (i >= 0 && i >= capture_step) {
+			CHECK(cudaGraphLaunch(exec, s));
+			CHECK(cudaStreamSynchronize(s));
+		}
 	}
 	CHECK(cudaGraphExecDestroy(exec));
 	CHECK(cudaGraphDestroy(graph));

@@ -757,8 +757,7 @@ int fakegpu_callback_get_enabled(CUpti_CallbackDomain domain, CUpti_CallbackId c
 	return ret;
 }
 
-void fakegpu_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-		      const CUpti_CallbackData *data)
+void fakegpu_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
 {
 	CUpti_CallbackFunc fn;
 

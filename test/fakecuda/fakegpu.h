@@ -46,11 +46,12 @@ FAKEGPU_API int fakegpu_api_set_enabled(CUpti_ActivityKind kind, uint32_t cbid, 
 FAKEGPU_API void fakegpu_activity_emit(const CUpti_Activity *record, size_t size);
 
 /*
- * Delivers a callback-API event (API_ENTER or API_EXIT, per data->callbackSite) to the
- * subscriber if one is subscribed and the domain/cbid is enabled.
+ * Delivers a callback to the subscriber if one is subscribed and the domain/cbid is enabled:
+ * an API_ENTER or API_EXIT (data a CUpti_CallbackData, per its callbackSite), or a resource
+ * event (a CUpti_ResourceData).
  */
 FAKEGPU_API void fakegpu_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-				  const CUpti_CallbackData *data);
+				  const void *data);
 
 /* ---- what the fake libcupti.so.13 builds its API on; these return 0 or a negative errno ---- */
 

@@ -307,6 +307,24 @@ static void capture(struct fakecuda_graph *g, const struct fakecuda_op *op)
 	g->ops[g->n++] = *op;
 }
 
+/*
+ * CUPTI's resource callback for a node that capture added, as a driver gives it: on the
+ * capturing thread, inside the call that made it, with no lock of the simulation's held.
+ */
+static void node_created(struct fakecuda_graph *g, const struct fakecuda_op *op)
+{
+	CUpti_GraphData gd = {
+	    .graph = (CUgraph)g,
+	    .node = (CUgraphNode)(uintptr_t)g->n,
+	    .nodeType = op->kind == FAKECUDA_OP_KERNEL	 ? CU_GRAPH_NODE_TYPE_KERNEL
+			: op->kind == FAKECUDA_OP_MEMCPY ? CU_GRAPH_NODE_TYPE_MEMCPY
+							 : CU_GRAPH_NODE_TYPE_MEMSET,
+	};
+	CUpti_ResourceData rd = {.resourceDescriptor = &gd};
+
+	fakegpu_callback(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, &rd);
+}
+
 void fakecuda_timeline_init(void)
 {
 	pthread_once(&once, start_once);
@@ -319,8 +337,13 @@ uint64_t fakecuda_op_enqueue(struct fakecuda_stream *stream, struct fakecuda_op 
 
 	pthread_mutex_lock(&tl_lock);
 	if (stream->capture) {
-		capture(stream->capture, op);
+		struct fakecuda_graph *g = stream->capture;
+		bool added = op->kind != FAKECUDA_OP_MARKER;
+
+		capture(g, op);
 		pthread_mutex_unlock(&tl_lock);
+		if (added)
+			node_created(g, op);
 		return 0; /* nothing to wait for */
 	}
 	pthread_mutex_unlock(&tl_lock);
