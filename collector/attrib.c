@@ -376,7 +376,7 @@ static void on_api(struct gprof_coll_rec *r)
 	uint32_t corr = r->ev.correlation;
 	uint64_t link = 0;
 	bool waiting = gprof_map_get(&tables.links, corr, &link) && LINK_KIND(link) == LINK_GPU,
-	     queued;
+	     launch, captured;
 
 	r->ev.tid = thread_tid(r->thread);
 	if (corr > corr_seen)
@@ -384,12 +384,15 @@ static void on_api(struct gprof_coll_rec *r)
 	if (waiting)
 		gprof_map_del(&tables.links, corr);
 	/* A call that stream capture made into a node queued nothing (capture.c). */
-	queued = !waiting && (r->launches & activities) &&
-		 !gprof_coll_capture_made(r->ev.tid, r->ev.ts_ns, r->ev.ts_ns + r->ev.dur_ns);
+	launch = !waiting && (r->launches & activities);
+	captured =
+	    launch && gprof_coll_capture_made(r->ev.tid, r->ev.ts_ns, r->ev.ts_ns + r->ev.dur_ns);
+	if (captured)
+		r->ev.flags |= GPROF_EXPORT_ARG_CAPTURED;
 	if (!w) {
 		if (waiting)
 			chain_release(LINK_HELD(link), NULL, NULL, true);
-		else if (queued)
+		else if (launch && !captured)
 			gprof_coll_links_put(&tables, corr, LINK(LINK_OUTSIDE, 0, 0));
 		return;
 	}
@@ -398,7 +401,7 @@ static void on_api(struct gprof_coll_rec *r)
 		/* No chain: its GPU work was written unlinked (the table was full); so is it. */
 		w->unheld += api_wanted() && !LINK_HELD(link);
 		chain_release(LINK_HELD(link), w, api_wanted() ? &r->ev : NULL, false);
-	} else if (queued) {
+	} else if (launch && !captured) {
 		hold_api(r, w);
 	} else if (api_wanted()) {
 		push(&r->ev, w, false);

@@ -19,7 +19,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct note {
 	uint32_t tid;
 	uint64_t ns;
-} *notes;
+} * notes;
 static size_t n_notes; /* written under the lock; read without it as a hint */
 static size_t cap_notes;
 

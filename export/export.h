@@ -94,6 +94,8 @@ enum gprof_export_flag {
 	GPROF_EXPORT_ARG_COPY_KIND = 1u << 4, /* "copy kind": "HtoD", ... */
 	GPROF_EXPORT_ARG_PTR = 1u << 5,	      /* "ptr" */
 	GPROF_EXPORT_ARG_RESULT = 1u << 6,    /* "result" */
+	/* "graph capture": true, a call that stream capture made into a graph node (no GPU work) */
+	GPROF_EXPORT_ARG_CAPTURED = 1u << 7,
 };
 
 /* Same values as CUPTI's CUpti_ActivityMemcpyKind. */

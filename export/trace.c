@@ -248,6 +248,8 @@ static void put_api_args(struct gprof_jbuf *b, const struct gprof_export_event *
 		gprof_jbuf_lit(b, ",\"result\":");
 		gprof_jbuf_i64(b, a->result);
 	}
+	if (ev->flags & GPROF_EXPORT_ARG_CAPTURED)
+		gprof_jbuf_lit(b, ",\"graph capture\":true");
 }
 
 /* RUNTIME and DRIVER. */

@@ -1040,6 +1040,7 @@ TEST(e2e_collector_capture_in_window)
 		ASSERT_EQ(e2e_count(&r.traces[0], "cuda_runtime", "cudaStreamBeginCapture"), 1);
 		ASSERT_EQ(e2e_count(&r.traces[0], "cuda_runtime", "cudaLaunchKernel"), 2);
 		ASSERT_EQ(e2e_count(&r.traces[0], "cuda_runtime", "cudaMemcpyAsync"), 2);
+		ASSERT_EQ(text_count(r.traces[0].raw, "\"graph capture\":true"), 4);
 		/* per replay: fill and scale, HtoD and DtoD (graph-app.cu) */
 		ASSERT_EQ(e2e_count(&r.traces[0], "kernel", NULL), 2 * runs[i].replays_recorded);
 		ASSERT_EQ(e2e_count(&r.traces[0], "gpu_memcpy", NULL),
