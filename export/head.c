@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 
+#include "common/dso.h"
 #include "export/internal.h"
 
 static const char head_end[] = "\n  \"traceEvents\": [\n";
@@ -123,13 +124,18 @@ static void put_head(struct gprof_jbuf *b, const struct gprof_trace_meta *m, con
 		     size_t n_warn)
 {
 	const struct gprof_export_process_info *p = m->proc;
+	char nccl[8];
 	unsigned n_dev =
 	    p->n_devices < GPROF_EXPORT_MAX_DEVICES ? p->n_devices : GPROF_EXPORT_MAX_DEVICES;
 
 	gprof_jbuf_lit(b, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n");
 	for (unsigned i = 0; i < n_dev; i++)
 		put_device(b, &p->devices[i], i + 1 == n_dev);
-	gprof_jbuf_lit(b, "  ],\n  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": ");
+	/* "backend" only where NCCL is loaded: a process without it has no NCCL backend */
+	gprof_jbuf_lit(b, "  ],\n  \"distributedInfo\": {");
+	if (gprof_dso_find("libnccl.so", nccl, sizeof(nccl)))
+		gprof_jbuf_lit(b, "\"backend\": \"nccl\", ");
+	gprof_jbuf_lit(b, "\"rank\": ");
 	gprof_jbuf_i64(b, m->rank.rank);
 	gprof_jbuf_lit(b, ", \"world_size\": ");
 	gprof_jbuf_i64(b, m->rank.world_size);

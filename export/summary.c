@@ -323,7 +323,7 @@ static void put_steps(struct gprof_jbuf *b, const struct gprof_export_result *r,
 	char t1[32], t2[32];
 
 	if (!s->steps) {
-		gprof_jbuf_lit(b, "no steps marked");
+		gprof_jbuf_lit(b, "no step marker in this window");
 		return;
 	}
 	putf(b, "steps %llu-%llu: %llu in %s, mean step %s", (unsigned long long)r->first_step,

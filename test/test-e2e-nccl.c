@@ -182,6 +182,9 @@ static void run_nccl_app(struct e2e_run *r, bool cupti, bool refused)
 	e2e_run(r, argv, e2e_cupti(cupti), env, true);
 	ASSERT_EQ(r->res.status, 0);
 	ASSERT_EQ(r->n_traces, 1);
+	/* a process with NCCL loaded names its backend (test-export: one without it does not) */
+	ASSERT_STR_CONTAINS(r->traces[0].raw,
+			    "\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 1");
 }
 
 /* The collectives of the recorded steps, by the simulated libnccl's ground truth. */

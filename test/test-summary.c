@@ -998,7 +998,8 @@ TEST(summary_text_edges)
 	r.summary = sum = gprof_summary_new();
 	gprof_summary_events(sum, ev, 1);
 	text = gprof_export_summary_text(&r);
-	ASSERT_STR_CONTAINS(text, "gprof:   no steps marked\n");
+	/* not "no steps marked": a time window may end before a program that marks steps marks one */
+	ASSERT_STR_CONTAINS(text, "gprof:   no step marker in this window\n");
 	ASSERT(!strstr(text, "dropped"));
 	ASSERT_STR_CONTAINS(text, "gprof:   GPU 2: busy 5 ns; kernels 5 ns, memcpy 0 ns");
 	row = strstr(text, "  aaaa");
