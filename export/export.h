@@ -230,8 +230,11 @@ struct gprof_export_result {
  *	gprof:   steps A-B: <n> in <time>, mean step <time>
  *	gprof:   GPU <d>: busy <p>% of step time (<time>); kernels <time>, memcpy <time>,
  *		 memset <time>; peak memory <bytes>                  (one line per device)
+ *	gprof:   GPU-bound: ... | host-bound: ... | mixed: ...   (what bounds the steps)
  *	gprof:   top <n> of <m> kernels by GPU time:   (then calls, total, mean, GPU%, name)
  *	gprof:   copies   count  bytes  time  GB/s          (then a line per direction, memset)
+ *	gprof:   top <n> of <m> CUDA calls by CPU time:  (then calls, total, mean, step%, name)
+ *	gprof:   top <n> of <m> NVTX ranges by time:     (the same)
  *	gprof:   dropped records: <n> (buffer full <n>, CUPTI <n>)      (only when some were)
  *
  * A window without GPU activity (no CUPTI) gets one line: "gprof: trace written: <path>

@@ -1,7 +1,8 @@
 /*
  * The end-of-window summary: tallies the events of a window on the writer thread as they are
- * written (kernel totals by interned name, copies by direction, GPU busy time per device, peak
- * device memory, step times), and formats them as "gprof: " lines when the file is complete.
+ * written (kernel, CUDA call and NVTX range totals by interned name, copies by direction, GPU
+ * busy time per device, peak device memory, step times), and formats them as "gprof: " lines
+ * when the file is complete.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,7 +18,13 @@
 #include "export/internal.h"
 
 #define TOP_KERNELS 10
+#define TOP_CALLS   5  /* CUDA calls and NVTX ranges */
 #define NAME_COLS   96 /* bytes of a kernel name shown */
+/* Names a tally keeps apart (NVTX messages may differ in every range); the rest as "others". */
+#define TALLY_NAMES 1024
+/* GPU busy over step time from which a window is GPU-bound, and below which host-bound. */
+#define GPU_BOUND_PCT  80.0
+#define HOST_BOUND_PCT 50.0
 /*
  * Busy spans kept per device before the oldest half is folded into a total. Records arrive
  * nearly in time order, so folding only matters for windows with more gaps than this.
@@ -32,9 +39,17 @@ enum gpu_kind {
 	GPU_KINDS
 };
 
-struct kernel_total {
+struct name_total {
 	const struct gprof_export_str *name; /* interned: the pointer is the name's identity */
 	uint64_t calls, ns;
+};
+
+/* Totals by name, in first-seen order; past max names, the rest add up in `others`. */
+struct tally {
+	struct name_total *rows;
+	size_t n, cap, max;
+	struct gprof_map index; /* name -> index + 1 in rows */
+	struct name_total others;
 };
 
 struct device {
@@ -52,9 +67,7 @@ struct copy_total {
 };
 
 struct gprof_export_summary {
-	struct kernel_total *kernels; /* in first-seen order */
-	size_t n_kernels, cap_kernels;
-	struct gprof_map kernel_index; /* name -> index + 1 in kernels */
+	struct tally kernels, calls, ranges; /* kernels, CUDA runtime/driver calls, NVTX ranges */
 	struct copy_total copies[COPY_KINDS], memsets;
 	struct device dev[GPROF_EXPORT_MAX_DEVICES];
 	unsigned n_dev;
@@ -65,14 +78,23 @@ struct gprof_export_summary {
 	bool failed;	     /* out of memory, or too many devices: figures are incomplete */
 };
 
+static void tally_free(struct tally *t)
+{
+	gprof_map_free(&t->index);
+	free(t->rows);
+}
+
 struct gprof_export_summary *gprof_summary_new(void)
 {
 	struct gprof_export_summary *s = calloc(1, sizeof(*s));
 
 	if (!s)
 		return NULL;
-	if (gprof_map_init(&s->kernel_index, 64)) {
-		free(s);
+	s->kernels.max = SIZE_MAX;
+	s->calls.max = s->ranges.max = TALLY_NAMES;
+	if (gprof_map_init(&s->kernels.index, 64) || gprof_map_init(&s->calls.index, 64) ||
+	    gprof_map_init(&s->ranges.index, 64)) {
+		gprof_summary_free(s);
 		return NULL;
 	}
 	return s;
@@ -84,33 +106,34 @@ void gprof_summary_free(struct gprof_export_summary *s)
 		return;
 	for (unsigned i = 0; i < s->n_dev; i++)
 		gprof_spans_free(&s->dev[i].busy);
-	gprof_map_free(&s->kernel_index);
-	free(s->kernels);
+	tally_free(&s->kernels);
+	tally_free(&s->calls);
+	tally_free(&s->ranges);
 	free(s->step_durs);
 	free(s);
 }
 
-/* The kernel's row, added when new; NULL when out of memory. */
-static struct kernel_total *kernel_of(struct gprof_export_summary *s,
-				      const struct gprof_export_str *name)
+/* The name's row, added when new (others past t->max names); NULL when out of memory. */
+static struct name_total *row_of(struct tally *t, const struct gprof_export_str *name)
 {
 	uint64_t key = (uintptr_t)name, i;
 
-	if (gprof_map_get(&s->kernel_index, key, &i))
-		return &s->kernels[i - 1];
-	if (gprof_array_room((void **)&s->kernels, &s->cap_kernels, s->n_kernels,
-			     sizeof(*s->kernels), 64, SIZE_MAX))
+	if (gprof_map_get(&t->index, key, &i))
+		return &t->rows[i - 1];
+	if (t->n == t->max)
+		return &t->others;
+	if (gprof_array_room((void **)&t->rows, &t->cap, t->n, sizeof(*t->rows), 64, SIZE_MAX))
 		return NULL;
-	if (gprof_map_set(&s->kernel_index, key, s->n_kernels + 1))
+	if (gprof_map_set(&t->index, key, t->n + 1))
 		return NULL;
-	s->kernels[s->n_kernels] = (struct kernel_total){.name = name};
-	return &s->kernels[s->n_kernels++];
+	t->rows[t->n] = (struct name_total){.name = name};
+	return &t->rows[t->n++];
 }
 
-static void add_kernel(struct gprof_export_summary *s, const struct gprof_export_event *ev,
-		       uint64_t dur)
+static void add_named(struct gprof_export_summary *s, struct tally *t,
+		      const struct gprof_export_event *ev, uint64_t dur)
 {
-	struct kernel_total *k = kernel_of(s, ev->name);
+	struct name_total *k = row_of(t, ev->name);
 
 	if (!k) {
 		s->failed = true;
@@ -233,8 +256,15 @@ void gprof_summary_events(struct gprof_export_summary *s, const struct gprof_exp
 			add_step(s, e, dur);
 			break;
 		case GPROF_EXPORT_KERNEL:
-			add_kernel(s, e, dur);
+			add_named(s, &s->kernels, e, dur);
 			add_gpu(s, e, GPU_KERNEL, dur);
+			break;
+		case GPROF_EXPORT_RUNTIME:
+		case GPROF_EXPORT_DRIVER:
+			add_named(s, &s->calls, e, dur);
+			break;
+		case GPROF_EXPORT_NVTX_RANGE:
+			add_named(s, &s->ranges, e, dur);
 			break;
 		case GPROF_EXPORT_MEMCPY:
 		case GPROF_EXPORT_MEMSET:
@@ -444,43 +474,92 @@ static void put_name(struct gprof_jbuf *b, const struct gprof_export_str *name)
 		gprof_jbuf_lit(b, "...");
 }
 
-/* The index of the kernel with the largest total not yet shown (shown[]), or -1. */
-static long next_kernel(const struct gprof_export_summary *s, const bool *shown)
+/* The index of the row with the largest total not yet shown (shown[]; NULL: none), or -1. */
+static long next_row(const struct tally *t, const bool *shown)
 {
 	long best = -1;
 
-	for (size_t i = 0; i < s->n_kernels; i++) {
-		const struct kernel_total *k = &s->kernels[i];
-
-		if (!shown[i] && (best < 0 || k->ns > s->kernels[best].ns))
+	for (size_t i = 0; i < t->n; i++)
+		if (!(shown && shown[i]) && (best < 0 || t->rows[i].ns > t->rows[best].ns))
 			best = (long)i;
-	}
 	return best;
 }
 
-static void put_kernels(struct gprof_jbuf *b, const struct gprof_export_summary *s, uint64_t gpu_ns)
+/*
+ * The top rows of t by total time, under "top N of M <what>:": calls, total, mean, the total's
+ * share of `whole` (a column headed share_head; none when share_head is NULL), name.
+ */
+static void put_table(struct gprof_jbuf *b, const struct tally *t, size_t top_max, const char *what,
+		      const char *share_head, uint64_t whole)
 {
-	size_t top = s->n_kernels < TOP_KERNELS ? s->n_kernels : TOP_KERNELS;
-	bool *shown = calloc(s->n_kernels + 1, sizeof(*shown));
+	size_t top = t->n < top_max ? t->n : top_max;
+	bool *shown = calloc(t->n + 1, sizeof(*shown));
 	char t1[32], t2[32];
 
 	if (!top || !shown)
 		goto out;
-	putf(b, "gprof:   top %zu of %zu kernels by GPU time:\n", top, s->n_kernels);
-	putf(b, "gprof:   %8s %12s %12s %6s  %s\n", "calls", "total", "mean", "GPU%", "name");
+	putf(b, "gprof:   top %zu of %zu %s:\n", top, t->n + (t->others.calls ? 1 : 0), what);
+	putf(b, "gprof:   %8s %12s %12s %6s  %s\n", "calls", "total", "mean",
+	     share_head ? share_head : "", "name");
 	for (size_t n = 0; n < top; n++) {
-		long i = next_kernel(s, shown);
-		const struct kernel_total *k = &s->kernels[i];
+		long i = next_row(t, shown);
+		const struct name_total *k = &t->rows[i];
 
 		shown[i] = true;
-		putf(b, "gprof:   %8llu %12s %12s %6.1f  ", (unsigned long long)k->calls,
+		putf(b, "gprof:   %8llu %12s %12s ", (unsigned long long)k->calls,
 		     gprof_summary_fmt_time(t1, k->ns),
-		     gprof_summary_fmt_time(t2, k->ns / k->calls), pct(k->ns, gpu_ns));
+		     gprof_summary_fmt_time(t2, k->ns / k->calls));
+		if (share_head)
+			putf(b, "%6.1f  ", pct(k->ns, whole));
+		else
+			putf(b, "%6s  ", "");
 		put_name(b, k->name);
 		gprof_jbuf_lit(b, "\n");
 	}
 out:
 	free(shown);
+}
+
+/* The highest share of step time a device was busy; -1 without steps or GPU work. */
+static double busiest_pct(const struct gprof_export_summary *s)
+{
+	uint64_t span = s->step_end - s->step_begin;
+	double best = -1;
+
+	for (unsigned i = 0; s->steps && span && i < s->n_dev; i++) {
+		double p = pct(busy_ns(&s->dev[i], s->step_begin, s->step_end), span);
+
+		best = p > best ? p : best;
+	}
+	return best;
+}
+
+/*
+ * What bounds the steps: "GPU-bound: ..." when a device was busy most of the step time,
+ * "host-bound: the GPU waited N% of the step time; <call> took <time> of CPU per step" (the
+ * CUDA call with the most time) when it waited most of it, else "mixed: ..." the same way.
+ */
+static void put_bound(struct gprof_jbuf *b, const struct gprof_export_summary *s)
+{
+	double busy = busiest_pct(s);
+	long top = next_row(&s->calls, NULL);
+	char t[32];
+
+	if (busy < 0)
+		return;
+	if (busy >= GPU_BOUND_PCT) {
+		putf(b, "gprof:   GPU-bound: the GPU was busy %.1f%% of the step time\n", busy);
+		return;
+	}
+	putf(b, "gprof:   %s: the GPU waited %.1f%% of the step time",
+	     busy < HOST_BOUND_PCT ? "host-bound" : "mixed", 100.0 - busy);
+	if (top >= 0) {
+		gprof_jbuf_lit(b, "; ");
+		put_name(b, s->calls.rows[top].name);
+		putf(b, " took %s of CPU per step",
+		     gprof_summary_fmt_time(t, s->calls.rows[top].ns / s->steps));
+	}
+	gprof_jbuf_lit(b, "\n");
 }
 
 static void put_copy(struct gprof_jbuf *b, const char *what, const struct copy_total *c)
@@ -571,8 +650,13 @@ static void put_long(struct gprof_jbuf *b, const struct gprof_export_result *r,
 	put_steps(b, r, s);
 	gprof_jbuf_lit(b, "\n");
 	put_devices(b, s);
-	put_kernels(b, s, gpu_ns);
+	put_bound(b, s);
+	put_table(b, &s->kernels, TOP_KERNELS, "kernels by GPU time", "GPU%", gpu_ns);
 	put_copies(b, s);
+	put_table(b, &s->calls, TOP_CALLS, "CUDA calls by CPU time", s->step_ns ? "step%" : NULL,
+		  s->step_ns);
+	put_table(b, &s->ranges, TOP_CALLS, "NVTX ranges by time", s->step_ns ? "step%" : NULL,
+		  s->step_ns);
 	put_dropped(b, "gprof:   ", r);
 	if (r->dropped || r->cupti_dropped)
 		gprof_jbuf_lit(b, "\n");

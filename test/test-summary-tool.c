@@ -188,6 +188,7 @@ TEST(summary_tool_foreign_trace)
 			"gprof:   steps 3-3: 1 in 100.000 us, mean step 100.000 us\n"
 			"gprof:   GPU 0: busy 14.1%% of step time (14.096 us); kernels 10.000 us, "
 			"memcpy 4.096 us, memset 0 ns\n"
+			"gprof:   host-bound: the GPU waited 85.9%% of the step time\n"
 			"gprof:   top 1 of 1 kernels by GPU time:\n"
 			"gprof:      calls        total         mean   GPU%%  name\n"
 			"gprof:          1    10.000 us    10.000 us   70.9  f<\"q\\\">?x\n"

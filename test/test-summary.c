@@ -27,6 +27,12 @@ struct sum_kernel {
 	struct qty total, mean, pct;
 };
 
+/* A "top N of M ..." table: its rows (kernels, CUDA calls, NVTX ranges). */
+struct sum_table {
+	int shown, distinct, n;
+	struct sum_kernel rows[MAX_ROWS];
+};
+
 struct sum_copy {
 	char kind[16];
 	long long count;
@@ -46,10 +52,15 @@ struct summary {
 	long long first, last, steps;
 	struct qty span, mean;
 	struct qty median, min, p90, max; /* median.v < 0: not printed */
-	int n_dev, shown, distinct, n_kernels, n_copies;
+	int n_dev, n_copies;
 	struct sum_dev dev[MAX_ROWS];
-	struct sum_kernel kernels[MAX_ROWS];
+	struct sum_table kernels, calls, ranges;
 	struct sum_copy copies[MAX_ROWS];
+	/* "GPU-bound: the GPU was busy P%", "host-bound: the GPU waited P%" or "mixed: ..." */
+	char bound[16];
+	struct qty bound_pct; /* v < 0: no such line */
+	char bound_call[256]; /* "; <call> took <time> of CPU per step", or "" */
+	struct qty bound_call_ns;
 	long long dropped, dropped_buffer, dropped_cupti; /* 0 when not printed */
 	bool one_line;					  /* the one-line form */
 	bool no_gpu;					  /* "no GPU activity recorded" */
@@ -135,20 +146,43 @@ static bool parse_gpu(struct summary *s, const char *l)
 	return true;
 }
 
-static bool parse_kernel(struct summary *s, const char *l)
+static bool parse_row(struct sum_table *t, const char *l)
 {
-	struct sum_kernel *k = &s->kernels[s->n_kernels];
+	struct sum_kernel *k = &t->rows[t->n];
 	char u1[8], u2[8];
 	double total, mean, pct;
 
 	if (sscanf(l, "gprof:   %lld %lf %7s %lf %7s %lf  %255[^\n]", &k->calls, &total, u1, &mean,
 		   u2, &pct, k->name) != 7)
 		return false;
-	ASSERT(s->n_kernels < MAX_ROWS);
+	ASSERT(t->n < MAX_ROWS);
 	k->total = qty_of(total, u1);
 	k->mean = qty_of(mean, u2);
 	k->pct = plain(pct, 0.1);
-	s->n_kernels++;
+	t->n++;
+	return true;
+}
+
+/* The line that names what bounds the steps. */
+static bool parse_bound(struct summary *s, const char *l)
+{
+	char u[8], bound[16];
+	double v, t;
+	int n = 0;
+
+	if (sscanf(l, "gprof:   GPU-bound: the GPU was busy %lf%% of the step time%n", &v, &n) ==
+		1 &&
+	    n)
+		snprintf(bound, sizeof(bound), "GPU-bound");
+	else if (sscanf(l, "gprof:   %15[a-z-]: the GPU waited %lf%% of the step time%n", bound, &v,
+			&n) != 2 ||
+		 !n)
+		return false;
+	snprintf(s->bound, sizeof(s->bound), "%s", bound);
+	s->bound_pct = plain(v, 0.1);
+	s->bound_call[0] = '\0';
+	if (sscanf(l + n, "; %255s took %lf %7s of CPU per step", s->bound_call, &t, u) == 3)
+		s->bound_call_ns = qty_of(t, u);
 	return true;
 }
 
@@ -251,21 +285,37 @@ static void parse_one_line(struct summary *s, const char *p)
 	}
 }
 
-/* A line after the first; `table` is the table the previous lines opened (0, 'k', 'c'). */
-static void parse_line(struct summary *s, const char *l, int *table)
+/* A line after the first; `table` is the table the previous lines opened (NULL, or copies). */
+static void parse_line(struct summary *s, const char *l, struct sum_table **table, bool *copies)
 {
-	if (parse_steps(s, l + 9) || parse_dropped(s, l + 9))
+	static const struct {
+		const char *what;
+		size_t offset;
+	} tables[] = {{"kernels by GPU time", offsetof(struct summary, kernels)},
+		      {"CUDA calls by CPU time", offsetof(struct summary, calls)},
+		      {"NVTX ranges by time", offsetof(struct summary, ranges)}};
+	int shown, distinct, n = 0;
+	char what[32];
+
+	if (parse_steps(s, l + 9) || parse_dropped(s, l + 9) || parse_bound(s, l))
 		return;
-	if (sscanf(l, "gprof:   top %d of %d kernels by GPU time:", &s->shown, &s->distinct) == 2) {
-		*table = 'k';
-		return;
+	if (sscanf(l, "gprof:   top %d of %d %31[^:]:%n", &shown, &distinct, what, &n) == 3 && n) {
+		for (size_t i = 0; i < ARRAY_SIZE(tables); i++)
+			if (!strcmp(what, tables[i].what)) {
+				*table = (struct sum_table *)((char *)s + tables[i].offset);
+				(*table)->shown = shown;
+				(*table)->distinct = distinct;
+				*copies = false;
+				return;
+			}
 	}
 	if (!strncmp(l, "gprof:   copies ", 16)) {
-		*table = 'c';
+		*table = NULL;
+		*copies = true;
 		return;
 	}
-	if (parse_gpu(s, l) || (*table == 'k' && parse_kernel(s, l)) ||
-	    (*table == 'c' && parse_copy(s, l)) || strstr(l, " calls "))
+	if (parse_gpu(s, l) || (*table && parse_row(*table, l)) || (*copies && parse_copy(s, l)) ||
+	    strstr(l, " calls "))
 		return;
 	FAIL("a summary line this test does not know: '%s'", l);
 }
@@ -274,9 +324,12 @@ static void parse_line(struct summary *s, const char *l, int *table)
 static void parse_summary(const char *text, struct summary *s)
 {
 	char *copy = strdup(text), *save = NULL, *l;
-	int table = 0, n = 0;
+	struct sum_table *table = NULL;
+	bool copies = false;
+	int n = 0;
 
 	memset(s, 0, sizeof(*s));
+	s->bound_pct.v = -1;
 	ASSERT(copy);
 	l = strtok_r(copy, "\n", &save);
 	ASSERT_MSG(l && sscanf(l, "gprof: trace written: %4095s%n", s->path, &n) == 1,
@@ -284,7 +337,7 @@ static void parse_summary(const char *text, struct summary *s)
 	if (!strncmp(l + n, " (", 2))
 		parse_one_line(s, l + n + 2);
 	while ((l = strtok_r(NULL, "\n", &save)) && !strncmp(l, "gprof:   ", 9))
-		parse_line(s, l, &table);
+		parse_line(s, l, &table, &copies);
 	free(copy);
 	ASSERT_MSG(s->steps, "no steps in the summary:\n%s", text);
 }
@@ -308,8 +361,8 @@ struct truth_copy {
 struct truth {
 	long long steps, step_ns, step_b, step_e;
 	long long step_dur[4096];
-	struct truth_kernel kernels[64];
-	int n_kernels;
+	struct truth_kernel kernels[64], calls[64], ranges[64];
+	int n_kernels, n_calls, n_ranges;
 	struct truth_copy copies[MAX_ROWS];
 	int n_copies;
 	long long gpu_ns; /* every GPU event's duration, all devices */
@@ -346,20 +399,21 @@ static int device_index(struct truth *t, int dev)
 	return t->n_devices++;
 }
 
-static void truth_kernel(struct truth *t, const json_t *ev, long long dur)
+/* ev's duration added to the row of its name among rows[0, *n), a new one if none is. */
+static void truth_named(struct truth_kernel *rows, int *n, const json_t *ev, long long dur)
 {
 	const char *name = trace_str(ev, "name");
 	int i = 0;
 
-	while (i < t->n_kernels && strcmp(t->kernels[i].name, name))
+	while (i < *n && strcmp(rows[i].name, name))
 		i++;
-	if (i == t->n_kernels) {
-		ASSERT(t->n_kernels < (int)ARRAY_SIZE(t->kernels));
-		t->kernels[t->n_kernels++] = (struct truth_kernel){.name = strdup(name)};
-		ASSERT(t->kernels[t->n_kernels - 1].name);
+	if (i == *n) {
+		ASSERT(*n < 64);
+		rows[(*n)++] = (struct truth_kernel){.name = strdup(name)};
+		ASSERT(rows[*n - 1].name);
 	}
-	t->kernels[i].calls++;
-	t->kernels[i].ns += dur;
+	rows[i].calls++;
+	rows[i].ns += dur;
 }
 
 /* "Memcpy HtoD (Pageable -> Device)" -> "HtoD"; memsets are "memset". */
@@ -388,7 +442,7 @@ static void truth_gpu(struct truth *t, const json_t *ev, int kind)
 
 	ASSERT_EQ(arg_int(ev, "device"), t->devices[d]);
 	if (kind == 0)
-		truth_kernel(t, ev, dur);
+		truth_named(t->kernels, &t->n_kernels, ev, dur);
 	else
 		truth_copy(t, ev, dur);
 	t->kind_ns[d][kind] += dur;
@@ -420,6 +474,10 @@ static void truth_event(struct truth *t, const json_t *ev)
 		if (t->steps < (long long)ARRAY_SIZE(t->step_dur))
 			t->step_dur[t->steps] = e - b;
 		t->steps++;
+	} else if (!strcmp(cat, "user_annotation") && !strcmp(trace_str(ev, "ph"), "X")) {
+		truth_named(t->ranges, &t->n_ranges, ev, ns_of(ev, "dur"));
+	} else if (!strcmp(cat, "cuda_runtime") || !strcmp(cat, "cuda_driver")) {
+		truth_named(t->calls, &t->n_calls, ev, ns_of(ev, "dur"));
 	} else if (!strcmp(cat, "gpu_memory")) {
 		int d = device_index(t, (int)json_integer_value(json_object_get(ev, "pid")));
 		long long v = arg_int(ev, "allocated");
@@ -449,6 +507,10 @@ static void truth_free(struct truth *t)
 		free(t->spans[i]);
 	for (int i = 0; i < t->n_kernels; i++)
 		free(t->kernels[i].name);
+	for (int i = 0; i < t->n_calls; i++)
+		free(t->calls[i].name);
+	for (int i = 0; i < t->n_ranges; i++)
+		free(t->ranges[i].name);
 }
 
 static int cmp_span(const void *a, const void *b)
@@ -521,27 +583,51 @@ static int cmp_kernel_total(const void *a, const void *b)
 	return x->ns > y->ns ? -1 : x->ns < y->ns;
 }
 
-/* The kernel table: the largest totals, in order, with their calls, total, mean and share. */
-static void compare_kernels(const struct summary *s, struct truth *t)
+/*
+ * A table (kernels: top 10, by GPU time; CUDA calls and NVTX ranges: top 5): the largest
+ * totals, in order, with their calls, total, mean and share of `whole`.
+ */
+static void compare_table(const struct sum_table *st, struct truth_kernel *rows, int n, int top,
+			  long long whole)
 {
-	int top = t->n_kernels < 10 ? t->n_kernels : 10;
-
-	qsort(t->kernels, (size_t)t->n_kernels, sizeof(t->kernels[0]), cmp_kernel_total);
-	ASSERT_EQ(s->distinct, t->n_kernels);
-	ASSERT_EQ(s->shown, top);
-	ASSERT_EQ(s->n_kernels, top);
+	top = n < top ? n : top;
+	qsort(rows, (size_t)n, sizeof(rows[0]), cmp_kernel_total);
+	ASSERT_EQ(st->distinct, (top ? n : 0));
+	ASSERT_EQ(st->shown, top);
+	ASSERT_EQ(st->n, top);
 	for (int i = 0; i < top; i++) {
-		const struct sum_kernel *k = &s->kernels[i];
-		const struct truth_kernel *w = &t->kernels[i];
+		const struct sum_kernel *k = &st->rows[i];
+		const struct truth_kernel *w = &rows[i];
 
 		/* Equal totals may come in either order. */
-		if (strcmp(k->name, w->name) && i + 1 < top && w->ns == t->kernels[i + 1].ns)
-			w = &t->kernels[i + 1];
+		if (strcmp(k->name, w->name) && i + 1 < top && w->ns == rows[i + 1].ns)
+			w = &rows[i + 1];
 		ASSERT_STR_EQ(k->name, w->name);
 		ASSERT_EQ(k->calls, w->calls);
-		check_qty(k->total, (double)w->ns, "kernel total");
-		check_qty(k->mean, (double)(w->ns / w->calls), "kernel mean");
-		check_qty(k->pct, 100.0 * (double)w->ns / (double)t->gpu_ns, "kernel GPU%");
+		check_qty(k->total, (double)w->ns, "total");
+		check_qty(k->mean, (double)(w->ns / w->calls), "mean");
+		check_qty(k->pct, 100.0 * (double)w->ns / (double)whole, "share");
+	}
+}
+
+/* What bounds the steps: the busiest device's share of the step span, and the costliest call. */
+static void compare_bound(const struct summary *s, struct truth *t)
+{
+	long long span = t->step_e - t->step_b, best = 0;
+
+	for (int k = 0; k < t->n_devices; k++) {
+		long long busy = union_ns(t->spans[k], t->n_spans[k], t->step_b, t->step_e);
+
+		best = busy > best ? busy : best;
+	}
+	double busy = 100.0 * (double)best / (double)span;
+
+	ASSERT_STR_EQ(s->bound, busy >= 80 ? "GPU-bound" : busy < 50 ? "host-bound" : "mixed");
+	check_qty(s->bound_pct, busy >= 80 ? busy : 100.0 - busy, "bound's share");
+	ASSERT_EQ(s->bound_call[0] != '\0', busy < 80 && t->n_calls > 0);
+	if (s->bound_call[0]) { /* rows sorted by compare_table */
+		ASSERT_STR_EQ(s->bound_call, t->calls[0].name);
+		check_qty(s->bound_call_ns, (double)(t->calls[0].ns / t->steps), "CPU per step");
 	}
 }
 
@@ -635,7 +721,10 @@ static void compare(const struct summary *s, const struct trace *tr, const char 
 		compare_one_line(s, &t);
 	} else {
 		compare_devices(s, &t);
-		compare_kernels(s, &t);
+		compare_table(&s->kernels, t.kernels, t.n_kernels, 10, t.gpu_ns);
+		compare_table(&s->calls, t.calls, t.n_calls, 5, t.step_ns);
+		compare_table(&s->ranges, t.ranges, t.n_ranges, 5, t.step_ns);
+		compare_bound(s, &t);
 		compare_copies(s, &t);
 	}
 	ASSERT_EQ(s->dropped_buffer, t.dropped_buffer);
@@ -744,9 +833,14 @@ TEST(summary_later_windows_one_line)
 	e2e_run(&r, argv, e2e_cupti(true), env, true);
 	ASSERT_EQ(r.res.status, 0);
 	ASSERT_EQ(r.n_traces, 5);
-	ASSERT_EQ(text_count(r.res.err, "gprof:   top "), 1);
+	ASSERT_EQ(text_count(r.res.err, "kernels by GPU time:"), 1);
 	ASSERT_EQ(text_count(r.res.err, "later windows get one line each"), 1);
-	ASSERT_EQ(text_count(r.res.err, "\n"), 10 + 1 + 4); /* whole, the note, one line each */
+	p = strstr(r.res.err, "later windows get one line each");
+	for (const char *q = r.res.err; q < p; q++)
+		n += *q == '\n';
+	/* whole (each of its lines parsed below), the note, one line each */
+	ASSERT_EQ(text_count(r.res.err, "\n"), n + 1 + 4);
+	n = 0;
 	for (p = strstr(r.res.err, "gprof: trace written: "); p;
 	     p = strstr(p + 1, "gprof: trace written: "), n++) {
 		struct summary s;
@@ -881,7 +975,8 @@ static void feed_and_compare(const struct gprof_export_event *ev, size_t n)
 	parse_summary(text, &s);
 	check_qty(s.span, (double)(t.step_e - t.step_b), "step span");
 	compare_devices(&s, &t);
-	compare_kernels(&s, &t);
+	compare_table(&s.kernels, t.kernels, t.n_kernels, 10, t.gpu_ns);
+	compare_bound(&s, &t);
 	compare_copies(&s, &t);
 	free(text);
 	gprof_summary_free(sum);

@@ -90,6 +90,13 @@ static void spans_over(struct tool_trace *t)
 		gprof_spans_free(&t->dev[i].spans);
 }
 
+/* Work on a device: what busy time is made of (not steps, calls, ranges or memory). */
+static bool on_gpu(const struct gprof_export_event *e)
+{
+	return e->kind == GPROF_EXPORT_KERNEL || e->kind == GPROF_EXPORT_MEMCPY ||
+	       e->kind == GPROF_EXPORT_MEMSET || e->kind == GPROF_EXPORT_EARLIER;
+}
+
 int tool_figures_add(struct tool_trace *t, const struct gprof_export_event *e)
 {
 	struct tool_device *d;
@@ -102,7 +109,7 @@ int tool_figures_add(struct tool_trace *t, const struct gprof_export_event *e)
 		t->steps[t->n_steps++] = (struct tool_step){e->u.step, e->ts_ns, e->dur_ns};
 		return 0;
 	}
-	if (e->kind == GPROF_EXPORT_MEMORY || !(d = device(t, e->device)))
+	if (!on_gpu(e) || !(d = device(t, e->device)))
 		return 0;
 	if (e->kind != GPROF_EXPORT_EARLIER) /* earlier work counts in busy time only */
 		t->gpu_ns += e->dur_ns;
@@ -160,7 +167,7 @@ int tool_figures_busy(struct tool_trace *t, const struct gprof_export_event *e)
 	struct tool_device *d;
 	int rc;
 
-	if (e->kind == GPROF_EXPORT_STEP || e->kind == GPROF_EXPORT_MEMORY)
+	if (!on_gpu(e))
 		return 0;
 	d = device(t, e->device);
 	if (!d) /* past the 16th device (or a device new to this reading) */

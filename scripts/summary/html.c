@@ -13,6 +13,7 @@
 #define STEPS_H	    200.0
 #define STEPS_X	    72.0 /* left edge of the plot: room for the axis labels */
 #define STEPS_Y	    34.0 /* top edge: room for the legend */
+#define LEGEND_H    24.0 /* the kernel chart's legend, above its plot */
 #define BAR_MAX_W   40.0
 #define KERNELS_W   360.0 /* px of the largest kernel's bar */
 #define KERNEL_ROW  24.0
@@ -300,10 +301,14 @@ static void put_kernel_chart(FILE *out, const struct tool_trace *t)
 	fprintf(
 	    out,
 	    "<svg class=\"kernels\" width=\"1100\" height=\"%.0f\" shape-rendering=\"crispEdges\">"
-	    "\n<rect class=\"plot-kernels\" x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\"/>\n",
-	    h + 2 * PLOT_PAD, KERNELS_W + 2 * PLOT_PAD, h + PLOT_PAD);
+	    "\n<rect class=\"kernel\" x=\"0\" y=\"4\" width=\"12\" height=\"12\"/>"
+	    "<text x=\"18\" y=\"14\">a kernel's GPU time (the longest bar: the top kernel's); "
+	    "after "
+	    "it: total, share of all GPU time, calls and mean</text>"
+	    "\n<rect class=\"plot-kernels\" x=\"0\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\"/>\n",
+	    LEGEND_H + h + 2 * PLOT_PAD, LEGEND_H, KERNELS_W + 2 * PLOT_PAD, h + PLOT_PAD);
 	for (size_t i = 0; i < top; i++)
-		put_kernel_bar(out, t, i, PLOT_PAD + (double)i * KERNEL_ROW);
+		put_kernel_bar(out, t, i, LEGEND_H + PLOT_PAD + (double)i * KERNEL_ROW);
 	fputs("</svg>\n", out);
 }
 
@@ -320,7 +325,8 @@ void tool_html(const struct tool_trace *t, const char *summary, FILE *out)
 	put_head(out, t);
 	if (!t->n_steps || !t->n_dev)
 		fprintf(out, "<h2>GPU time per step</h2>\n<p>%s</p>\n",
-			!t->n_steps ? "No steps marked." : "No GPU activity recorded.");
+			!t->n_steps ? "No step marker in this trace."
+				    : "No GPU activity recorded.");
 	for (unsigned i = 0; t->n_steps && i < t->n_dev; i++)
 		put_step_chart(out, t, &t->dev[i]);
 	put_kernel_chart(out, t);

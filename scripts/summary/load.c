@@ -199,14 +199,25 @@ static const struct gprof_export_str *name_of(const struct tool_text *t)
 	return s;
 }
 
+/* A user_annotation: a step span (ProfilerStep#N), else an NVTX range. */
 static bool take_step(const struct tool_fields *f, struct gprof_export_event *e)
 {
 	const struct tool_text *n = &f->name;
 
-	if (n->len < 14 || memcmp(n->p, "ProfilerStep#", 13) || n->p[13] < '0' || n->p[13] > '9')
-		return false;
+	if (n->len < 14 || memcmp(n->p, "ProfilerStep#", 13) || n->p[13] < '0' || n->p[13] > '9') {
+		e->kind = GPROF_EXPORT_NVTX_RANGE;
+		e->name = name_of(n);
+		return true;
+	}
 	e->kind = GPROF_EXPORT_STEP;
 	e->u.step = strtoull(n->p + 13, NULL, 10); /* stops at the closing quote */
+	return true;
+}
+
+static bool take_api(const struct tool_fields *f, struct gprof_export_event *e)
+{
+	e->kind = f->cat.len == strlen("cuda_driver") ? GPROF_EXPORT_DRIVER : GPROF_EXPORT_RUNTIME;
+	e->name = name_of(&f->name);
 	return true;
 }
 
@@ -273,6 +284,7 @@ static const struct {
     KIND('X', "user_annotation", take_step), KIND('X', "kernel", take_kernel),
     KIND('X', "gpu_memcpy", take_memcpy),    KIND('X', "gpu_memset", take_memset),
     KIND('C', "gpu_memory", take_memory),    KIND('X', "gpu_earlier", take_earlier),
+    KIND('X', "cuda_runtime", take_api),     KIND('X', "cuda_driver", take_api),
 };
 
 /* Which of kinds[] f is (ARRAY_SIZE(kinds) when none). */
