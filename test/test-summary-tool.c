@@ -1021,6 +1021,21 @@ static void check_header(const char *html, const struct trace *tr, const struct 
 	ASSERT_STR_CONTAINS(html, want);
 	ASSERT_STR_CONTAINS(summary, "gprof: trace read: ");
 	ASSERT_STR_CONTAINS(html, html_text(summary));
+	/* the header's runtime version, "unknown" for 0 (it said "0.0") */
+	long long rt = json_integer_value(json_object_get(tr->root, "cuda_runtime_version"));
+
+	if (rt > 0)
+		snprintf(want, sizeof(want), "<th>CUDA</th><td>runtime %lld.%lld, driver ",
+			 rt / 1000, rt % 1000 / 10);
+	else
+		snprintf(want, sizeof(want), "<th>CUDA</th><td>runtime unknown, driver ");
+	ASSERT_STR_CONTAINS(html, want);
+	/* the kinds of records the window has, not the others with 0 ("earlier 0, cpu_op 0") */
+	l = strstr(html, "<th>records</th><td>");
+	ASSERT(l && strstr(l, "</td>"));
+	snprintf(want, sizeof(want), "%.*s,", (int)(strstr(l, "</td>") - l), l);
+	ASSERT_MSG(!strstr(want, " 0,"), "%s", want);
+	ASSERT_STR_CONTAINS(html, "a kernel's GPU time"); /* the kernel chart's legend */
 }
 
 TEST(summary_tool_html)

@@ -111,6 +111,8 @@ static void put_gprof(FILE *out, const json_t *g)
 	th(out, "records");
 	json_object_foreach((json_t *)json_object_get(g, "records"), key, v)
 	{
+		if (!json_integer_value(v)) /* the kinds this window has, not every kind there is */
+			continue;
 		fputs(sep, out);
 		put_esc(out, key);
 		fprintf(out, " %lld", (long long)json_integer_value(v));
@@ -143,7 +145,7 @@ static void put_steps_row(FILE *out, const struct tool_trace *t)
 
 	th(out, "steps");
 	if (!t->n_steps) {
-		fputs("none marked</td></tr>\n", out);
+		fputs("no step marker in this trace</td></tr>\n", out);
 		return;
 	}
 	fprintf(out, "%llu&ndash;%llu: %zu in %s, mean step %s",
@@ -155,14 +157,21 @@ static void put_steps_row(FILE *out, const struct tool_trace *t)
 	fputs("</td></tr>\n", out);
 }
 
-/* CUDA's versions are 1000 * major + 10 * minor. */
+/* CUDA's versions are 1000 * major + 10 * minor; 0: libgprof could not ask (a static runtime). */
+static void put_version(FILE *out, const char *what, long long v)
+{
+	if (v > 0)
+		fprintf(out, "%s %lld.%lld", what, v / 1000, v % 1000 / 10);
+	else
+		fprintf(out, "%s unknown", what);
+}
+
 static void put_versions(FILE *out, const json_t *head)
 {
-	long long rt = jint(head, "cuda_runtime_version"), drv = jint(head, "cuda_driver_version");
-
 	th(out, "CUDA");
-	fprintf(out, "runtime %lld.%lld, driver %lld.%lld</td></tr>\n", rt / 1000, rt % 1000 / 10,
-		drv / 1000, drv % 1000 / 10);
+	put_version(out, "runtime", jint(head, "cuda_runtime_version"));
+	put_version(out, ", driver", jint(head, "cuda_driver_version"));
+	fputs("</td></tr>\n", out);
 }
 
 static void put_head(FILE *out, const struct tool_trace *t)
