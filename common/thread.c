@@ -43,32 +43,36 @@
 
 static GPROF_TLS bool own_fds;
 
+/*
+ * What a new thread starts from, on its starter's stack until the thread has copied it: no
+ * malloc or free on the new thread. glibc gives a thread its malloc arena, 64 MiB of address
+ * space where that much is free, at its first malloc or free, so a thread of libgprof's that
+ * needs neither never takes one from a program under `ulimit -v`.
+ */
 struct start {
 	void *(*fn)(void *arg);
 	void *arg;
 	bool own_fds;
+	int copied;
 };
 
 static void *started(void *arg)
 {
-	struct start s = *(struct start *)arg;
+	struct start *p = arg, s = *p;
 
-	free(arg);
+	__atomic_store_n(&p->copied, 1, __ATOMIC_RELEASE);
 	own_fds = s.own_fds;
 	return s.fn(s.arg);
 }
 
 int gprof_thread_start(pthread_t *t, void *(*fn)(void *arg), void *arg)
 {
-	struct start *s = malloc(sizeof(*s));
+	struct start s = {fn, arg, own_fds, 0};
 	pthread_attr_t attr;
 	sigset_t all, old;
 	pthread_t tmp;
 	int rc;
 
-	if (!s)
-		return -ENOMEM;
-	*s = (struct start){fn, arg, own_fds};
 	pthread_attr_init(&attr);
 #ifndef SANITIZED
 	pthread_attr_setstacksize(&attr, THREAD_STACK_BYTES);
@@ -78,11 +82,11 @@ int gprof_thread_start(pthread_t *t, void *(*fn)(void *arg), void *arg)
 	/* The new thread inherits the mask: blocked from its first instruction. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(t ? t : &tmp, &attr, started, s);
+	rc = pthread_create(t ? t : &tmp, &attr, started, &s);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
-	if (rc)
-		free(s);
+	while (!rc && !__atomic_load_n(&s.copied, __ATOMIC_ACQUIRE))
+		sched_yield();
 	return -rc;
 }
 
