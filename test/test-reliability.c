@@ -1056,6 +1056,59 @@ TEST(rel_repair_damaged_header)
 	e2e_free(&r);
 }
 
+/*
+ * A .partial whose last steps have their calls but not their GPU work (the process died while
+ * libgprof held their GPU records, which come later): gprof-repair says which steps, on
+ * stderr and in the header's warning. A real header, then steps 2-4 with a kernel in step 2
+ * only. It reported "steps 2-4" and nothing more.
+ */
+TEST(rel_repair_says_gpu_cut)
+{
+	static const char events[] =
+	    "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#2\",\"pid\":1,"
+	    "\"tid\":1,\"ts\":0.000,\"dur\":100.000},\n"
+	    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":10.000,"
+	    "\"dur\":5.000,\"args\":{\"device\":0,\"stream\":7,\"correlation\":1}},\n"
+	    "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#3\",\"pid\":1,"
+	    "\"tid\":1,\"ts\":100.001,\"dur\":100.000},\n"
+	    "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#4\",\"pid\":1,"
+	    "\"tid\":1,\"ts\":200.002,\"dur\":100.000},\n{\"ph\":\"X\",\"cat\":";
+	static const char said[] = "steps 3-4 have no GPU work in the file";
+	const char *argv[] = {proc_build_path("test/apps/rel-exit"), "return", NULL};
+	char dir[64], path[128], why[256], *gz, *text, *name, *cut;
+	struct proc_result res;
+	size_t len, text_len;
+	struct e2e_run r;
+	struct trace t;
+
+	e2e_run(&r, argv, e2e_cupti(true), NULL, true);
+	name = only_file(r.dir, ".pt.trace.json.gz");
+	text_read_file(name, &gz, &len);
+	ASSERT(trace_gunzip(gz, len, false, &text, &text_len, why, sizeof(why)) == 0);
+	ASSERT(strstr(text, HEAD_END));
+	ASSERT(asprintf(&cut, "%.*s%s", (int)(strstr(text, HEAD_END) - text + strlen(HEAD_END)),
+			text, events) > 0);
+	snprintf(dir, sizeof(dir), "/tmp/gprof-rel-XXXXXX");
+	ASSERT(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/cut.pt.trace.json.gz.partial", dir);
+	write_cut_gzip(path, cut, strlen(cut));
+	ASSERT_EQ(run_repair(path, &res), 0);
+	ASSERT_STR_CONTAINS(res.err, said);
+	path[strlen(path) - strlen(".partial")] = '\0';
+	ASSERT_MSG(trace_load(path, &t, why, sizeof(why)) == 0, "%s", why);
+	ASSERT_STR_CONTAINS(json_string_value(json_array_get(
+				json_object_get(json_object_get(t.root, "gprof"), "warnings"), 0)),
+			    said);
+	trace_free(&t);
+	proc_result_free(&res);
+	free(cut);
+	free(text);
+	free(gz);
+	free(name);
+	rm_rf(dir);
+	e2e_free(&r);
+}
+
 /* The pid in a trace's traceName, <host>_<pid>.<ns>.pt.trace.json.gz. */
 static long trace_pid(const struct trace *t)
 {
