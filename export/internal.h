@@ -90,8 +90,8 @@ void gprof_strtab_unlock(void);
 #define GPROF_CHUNK_EVENTS ((GPROF_CHUNK_BYTES - 64) / sizeof(struct gprof_export_event))
 
 /*
- * The chunks' address space, reserved at the first window, so that a process that records
- * nothing maps nothing: cap_bytes, but under `ulimit -v` at most a quarter of what is left,
+ * The chunks' address space, reserved when windows are first wanted (gprof_export_start at
+ * the first CUDA call, or the first window), so that a process without CUDA maps nothing: cap_bytes, but under `ulimit -v` at most a quarter of what is left,
  * which the program keeps. 0 (at once when reserved before), or a negative errno: too little
  * is left, or the mapping failed. gprof_buf_bytes(): what was reserved.
  */

@@ -152,21 +152,18 @@ int gprof_output_expand(const char *tmpl, char *const *env, char *out, size_t si
 
 bool gprof_output_unset(const char *tmpl, char *const *env, char *name, size_t size)
 {
-	for (const char *t = tmpl; *t; t++) {
-		const char *close;
+	char tmp[256];
+	size_t used;
 
+	for (const char *t = tmpl; *t; t++) {
 		if (*t != '%')
 			continue;
-		if (!*++t)
-			break;
-		/* t is on the sequence's letter: the loop steps past it */
-		if (*t != 'q' || t[1] != '{' || !(close = strchr(t + 2, '}')))
-			continue;
-		if (!env_get(env, t + 2, (size_t)(close - t - 2))) {
-			snprintf(name, size, "%.*s", (int)(close - t - 2), t + 2);
+		expand_one(t + 1, env, tmp, &used); /* "q{VAR}": used counts q, the braces, VAR */
+		if (t[1] == 'q' && used > 1 && !env_get(env, t + 3, used - 3)) {
+			snprintf(name, size, "%.*s", (int)(used - 3), t + 3);
 			return true;
 		}
-		t = close;
+		t += used; /* the loop steps past the sequence's last byte */
 	}
 	return false;
 }

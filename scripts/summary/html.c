@@ -311,9 +311,8 @@ static void put_kernel_chart(FILE *out, const struct tool_trace *t)
 	    out,
 	    "<svg class=\"kernels\" width=\"1100\" height=\"%.0f\" shape-rendering=\"crispEdges\">"
 	    "\n<rect class=\"kernel\" x=\"0\" y=\"4\" width=\"12\" height=\"12\"/>"
-	    "<text x=\"18\" y=\"14\">a kernel's GPU time (the longest bar: the top kernel's); "
-	    "after "
-	    "it: total, share of all GPU time, calls and mean</text>"
+	    "<text x=\"18\" y=\"14\">a kernel's GPU time (the longest bar: the top kernel's), "
+	    "then its total, share of all GPU time, calls and mean</text>"
 	    "\n<rect class=\"plot-kernels\" x=\"0\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\"/>\n",
 	    LEGEND_H + h + 2 * PLOT_PAD, LEGEND_H, KERNELS_W + 2 * PLOT_PAD, h + PLOT_PAD);
 	for (size_t i = 0; i < top; i++)
