@@ -48,6 +48,12 @@ static const struct word trigger_words[] = {
     {"signal", GPROF_TRIGGER_SIGNAL},
 };
 
+static const struct word torch_words[] = {
+    {"off", GPROF_TORCH_OFF},
+    {"steps", GPROF_TORCH_STEPS},
+    {"on", GPROF_TORCH_ON},
+};
+
 struct var {
 	const char *name;
 	enum var_type type;
@@ -191,6 +197,29 @@ static const struct var vars[] = {
 	FIELD(trigger),
 	.words = trigger_words,
 	.n_words = ARRAY_SIZE(trigger_words),
+    },
+    {
+	.name = "GPROF_TORCH",
+	.type = VAR_CHOICE,
+	.dflt = "off",
+	.help = "PyTorch without code change (what gprof-run --torch-steps and --torch set, and "
+		"what a launcher that passes only environment gives each process): steps, a step "
+		"at every step of the first optimizer that steps; on, that and, in warmup and "
+		"active steps, every operator as a cpu_op with its input sizes, linked to the "
+		"calls and GPU work it made (docs/FRAMEWORKS.md)",
+	.form = "off, steps or on",
+	FIELD(torch),
+	.words = torch_words,
+	.n_words = ARRAY_SIZE(torch_words),
+    },
+    {
+	.name = "GPROF_TORCH_SHAPES",
+	.type = VAR_BOOL,
+	.dflt = "1",
+	.help = "with GPROF_TORCH=on: 1 writes each operator's input sizes (\"Input Dims\", as "
+		"torch.profiler's record_shapes), 0 leaves them out",
+	.form = "0 or 1",
+	FIELD(torch_shapes),
     },
     {
 	.name = "GPROF_DELAY",

@@ -30,6 +30,13 @@ enum gprof_trigger {
 	GPROF_TRIGGER_SIGNAL,	    /* SIGUSR2 */
 };
 
+/* GPROF_TORCH: what the start-up hook does in a PyTorch program (scripts/torch-steps/). */
+enum gprof_torch {
+	GPROF_TORCH_OFF,
+	GPROF_TORCH_STEPS, /* a step at each optimizer step */
+	GPROF_TORCH_ON,	   /* that, and operators in windows */
+};
+
 /* GPROF_DELAY and GPROF_DURATION; `set` is false when the variable is not given. */
 struct gprof_seconds {
 	uint64_t ns;
@@ -52,6 +59,8 @@ struct gprof_config {
 	bool disable;
 	bool signals;		       /* finish the window on SIGTERM/SIGINT (preload/init.c) */
 	int trigger;		       /* enum gprof_trigger */
+	int torch;		       /* enum gprof_torch */
+	bool torch_shapes;	       /* read by the start-up hook itself */
 	struct gprof_seconds delay;    /* from the first CUDA call to the time window's start */
 	struct gprof_seconds duration; /* longest a window records */
 };

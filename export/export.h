@@ -96,6 +96,10 @@ enum gprof_export_flag {
 	GPROF_EXPORT_ARG_RESULT = 1u << 6,    /* "result" */
 	/* "graph capture": true, a call that stream capture made into a graph node (no GPU work) */
 	GPROF_EXPORT_ARG_CAPTURED = 1u << 7,
+	/* CPU_OP: u.op.seq is set ("Sequence number" and "Fwd thread id" are written) */
+	GPROF_EXPORT_OP_SEQ = 1u << 8,
+	/* CPU_OP: a record_function scope, written as user_annotation as PyTorch does */
+	GPROF_EXPORT_OP_USER = 1u << 9,
 };
 
 /* Same values as CUPTI's CUpti_ActivityMemcpyKind. */
@@ -179,8 +183,14 @@ struct gprof_export_event {
 		struct {
 			uint64_t count;			     /* elements of the operator's input */
 			const struct gprof_export_str *type; /* their type, as PyTorch names it */
-			uint32_t external;		     /* its "External id", never 0 */
-		} op;					     /* CPU_OP */
+			const struct gprof_export_str *dims; /* "Input Dims" as JSON; NULL: count */
+			uint64_t rf_id;			     /* "Record function id"; 0: none */
+			uint64_t seq;	   /* "Sequence number", with GPROF_EXPORT_OP_SEQ */
+			uint64_t fwd_ns;   /* a backward node: when its forward operator began,
+					  * where "fwdbwd" links it from; 0: no link */
+			uint32_t fwd_tid;  /* backward: the forward operator's thread; 0: forward */
+			uint32_t external; /* its "External id", never 0 */
+		} op;			   /* CPU_OP */
 		struct {
 			uint64_t allocated; /* device bytes in use after this change */
 			uint64_t address;   /* what was allocated or freed; 0: none (a base) */

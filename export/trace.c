@@ -398,26 +398,72 @@ static void emit_earlier(struct gprof_trace *t, const struct gprof_export_event 
 	put_end(t, ev, true);
 }
 
+/* Half of a forward -> backward link ("fwdbwd"), as PyTorch's profiler writes it. */
+static void put_fwdbwd(struct gprof_trace *t, const struct gprof_export_event *ev, bool fwd)
+{
+	struct gprof_jbuf *b = &t->out;
+
+	note_thread(t, fwd ? ev->u.op.fwd_tid : ev->tid);
+	if (fwd)
+		gprof_jbuf_lit(b, "{\"ph\":\"s\",\"cat\":\"fwdbwd\",\"name\":\"fwdbwd\",\"pid\":");
+	else
+		gprof_jbuf_lit(
+		    b,
+		    "{\"ph\":\"f\",\"cat\":\"fwdbwd\",\"name\":\"fwdbwd\",\"bp\":\"e\",\"pid\":");
+	gprof_jbuf_u64(b, (uint64_t)t->pid);
+	gprof_jbuf_lit(b, ",\"tid\":");
+	gprof_jbuf_u64(b, fwd ? ev->u.op.fwd_tid : ev->tid);
+	gprof_jbuf_lit(b, ",\"id\":");
+	gprof_jbuf_u64(b, ev->u.op.external);
+	gprof_jbuf_lit(b, ",\"ts\":");
+	put_ts(t, fwd ? ev->u.op.fwd_ns : ev->ts_ns);
+	gprof_jbuf_lit(b, "},\n");
+}
+
 /* An operator as PyTorch's profiler writes it: readers tie work to it by "External id". */
 static void emit_cpu_op(struct gprof_trace *t, const struct gprof_export_event *ev)
 {
 	struct gprof_jbuf *b = &t->out;
 
-	gprof_jbuf_lit(b, "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"");
+	if (ev->flags & GPROF_EXPORT_OP_USER)
+		gprof_jbuf_lit(b, "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"");
+	else
+		gprof_jbuf_lit(b, "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"");
 	put_text(b, ev->name);
 	host_track(t, ev);
 	gprof_jbuf_lit(b, ",\"args\":{");
-	if (ev->u.op.type) {
+	if (ev->u.op.dims && ev->u.op.dims->text[0] == '[' && !ev->u.op.dims->cut) {
+		/* checked JSON (gprof_torch_op_parse), written as it is; not the placeholder */
+		gprof_jbuf_lit(b, "\"Input Dims\":");
+		gprof_jbuf_put(b, ev->u.op.dims->text, ev->u.op.dims->len);
+		gprof_jbuf_lit(b, ",");
+	} else if (ev->u.op.type) {
 		gprof_jbuf_lit(b, "\"Input Dims\":[[");
 		gprof_jbuf_u64(b, ev->u.op.count);
 		gprof_jbuf_lit(b, "]],\"Input type\":[\"");
 		put_text(b, ev->u.op.type);
 		gprof_jbuf_lit(b, "\"],");
 	}
+	if (ev->flags & GPROF_EXPORT_OP_SEQ) {
+		gprof_jbuf_lit(b, "\"Sequence number\":");
+		gprof_jbuf_u64(b, ev->u.op.seq);
+		gprof_jbuf_lit(b, ",\"Fwd thread id\":");
+		gprof_jbuf_u64(b, ev->u.op.fwd_tid);
+		gprof_jbuf_lit(b, ",");
+	}
+	if (ev->u.op.rf_id) {
+		gprof_jbuf_lit(b, "\"Record function id\":");
+		gprof_jbuf_u64(b, ev->u.op.rf_id);
+		gprof_jbuf_lit(b, ",");
+	}
 	gprof_jbuf_lit(b, "\"External id\":");
 	gprof_jbuf_u64(b, ev->u.op.external);
 	gprof_jbuf_lit(b, "}");
 	put_end(t, ev, true);
+	if (ev->u.op.fwd_ns) {
+		put_fwdbwd(t, ev, true);
+		put_fwdbwd(t, ev, false);
+	}
 }
 
 static void emit_memory(struct gprof_trace *t, const struct gprof_export_event *ev)

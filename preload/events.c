@@ -74,6 +74,42 @@ void gprof_events_nvtx(uint32_t window, uint32_t tid, const char *domain, const 
 	gprof_export_push(&e);
 }
 
+/* The last External id given; the next writer takes the one after it. */
+static uint32_t last_external;
+
+uint32_t gprof_events_next_external(void)
+{
+	uint32_t id = __atomic_add_fetch(&last_external, 1, __ATOMIC_RELAXED);
+
+	return id ? id : __atomic_add_fetch(&last_external, 1, __ATOMIC_RELAXED);
+}
+
+void gprof_events_torch_op(uint32_t window, uint32_t tid, const struct gprof_torch_frame *f,
+			   const char *msg, uint64_t start_ns, uint64_t end_ns)
+{
+	struct gprof_export_event e = {
+	    .kind = GPROF_EXPORT_CPU_OP,
+	    .window = window,
+	    .ts_ns = start_ns,
+	    .dur_ns = end_ns - start_ns,
+	    .tid = tid,
+	    .name = gprof_export_intern_n(msg, f->op.name_len),
+	    .u.op = {.rf_id = f->op.rf_id,
+		     .seq = (uint64_t)f->op.seq,
+		     .fwd_ns = f->flow ? f->fwd_ns : 0,
+		     .fwd_tid = f->fwd_tid,
+		     .external = f->external},
+	};
+
+	if (f->op.dims)
+		e.u.op.dims = gprof_export_intern_n(f->op.dims, f->op.dims_len);
+	if (f->op.seq >= 0)
+		e.flags |= GPROF_EXPORT_OP_SEQ;
+	if (gprof_torch_op_user_scope(msg, f->op.name_len))
+		e.flags |= GPROF_EXPORT_OP_USER;
+	gprof_export_push(&e);
+}
+
 void gprof_events_nccl(uint32_t window, uint32_t tid, const struct gprof_nccl_call *c)
 {
 	struct gprof_export_event e = {

@@ -57,6 +57,43 @@ static void self_path(char *out, size_t size)
 }
 
 /*
+ * GPROF_TORCH: the start-up hook's folder (installed, or in the source tree beside build/)
+ * first on PYTHONPATH, where a Python this process becomes finds it, unless it is there.
+ */
+static void torch_hook_path(const char *self)
+{
+	static const char *const where[] = {"/../share/libgprof/torch-steps",
+					    "/../scripts/torch-steps"};
+	const char *slash = strrchr(self, '/'), *old = getenv("PYTHONPATH");
+	char dir[PATH_MAX], file[PATH_MAX + 32], *path;
+	size_t i, n;
+
+	for (i = 0; slash && i < ARRAY_SIZE(where); i++) {
+		snprintf(file, sizeof(file), "%.*s%s", (int)(slash - self), self, where[i]);
+		if (!realpath(file, dir))
+			continue;
+		snprintf(file, sizeof(file), "%s/sitecustomize.py", dir);
+		if (access(file, R_OK) == 0)
+			break;
+	}
+	if (!slash || i == ARRAY_SIZE(where)) {
+		pr_warn(
+		    "GPROF_TORCH: the start-up hook (share/libgprof/torch-steps/sitecustomize.py)"
+		    " is not beside %s, so PyTorch's steps and operators are not recorded",
+		    self);
+		return;
+	}
+	n = strlen(dir);
+	if (old && !strncmp(old, dir, n) && (old[n] == ':' || !old[n]))
+		return;
+	if (asprintf(&path, "%s%s%s", dir, old && *old ? ":" : "", old ? old : "") < 0)
+		return;
+	setenv("PYTHONPATH", path, 1);
+	setenv("GPROF_TORCH_STEPS", "requested", 0);
+	free(path);
+}
+
+/*
  * The session's end runs once, on the first of: exit, or the signal thread below. Written by
  * run_fini; read by the signal handler (fini_state only) and by a second exit path.
  */
@@ -248,6 +285,8 @@ static void init_once(void)
 			gprof_session_nvtx_foreign();
 		claim_injection("CUDA_INJECTION64_PATH", self,
 				"libgprof cannot start CUPTI before the program's first CUDA call");
+		if (cfg.torch != GPROF_TORCH_OFF)
+			torch_hook_path(self);
 	}
 	session_pid = getpid();
 	__atomic_store_n(&live, true, __ATOMIC_RELEASE);

@@ -69,9 +69,6 @@ static const char *const type_name[] = {
 /* NCCL's definitions, found on first use (a race only finds them twice). */
 static void *real[OP_COUNT];
 
-/* External ids of operators, from 1; the writer of each takes the next. */
-static uint32_t last_id;
-
 static void *real_fn(enum nccl_op op)
 {
 	void *p = __atomic_load_n(&real[op], __ATOMIC_RELAXED);
@@ -106,11 +103,9 @@ static bool op_begin(struct gprof_nccl_call *c, enum nccl_op op, size_t count, i
 	    .name = op_name[op],
 	    .type = (unsigned)type < ARRAY_SIZE(type_name) ? type_name[type] : NULL,
 	    .count = count,
-	    .external = __atomic_add_fetch(&last_id, 1, __ATOMIC_RELAXED),
+	    .external = gprof_events_next_external(),
 	    .start_ns = gprof_realtime_ns(),
 	};
-	if (!c->external) /* wrapped: 0 means none */
-		c->external = __atomic_add_fetch(&last_id, 1, __ATOMIC_RELAXED);
 	c->pushed = gprof_collector_external_begin(c->external);
 	gprof_set_current_op(c->external);
 	return true;

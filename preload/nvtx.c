@@ -46,11 +46,13 @@ struct nvtx_frame {
 	uint64_t start_ns;
 	const struct nvtx_domain *domain;
 	size_t len;
-	char *text; /* NULL: opened outside a window, not written */
+	char *text;		     /* NULL: opened outside a window, not written */
+	struct gprof_torch_frame op; /* op.external: the range is PyTorch's operator */
 };
 
 struct nvtx_thread {
-	int depth; /* may exceed NVTX_DEPTH; frames beyond are counted, not kept */
+	int depth;   /* may exceed NVTX_DEPTH; frames beyond are counted, not kept */
+	int step_at; /* a step marker waits for the depth to fall below this; 0: none */
 	struct nvtx_frame frames[NVTX_DEPTH];
 };
 
@@ -206,11 +208,24 @@ void gprof_nvtx_set_marker(const char *marker)
 	step_marker = marker;
 }
 
-/* Step markers are counted from the default domain only. */
+/*
+ * Step markers are counted from the default domain only. One made inside a PyTorch operator
+ * (--torch's hook marks inside optimizer.step's range) counts when that operator ends, as
+ * torch.profiler's step() after optimizer.step(): no operator crosses a step's edge.
+ */
 static void check_step(const struct nvtx_domain *d, const struct nvtx_msg *m, uint64_t ts)
 {
-	if (!d && step_marker && gprof_sched_marker_match(step_marker, m->s))
-		gprof_session_step_marker(ts);
+	struct nvtx_thread *t = self;
+
+	if (d || !step_marker || !gprof_sched_marker_match(step_marker, m->s))
+		return;
+	for (int i = t ? t->depth : 0; i-- > 0;)
+		if (i < NVTX_DEPTH && t->frames[i].op.external) {
+			if (!t->step_at)
+				t->step_at = i + 1;
+			return;
+		}
+	gprof_session_step_marker(ts);
 }
 
 static void do_mark(const struct nvtx_domain *d, const struct nvtx_msg *m)
@@ -237,6 +252,13 @@ static int do_push(const struct nvtx_domain *d, const struct nvtx_msg *m)
 		f->domain = d;
 		f->len = m->len;
 		f->text = gprof_session_recording() ? copy_text(m) : NULL;
+		f->op.external = 0;
+		if (f->text && !d) {
+			struct nvtx_frame *up = t->depth ? &t->frames[t->depth - 1] : NULL;
+
+			gprof_torch_open(&f->op, f->text, f->len, up ? &up->op : NULL,
+					 up ? up->text : NULL, ts);
+		}
 	}
 	return t->depth++;
 }
@@ -251,11 +273,17 @@ static int do_pop(void)
 	if (t->depth < NVTX_DEPTH) {
 		struct nvtx_frame *f = &t->frames[t->depth];
 
-		if (f->text && gprof_session_recording())
+		if (f->op.external)
+			gprof_torch_close(&f->op, f->text, f->start_ns, gprof_realtime_ns());
+		else if (f->text && gprof_session_recording())
 			gprof_session_nvtx(0, domain_name(f->domain), f->text, f->len, f->start_ns,
 					   gprof_realtime_ns(), false);
 		free(f->text);
 		f->text = NULL;
+	}
+	if (t->step_at && t->depth < t->step_at) {
+		t->step_at = 0;
+		gprof_session_step_marker(gprof_realtime_ns());
 	}
 	return t->depth;
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "common/compiler.h"
+#include "common/torchop.h"
 
 struct gprof_config;
 struct gprof_export_event;
@@ -175,6 +176,31 @@ struct gprof_nccl_call {
 	uint64_t end_ns;
 };
 
+/* ---- torch.c: PyTorch's operators, from the NVTX ranges of its profiler's NVTX mode ---- */
+
+/* An NVTX range open on a thread, as an operator (nvtx.c keeps one per push it copied). */
+struct gprof_torch_frame {
+	struct gprof_torch_op op; /* parsed from the frame's message */
+	uint32_t external;	  /* its External id; 0: the range is not an operator */
+	bool pushed;		  /* CUPTI ties the calls made inside to `external` */
+	bool flow;		  /* a backward node: linked to its forward operator */
+	uint32_t fwd_tid;	  /* backward: its forward operator's thread; 0: forward */
+	uint64_t fwd_ns;	  /* backward: when its forward operator began */
+};
+
+/*
+ * A push whose message (len bytes, kept until the pop) was copied while recording; up is the
+ * range it opens in (with its message), NULL at the thread's top.
+ */
+void gprof_torch_open(struct gprof_torch_frame *f, const char *msg, size_t len,
+		      struct gprof_torch_frame *up, const char *up_msg, uint64_t start_ns);
+/* Its pop, for an operator (f->external set): written as one while still recording. */
+void gprof_torch_close(struct gprof_torch_frame *f, const char *msg, uint64_t start_ns,
+		       uint64_t end_ns);
+
+/* For --torch's start-up hook (ctypes): 1 while PyTorch's operators are wanted, else 0. */
+GPROF_EXPORT int gprof_torch_wanted(void);
+
 /* ---- resolve.c ---- */
 
 /* Finds the runtime's definition of a hooked symbol; NULL when no libcudart is loaded. */
@@ -217,6 +243,11 @@ struct gprof_export_event *gprof_session_api(const struct gprof_hooked_call *c, 
 					     size_t mem_bytes);
 /* An NCCL collective recorded by nccl.c, after it returned. */
 void gprof_session_nccl(const struct gprof_nccl_call *call);
+/* Whether the step the next marker begins records (gprof_stepper_next_records). */
+bool gprof_session_next_records(void);
+/* A PyTorch operator recorded by torch.c, at its end. */
+void gprof_session_torch_op(const struct gprof_torch_frame *f, const char *msg, uint64_t start_ns,
+			    uint64_t end_ns);
 /* An NVTX event on thread tid (0: the calling thread). */
 void gprof_session_nvtx(int tid, const char *domain, const char *msg, size_t len, uint64_t start_ns,
 			uint64_t end_ns, bool is_mark);
@@ -282,6 +313,11 @@ void gprof_events_step(uint32_t window, const struct gprof_sched_event *ev);
  */
 struct gprof_export_event *gprof_events_api(struct gprof_export_event *e, uint32_t window,
 					    uint32_t tid, const struct gprof_hooked_call *c);
+/* External ids of CPU operators, from 1, never 0, unique in the process until they wrap. */
+uint32_t gprof_events_next_external(void);
+/* A PyTorch operator (torch.c). */
+void gprof_events_torch_op(uint32_t window, uint32_t tid, const struct gprof_torch_frame *f,
+			   const char *msg, uint64_t start_ns, uint64_t end_ns);
 /* An NCCL collective as a CPU operator. */
 void gprof_events_nccl(uint32_t window, uint32_t tid, const struct gprof_nccl_call *call);
 /* An NVTX mark or range. */

@@ -576,6 +576,22 @@ struct gprof_export_event *gprof_session_api(const struct gprof_hooked_call *c, 
 	return gprof_events_api(e, window, tid, c);
 }
 
+bool gprof_session_next_records(void)
+{
+	return !is_inert() && gprof_stepper_next_records(&stepper);
+}
+
+void gprof_session_torch_op(const struct gprof_torch_frame *f, const char *msg, uint64_t start_ns,
+			    uint64_t end_ns)
+{
+	uint32_t window, tid = (uint32_t)gprof_tid();
+
+	if (!(cfg->activities & GPROF_ACT_NVTX) || !window_get(&window))
+		return;
+	gprof_collector_note_thread(tid);
+	gprof_events_torch_op(window, tid, f, msg, start_ns, end_ns);
+}
+
 void gprof_session_nccl(const struct gprof_nccl_call *c)
 {
 	uint32_t window, tid = (uint32_t)gprof_tid();

@@ -219,5 +219,10 @@ void gprof_stepper_finish_on(struct gprof_stepper *s, uint64_t ts_ns, pid_t tid)
 /* Cheap reads for hot paths. */
 enum gprof_sched_phase gprof_stepper_phase(const struct gprof_stepper *s);
 uint64_t gprof_stepper_markers(const struct gprof_stepper *s);
+/*
+ * Whether the step the next marker begins records (warmup or active): what a tool that is
+ * switched on around windows asks at each step. Under a trigger, whether this one does.
+ */
+bool gprof_stepper_next_records(const struct gprof_stepper *s);
 
 #endif

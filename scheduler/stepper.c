@@ -459,3 +459,12 @@ uint64_t gprof_stepper_markers(const struct gprof_stepper *s)
 {
 	return __atomic_load_n(&s->markers, __ATOMIC_ACQUIRE);
 }
+
+bool gprof_stepper_next_records(const struct gprof_stepper *s)
+{
+	enum gprof_sched_phase p = gprof_stepper_phase(s);
+
+	if (p != GPROF_PHASE_DONE && s->trig.mode == GPROF_STEPPER_SCHEDULE)
+		p = gprof_sched_phase(&s->sched, gprof_stepper_markers(s));
+	return p == GPROF_PHASE_WARMUP || p == GPROF_PHASE_ACTIVE;
+}

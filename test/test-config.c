@@ -801,6 +801,8 @@ TEST(config_print_table)
 	    "| `GPROF_DISABLE` | `0` | ",
 	    "| `GPROF_SIGNALS` | `0` | ",
 	    "| `GPROF_TRIGGER` | `steps` | ",
+	    "| `GPROF_TORCH` | `off` | ",
+	    "| `GPROF_TORCH_SHAPES` | `1` | ",
 	    "| `GPROF_DELAY` | unset | ",
 	    "| `GPROF_DURATION` | unset | ",
 	    "| `GPROF_CONFIG` | ",

@@ -843,6 +843,63 @@ TEST(tools_torch_steps_marker_and_off)
 	run_free(&r);
 }
 
+/*
+ * A launcher that passes only environment: LD_PRELOAD and GPROF_TORCH=steps, no gprof-run.
+ * libgprof puts the start-up hook on PYTHONPATH itself, in front of what is there, once.
+ */
+TEST(tools_torch_variable_for_launchers)
+{
+	const char *args[] = {"python3", proc_src_path("test/stand-ins/train.py"), "4", "1", NULL};
+	char names[8][NAME_MAX + 1];
+	struct trace t;
+	struct run r;
+
+	require_python();
+	run_init(&r);
+	{
+		const char *env[] = {proc_preload(proc_build_path("libgprof.so")),
+				     "GPROF_TORCH=steps",
+				     "GPROF_SCHEDULE=all",
+				     "GPROF_SUMMARY=off",
+				     fmt("GPROF_OUTPUT=%s", r.dir),
+				     fmt("PYTHONPATH=%s", proc_src_path("test/stand-ins")),
+				     tool_lib_env(),
+				     NULL};
+
+		run_tool(&r, "/usr/bin/env", args, env);
+	}
+	ASSERT_MSG(r.res.status == 0 && !strstr(r.res.err, "torch"), "status %d: %s", r.res.status,
+		   r.res.err);
+	ASSERT_EQ(traces_in(r.dir, names, &t), 1);
+	check_steps(&t, 4, 1);
+	trace_free(&t);
+	run_free(&r);
+}
+
+/*
+ * --torch marks steps as --torch-steps does; a torch without PyTorch's profiler (the
+ * stand-in) records no operators and says so in one line.
+ */
+TEST(tools_torch_without_its_profiler)
+{
+	static const char *const opts[] = {"--torch", "--schedule=all", NULL};
+	char names[8][NAME_MAX + 1];
+	struct trace t;
+	struct run r;
+
+	require_python();
+	run_init(&r);
+	run_train(&r, opts, "4", "1");
+	ASSERT_EQ(traces_in(r.dir, names, &t), 1);
+	check_steps(&t, 4, 1);
+	ASSERT_EQ(text_lines(r.res.err, "gprof: --torch"), 1);
+	ASSERT_STR_CONTAINS(r.res.err, "gprof: --torch: operators are not recorded: PyTorch's "
+				       "NVTX profiler mode failed");
+	ASSERT_EQ(e2e_count(&t, "cpu_op", NULL), 0);
+	trace_free(&t);
+	run_free(&r);
+}
+
 /* python3 -c code under gprof-run [opt]; PYTHONPATH as given (NULL: unset). */
 static void run_python(struct run *r, const char *opt, const char *pythonpath, const char *code)
 {

@@ -1,25 +1,105 @@
-"""gprof-run --torch-steps: marks libgprof's steps in an unmodified PyTorch program.
+"""gprof-run --torch-steps and --torch: PyTorch in libgprof's traces, with no code change.
 
-gprof-run puts this folder first on PYTHONPATH, so Python runs this file at start-up. It imports
-nothing of torch: it waits for the program to import torch.optim.optimizer, then registers a
-global optimizer step post hook that calls torch.cuda.nvtx.mark(<step marker>) after every
-step of the first optimizer that steps (one mark per iteration with several optimizers). The
-marker is GPROF_STEP_MARKER, "step" by default, as libgprof reads it. Last, it runs the
-sitecustomize this one hides on sys.path, if there is one.
+gprof-run (or libgprof itself, under GPROF_TORCH) puts this folder first on PYTHONPATH, so
+Python runs this file at start-up. It imports nothing of torch: it waits for the program to
+import torch.optim.optimizer, then registers a global optimizer step post hook that calls
+torch.cuda.nvtx.mark(<step marker>) after every step of the first optimizer that steps (one
+mark per iteration with several optimizers). The marker is GPROF_STEP_MARKER, "step" by
+default, as libgprof reads it.
+
+Under GPROF_TORCH=on (gprof-run --torch) the same hook also switches PyTorch's profiler in
+NVTX mode on while libgprof records or is about to (it asks libgprof's gprof_torch_wanted
+through ctypes at start and before each mark) and off again when not: each operator is then an
+NVTX range that libgprof turns into a cpu_op event, with input sizes unless
+GPROF_TORCH_SHAPES=0. Outside windows it is off, so the program runs as without it. Last, this
+file runs the sitecustomize it hides on sys.path, if there is one.
 """
 
+import atexit
 import importlib.machinery
 import importlib.util
 import os
 import sys
 import weakref
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
+_HERE = os.path.dirname(os.path.realpath(__file__))
 _MODULE = "torch.optim.optimizer"
 
 
 def _warn(text):
-    sys.stderr.write("gprof: --torch-steps: %s\n" % text)
+    who = "--torch" if os.environ.get("GPROF_TORCH") == "on" else "--torch-steps"
+    sys.stderr.write("gprof: %s: %s\n" % (who, text))
+
+
+class _Operators:
+    """PyTorch's profiler in NVTX mode, on while libgprof wants operators."""
+
+    def __init__(self):
+        self.shapes = os.environ.get("GPROF_TORCH_SHAPES", "1") != "0"
+        self.on = False
+        self.pending_off = None  # the one-shot module hook that switches it off
+        self.exit_hooked = False
+        self.wanted = None
+        self.broken = os.environ.get("GPROF_TORCH") != "on"
+        if self.broken:
+            return
+        try:
+            import ctypes
+
+            self.wanted = ctypes.CDLL(None).gprof_torch_wanted
+        except (OSError, AttributeError):
+            self._fail("libgprof is not loaded in this process (LD_PRELOAD)")
+
+    def _fail(self, why):
+        self.broken = True
+        _warn("operators are not recorded: %s" % why)
+
+    def update(self):
+        """On while the step the next marker begins records (libgprof says)."""
+        if self.broken:
+            return
+        try:
+            import torch.autograd as ag  # torch is imported by now
+            from torch._C._profiler import _ExperimentalConfig
+
+            want = bool(self.wanted())
+            if want and self.pending_off:
+                self.pending_off.remove()
+                self.pending_off = None
+            elif want and not self.on:
+                # what torch.autograd.profiler.emit_nvtx(record_shapes=...) enables, without
+                # its synchronisation of the GPU
+                ag._enable_profiler(ag.ProfilerConfig(
+                    ag.ProfilerState.NVTX, self.shapes, False, False, False, False,
+                    _ExperimentalConfig()), set())
+                self.on = True
+                if not self.exit_hooked:
+                    # PyTorch complains at exit about a mode left on
+                    atexit.register(self._off)
+                    self.exit_hooked = True
+            elif self.on and not want and not self.pending_off:
+                # Not here, inside optimizer.step's own range: its end would find the mode
+                # off and PyTorch would complain. At the next module call instead, which is
+                # outside every operator.
+                from torch.nn.modules import module
+
+                self.pending_off = module.register_module_forward_pre_hook(self._off)
+        except Exception as e:  # never stop training
+            self._fail("PyTorch's NVTX profiler mode failed (%s)" % e)
+
+    def _off(self, *args):
+        if self.pending_off:
+            self.pending_off.remove()
+            self.pending_off = None
+        if not self.on:
+            return
+        try:
+            import torch.autograd as ag
+
+            ag._disable_profiler()
+            self.on = False
+        except Exception as e:
+            self._fail("PyTorch's NVTX profiler mode failed (%s)" % e)
 
 
 class _StepMarker:
@@ -30,6 +110,8 @@ class _StepMarker:
         self.owner = None  # weak reference to the optimizer whose steps are marked
         self.mark = None
         self.broken = False
+        self.operators = _Operators()
+        self.operators.update()
 
     def __call__(self, optimizer, args, kwargs):
         # The first optimizer to step owns the steps; once it is gone, the next one does.
@@ -37,6 +119,8 @@ class _StepMarker:
             self.owner = weakref.ref(optimizer)
         if self.owner() is not optimizer or self.broken:
             return
+        # before the mark, which libgprof counts when optimizer.step's range ends
+        self.operators.update()
         try:
             if self.mark is None:
                 from torch.cuda import nvtx  # torch is imported by now
@@ -97,7 +181,7 @@ class _Finder:
 
 def _chain():
     """Runs the sitecustomize that Python would have run without this one."""
-    path = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+    path = [p for p in sys.path if os.path.realpath(p or ".") != _HERE]
     spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
     if spec is None or spec.loader is None:
         return

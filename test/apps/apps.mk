@@ -54,6 +54,10 @@ $(APPS_OUT)/local-plugin.so: APP_LIBS += -Wl,--no-as-needed -lstdc++ -Wl,--as-ne
 # test-trigger; test-tools: the native part of the stand-in torch (test/stand-ins/).
 APPS += trig-app tool-steps.so
 
+# test-e2e-torch: PyTorch's NVTX operator ranges, replayed.
+APPS += torch-app
+$(APPS_OUT)/torch-app: APP_LDFLAGS := -rdynamic
+
 # test-e2e-collector: a copy in each direction.
 APPS += copy-app
 

@@ -478,14 +478,17 @@ static int check_x(struct check *c, size_t i, const json_t *ev)
 static int check_flow(struct check *c, size_t i, const json_t *ev, char ph)
 {
 	const json_t *id = json_object_get(ev, "id"), *ts = json_object_get(ev, "ts");
+	/* launch -> GPU links, and forward -> backward ones (ids of their own) */
+	bool fwdbwd = !strcmp(trace_str(ev, "cat"), "fwdbwd");
 
 	if (!json_is_integer(id) || !json_is_number(ts) || !has_ids(ev) ||
-	    strcmp(trace_str(ev, "cat"), "ac2g"))
+	    (strcmp(trace_str(ev, "cat"), "ac2g") && !fwdbwd))
 		return fail(c->why, c->why_len, "event %zu: flow without id, ts, pid, tid or cat",
 			    i);
 	if (ph == 'f' && strcmp(trace_str(ev, "bp"), "e"))
 		return fail(c->why, c->why_len, "event %zu: flow end without \"bp\": \"e\"", i);
-	c->flows[c->n_flows++] = (struct flow){json_integer_value(id), ns_of(ts), i, ph};
+	c->flows[c->n_flows++] =
+	    (struct flow){json_integer_value(id) * 2 + fwdbwd, ns_of(ts), i, ph};
 	return 0;
 }
 

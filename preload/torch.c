@@ -1,0 +1,91 @@
+/*
+ * PyTorch's operators. PyTorch's profiler in NVTX mode (torch.autograd.profiler.emit_nvtx, or
+ * --torch's start-up hook, which switches it on only around windows) pushes one NVTX range per
+ * operator; nvtx.c hands each range it copies here. An operator's range becomes a cpu_op
+ * event, as torch.profiler writes it, and while it is open its External id is on CUPTI's
+ * external correlation stack, so the API calls and the GPU work it causes carry the id too.
+ * A backward operator is linked to the forward one of the same sequence number ("fwdbwd").
+ */
+#include <pthread.h>
+
+#include "collector/collector.h"
+#include "preload/preload.h"
+
+/*
+ * The last forward operator of each sequence number, by number: autograd gives the backward
+ * node the number of the forward operator that made it. Sequence numbers are counted per
+ * thread, so two threads running forward passes can take each other's slots; a backward
+ * operator then links to the wrong one, which a real program with one forward thread never
+ * sees.
+ */
+#define FORWARD_SLOTS 4096
+
+static pthread_mutex_t forward_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	uint64_t seq_plus_1; /* 0: empty */
+	uint64_t start_ns;
+	uint32_t tid;
+} forward[FORWARD_SLOTS];
+
+static void forward_note(uint64_t seq, uint32_t tid, uint64_t start_ns)
+{
+	pthread_mutex_lock(&forward_lock);
+	forward[seq % FORWARD_SLOTS].seq_plus_1 = seq + 1;
+	forward[seq % FORWARD_SLOTS].start_ns = start_ns;
+	forward[seq % FORWARD_SLOTS].tid = tid;
+	pthread_mutex_unlock(&forward_lock);
+}
+
+static void forward_find(struct gprof_torch_frame *f, uint64_t seq)
+{
+	pthread_mutex_lock(&forward_lock);
+	if (forward[seq % FORWARD_SLOTS].seq_plus_1 == seq + 1) {
+		f->fwd_ns = forward[seq % FORWARD_SLOTS].start_ns;
+		f->fwd_tid = forward[seq % FORWARD_SLOTS].tid;
+	}
+	pthread_mutex_unlock(&forward_lock);
+}
+
+void gprof_torch_open(struct gprof_torch_frame *f, const char *msg, size_t len,
+		      struct gprof_torch_frame *up, const char *up_msg, uint64_t start_ns)
+{
+	*f = (struct gprof_torch_frame){0};
+	if (!gprof_torch_op_parse(msg, len, &f->op))
+		return;
+	f->external = gprof_events_next_external();
+	f->pushed = gprof_collector_external_begin(f->external);
+	if (f->op.seq < 0)
+		return;
+	/*
+	 * The autograd engine runs a backward node inside a wrapper range of its own, which
+	 * NVTX gives no number: torch.profiler gives it the node's, and its forward thread.
+	 */
+	if (up && up->external && gprof_torch_op_backward_wrapper(up_msg, up->op.name_len)) {
+		forward_find(f, (uint64_t)f->op.seq);
+		f->flow = f->fwd_tid != 0;
+		up->op.seq = f->op.seq;
+		up->fwd_tid = f->fwd_tid;
+	} else {
+		forward_note((uint64_t)f->op.seq, (uint32_t)gprof_tid(), start_ns);
+	}
+}
+
+void gprof_torch_close(struct gprof_torch_frame *f, const char *msg, uint64_t start_ns,
+		       uint64_t end_ns)
+{
+	if (f->pushed)
+		gprof_collector_external_end();
+	if (gprof_session_recording())
+		gprof_session_torch_op(f, msg, start_ns, end_ns);
+	f->external = 0;
+}
+
+/*
+ * For --torch's start-up hook, through ctypes, at start and right before each step marker it
+ * makes: 1 while PyTorch's operators are wanted (the step that marker begins records), 0 when
+ * they are not.
+ */
+GPROF_EXPORT int gprof_torch_wanted(void)
+{
+	return gprof_session_next_records();
+}
