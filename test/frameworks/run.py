@@ -330,6 +330,120 @@ def case_torch_steps(tmp):
     return c
 
 
+def op_events(trace):
+    """Per ProfilerStep#k, the operators (cpu_op, and PyTorch's record_function scopes) in it."""
+    ev = trace["traceEvents"]
+    steps = [e for e in ev if e.get("name", "").startswith("ProfilerStep#")]
+    out = {}
+    for s in steps:
+        out[int(s["name"].split("#")[1])] = [
+            e for e in ev if e.get("ph") == "X" and s["ts"] <= e["ts"] < s["ts"] + s["dur"] and
+            (e.get("cat") == "cpu_op" or e.get("cat") == "user_annotation" and
+             "Record function id" in e.get("args", {}) and
+             not e["name"].startswith("ProfilerStep#"))]
+    return out
+
+
+def attributed(trace):
+    """Each GPU operation (name) with the name of its operator: its External id, or its launch's."""
+    ev = trace["traceEvents"]
+    ops = {e["args"]["External id"]: e["name"] for e in ev
+           if e.get("cat") in ("cpu_op", "user_annotation") and "External id" in e.get("args", {})}
+    launch = {e["args"].get("correlation"): e["args"].get("External id") for e in ev
+              if e.get("cat") in LAUNCH_CATS}
+    return collections.Counter(
+        (e["name"], ops.get(e["args"].get("External id") or launch.get(e["args"]["correlation"])))
+        for e in ev if e.get("cat") in GPU_CATS)
+
+
+def nested(dims):
+    """An input that is a list of tensors: torch.profiler nests their sizes, NVTX flattens them."""
+    return any(isinstance(d, list) and any(isinstance(x, list) for x in d) for d in dims or [])
+
+
+def views(trace_path, tmp):
+    """The client tier's TensorBoard Operator view and HTA aten analysis of one trace, or None."""
+    python = os.path.join(BUILD, "clients-venv", "env", "bin", "python")
+    if not os.path.exists(python):
+        return None
+    os.makedirs(tmp)
+    os.symlink(trace_path, os.path.join(tmp, "worker.pt.trace.json" +
+                                        (".gz" if trace_path.endswith(".gz") else "")))
+    p = subprocess.run([python, os.path.join(HERE, "views.py"), tmp], capture_output=True,
+                       text=True, timeout=600)
+    return json.loads(p.stdout) if p.returncode == 0 else {"error": p.stderr[-300:]}
+
+
+def case_torch_operators(tmp):
+    """8: gprof-run --torch beside torch.profiler with record_shapes, same loop, same GPU."""
+    c = Case("torch_operators")
+    argv = train([])
+    wrap = [os.path.join(SRC, "scripts", "gprof-run"), "--lib",
+            os.path.join(BUILD, "libgprof.so"), "--torch", "--"]
+    kineto_json = os.path.join(tmp, "kineto", "trace.json")
+    plain = run(argv, tmp + "/plain", preload=False)
+    gprof = run(argv, tmp + "/gprof", wrap=wrap)
+    kineto = run(argv + ["--torch-profiler", kineto_json], tmp + "/kineto", preload=False,
+                 extra={"LD_PRELOAD": os.path.join(BUILD, "fakecuda", "libcupti.so.13")})
+    ours = check_trace(c, plain, gprof)
+    if not c.check("torch.profiler's run ends well", kineto[0].returncode == 0 and
+                   os.path.exists(kineto_json), kineto[0].stderr[-300:]) or not ours:
+        return c
+    with open(kineto_json) as f:
+        theirs = json.load(f)
+    a, b = op_events(theirs), op_events(ours)
+    for k in RECORDED:
+        def multiset(events, key):
+            return collections.Counter(key(e) for e in events)
+
+        def diff(key):
+            x, y = multiset(a.get(k, []), key), multiset(b.get(k, []), key)
+            return x, y, "%d vs %d; only torch.profiler's: %s; only libgprof's: %s" % (
+                sum(x.values()), sum(y.values()), list((x - y).items())[:3],
+                list((y - x).items())[:3])
+
+        x, y, why = diff(lambda e: (e["cat"], e["name"]))
+        c.check("step %d: the same operators as torch.profiler's (names, categories)" % k,
+                x == y and x, why)
+        x, y, why = diff(lambda e: (e["name"], json.dumps(e["args"].get("Input Dims"))))
+        lists = [e for e in a.get(k, []) if nested(e["args"].get("Input Dims"))]
+        c.check("step %d: the same input sizes, but for %d operators on lists of tensors" % (
+            k, len(lists)), x - y == collections.Counter(
+                (e["name"], json.dumps(e["args"].get("Input Dims"))) for e in lists) and
+                sum((y - x).values()) == len(lists), why)
+        x, y, why = diff(lambda e: (e["name"], e["args"].get("Sequence number", -1) >= 0,
+                                    e["args"].get("Fwd thread id", 0) > 0))
+        c.check("step %d: sequence numbers and backward operators as torch.profiler's" % k,
+                x == y, why)
+    x, y = attributed(theirs), attributed(ours)
+    same = sum((x & y).values())
+    c.check("each GPU operation tied to the operator torch.profiler ties it to (>= 99%)",
+            same >= 0.99 * sum(x.values()) and sum(x.values()) == sum(y.values()),
+            "%d of %d; only libgprof's: %s" % (same, sum(x.values()), list((y - x).items())[:3]))
+    flows = [sum(1 for e in t["traceEvents"] if e.get("cat") == "fwdbwd" and e["ph"] == "f" and
+                 any(o["ts"] == e["ts"] for o in sum(op_events(t).values(), [])))
+             for t in (theirs, ours)]
+    c.check("forward -> backward links as torch.profiler's", flows[0] == flows[1] and flows[0],
+            "%d vs %d" % tuple(flows))
+    mine = views(gprof[4][0], tmp + "/views-gprof")
+    if mine is None:
+        print("info %s: no client tier (make test-clients installs it): views not checked" %
+              c.name)
+        return c
+    other = views(kineto_json, tmp + "/views-kineto")
+    c.check("TensorBoard's Operator view: the same operators and calls as on torch.profiler's",
+            mine.get("operators") and mine.get("operators") == other.get("operators"),
+            "%s vs %s" % (str(mine)[:200], str(other)[:200]))
+    c.check("HTA's aten operator analysis works on it", isinstance(mine.get("aten_kernels"), int)
+            and mine["aten_kernels"] > 0, str(mine.get("aten_kernels")))
+    base = mean_step_ms(plain[3])
+    print("info %s: mean step %.2f ms without a profiler, %.2f ms (x%.2f) with libgprof "
+          "--torch, %.2f ms (x%.2f) with torch.profiler (record_shapes)" % (
+              c.name, base, mean_step_ms(gprof[3]), mean_step_ms(gprof[3]) / base,
+              mean_step_ms(kineto[3]), mean_step_ms(kineto[3]) / base))
+    return c
+
+
 def case_triton(tmp):
     """5: a Triton kernel, launched by the driver API, named and linked."""
     c = Case("triton")
@@ -359,7 +473,7 @@ CASES = {"train_nvtx": case_nvtx, "train_torch_steps": case_torch_steps,
          "torch_profiler_side_by_side": case_torch_profiler,
          "torch_profiler_same_process": case_same_process,
          "triton": case_triton, "two_ranks_gloo": case_two_ranks,
-         "dataloader_workers": case_dataloader}
+         "dataloader_workers": case_dataloader, "torch_operators": case_torch_operators}
 
 
 def main():

@@ -1,0 +1,54 @@
+"""The PyTorch views of the client tier's readers on one trace, for run.py (clients venv).
+
+Usage: views.py DIR: DIR holds one trace. Prints one JSON object: TensorBoard's plugin's
+Operator view ("operators": name -> calls, "views": the view names) and HTA's aten operator
+analysis ("aten_kernels": the rows of get_aten_op_kernels_and_delay, or the error it raised).
+"""
+
+import json
+import logging
+import sys
+
+
+def tensorboard(trace_dir):
+    from torch_tb_profiler.io.cache import Cache
+    from torch_tb_profiler.profiler import loader
+    from torch_tb_profiler.profiler.loader import RunLoader
+
+    class InProcess:
+        def __init__(self, target, args):
+            self.target, self.args = target, args
+
+        def start(self):
+            self.target(*self.args)
+
+    loader.Process = InProcess
+    run = RunLoader("views", trace_dir, Cache()).load()
+    for (worker, _), p in run.profiles.items():
+        if worker == "All":
+            continue
+        rows = p.operation_table_by_name["data"]
+        return {"views": [v.display_name for v in p.views],
+                "operators": {r["name"]: r["calls"] for r in rows}}
+    return {"views": [], "operators": {}}
+
+
+def hta(trace_dir):
+    from hta.trace_analysis import TraceAnalysis
+
+    try:
+        rows = TraceAnalysis(trace_dir=trace_dir).get_aten_op_kernels_and_delay()
+        return sum(len(df) for df in rows.values())
+    except Exception as e:  # what a user would see instead of the table
+        return "%s: %s" % (type(e).__name__, e)
+
+
+def main():
+    logging.disable(logging.WARNING)
+    out = tensorboard(sys.argv[1])
+    out["aten_kernels"] = hta(sys.argv[1])
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
