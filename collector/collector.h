@@ -35,6 +35,7 @@ struct gprof_collector_config {
 	unsigned activities;   /* GPROF_ACTIVITIES: enum gprof_activity bits */
 	size_t buffer_bytes;   /* cap on CUPTI's activity buffers */
 	unsigned drain_ms;     /* how long a window waits for its late GPU records; 0: 2000 */
+	bool all_api_calls;    /* GPROF_API_CALLS=all: no call is left out of traces */
 };
 
 /* Once, from the constructor. Returns 0 or a negative errno. */

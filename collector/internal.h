@@ -23,12 +23,17 @@ struct gprof_coll_api {
 	const struct gprof_export_str *api;  /* the entry point: "__cudaLaunchKernel_ptsz" */
 	unsigned launches; /* the GPROF_ACT_* bit of the GPU work it queues (kernel, copy,
 			    * memset) that CUPTI reports as a record; 0 for none */
+	bool quiet;	   /* left out of traces (GPROF_API_CALLS=lean): it queues no work */
 };
 
 typedef CUptiResult (*gprof_coll_cbname_fn)(CUpti_CallbackDomain domain, uint32_t cbid,
 					    const char **name);
 /* The loaded CUPTI's cuptiGetCallbackName (NULL: the built-in table only). */
 void gprof_coll_names_use(gprof_coll_cbname_fn fn);
+/* GPROF_API_CALLS=all: no call is quiet. Before the collector thread starts. */
+void gprof_coll_names_keep_all(bool all);
+/* Whether a public API name ("cudaGetDevice") is one GPROF_API_CALLS=lean leaves out. */
+bool gprof_coll_name_quiet(const char *pub);
 /* Never NULL; unknown ids get "cudaRuntimeApi#<cbid>" or "cuDriverApi#<cbid>". */
 const struct gprof_coll_api *gprof_coll_api_name(bool driver, uint32_t cbid);
 /*

@@ -156,8 +156,62 @@ static const struct {
     {"cuMemset", GPROF_ACT_MEMSET},
 };
 
+/*
+ * The calls GPROF_API_CALLS=lean leaves out (README.md lists them): they queue no GPU work and
+ * wait for none; they ask for or set state, and a framework makes thousands of them per step
+ * (PyTorch: cudaGetDevice and cuDevicePrimaryCtxGetState around every operator). Kineto leaves
+ * out the runtime's first six, and writes no driver call but the launches.
+ */
+static const char *const quiet_names[] = {
+    "cudaGetDevice",
+    "cudaSetDevice",
+    "cudaGetLastError",
+    "cudaEventCreate",
+    "cudaEventCreateWithFlags",
+    "cudaEventDestroy",
+    "cudaPeekAtLastError",
+    "cudaGetDeviceCount",
+    "cudaDeviceGetAttribute",
+    "cudaGetErrorString",
+    "cudaGetErrorName",
+    "cudaStreamIsCapturing",
+    "cudaStreamGetCaptureInfo",
+    "cudaThreadExchangeStreamCaptureMode",
+    "cudaGetFuncBySymbol",
+    "cudaFuncGetAttributes",
+    "cudaPointerGetAttributes",
+    "cudaDriverGetVersion",
+    "cudaRuntimeGetVersion",
+    "cuDevicePrimaryCtxGetState",
+    "cuCtxGetCurrent",
+    "cuCtxSetCurrent",
+    "cuCtxGetDevice",
+    "cuCtxGetLimit",
+    "cuCtxGetFlags",
+    "cuDeviceGet",
+    "cuDeviceGetCount",
+    "cuDeviceGetAttribute",
+    "cuDriverGetVersion",
+    "cuKernelGetAttribute",
+    "cuKernelSetAttribute",
+    "cuKernelGetFunction",
+    "cuFuncGetAttribute",
+    "cuFuncSetAttribute",
+    "cuLibraryGetKernel",
+    "cuModuleGetFunction",
+    "cuGetProcAddress",
+    "cuStreamIsCapturing",
+    "cuStreamGetCaptureInfo",
+    "cuThreadExchangeStreamCaptureMode",
+    "cuPointerGetAttribute",
+    "cuPointerGetAttributes",
+    "cuGetErrorString",
+    "cuGetErrorName",
+};
+
 /* Set when CUPTI is loaded, before the collector thread starts. */
 static gprof_coll_cbname_fn cbname;
+static bool keep_all;
 
 /* Resolved names by domain and cbid, made on first use (collector thread only). */
 static struct gprof_coll_api runtime_names[CUPTI_RUNTIME_TRACE_CBID_SIZE];
@@ -166,6 +220,19 @@ static struct gprof_coll_api driver_names[CUPTI_DRIVER_TRACE_CBID_SIZE];
 void gprof_coll_names_use(gprof_coll_cbname_fn fn)
 {
 	cbname = fn;
+}
+
+void gprof_coll_names_keep_all(bool all)
+{
+	keep_all = all;
+}
+
+bool gprof_coll_name_quiet(const char *pub)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(quiet_names); i++)
+		if (!strcmp(pub, quiet_names[i]))
+			return true;
+	return false;
 }
 
 static bool ends_with(const char *s, size_t len, const char *suffix)
@@ -238,6 +305,7 @@ static void resolve(struct gprof_coll_api *a, bool driver, uint32_t cbid)
 	raw_name(driver, cbid, raw, sizeof(raw));
 	gprof_coll_clean_name(raw, api, pub, sizeof(api));
 	a->launches = gprof_coll_name_launches(pub);
+	a->quiet = !keep_all && gprof_coll_name_quiet(pub);
 	a->api = gprof_export_intern(api);
 	a->name = gprof_export_intern(pub);
 }

@@ -25,7 +25,7 @@ static void decode_api(const CUpti_Activity *rec, struct gprof_coll_rec *out)
 	ev->name = n->name;
 	ev->tid = a->threadId;
 	ev->correlation = a->correlationId;
-	ev->flags = GPROF_EXPORT_ARG_RESULT;
+	ev->flags = GPROF_EXPORT_ARG_RESULT | (n->quiet ? GPROF_EXPORT_QUIET : 0);
 	ev->u.api.api = n->api;
 	ev->u.api.cbid = a->cbid;
 	ev->u.api.result = (int32_t)a->returnValue;

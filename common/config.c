@@ -48,6 +48,11 @@ static const struct word trigger_words[] = {
     {"signal", GPROF_TRIGGER_SIGNAL},
 };
 
+static const struct word api_calls_words[] = {
+    {"lean", GPROF_API_CALLS_LEAN},
+    {"all", GPROF_API_CALLS_ALL},
+};
+
 static const struct word torch_words[] = {
     {"off", GPROF_TORCH_OFF},
     {"steps", GPROF_TORCH_STEPS},
@@ -141,6 +146,20 @@ static const struct var vars[] = {
 	FIELD(writer_threads),
 	.min = 0,
 	.max = 16,
+    },
+    {
+	.name = "GPROF_API_CALLS",
+	.type = VAR_CHOICE,
+	.dflt = "lean",
+	.help = "with api in GPROF_ACTIVITIES, which runtime and driver calls traces hold: lean "
+		"leaves out the calls that queue no GPU work and only ask for or set state "
+		"(cudaGetDevice, cudaGetLastError, cuDevicePrimaryCtxGetState, stream-capture "
+		"queries; README's list), which frameworks make by the thousand per step, as "
+		"Kineto does (the trace's gprof.left_out counts them); all keeps every call",
+	.form = "lean or all",
+	FIELD(api_calls),
+	.words = api_calls_words,
+	.n_words = ARRAY_SIZE(api_calls_words),
     },
     {
 	.name = "GPROF_SUMMARY",

@@ -37,6 +37,12 @@ enum gprof_torch {
 	GPROF_TORCH_ON,	   /* that, and operators in windows */
 };
 
+/* GPROF_API_CALLS: which runtime and driver calls traces hold. */
+enum gprof_api_calls {
+	GPROF_API_CALLS_LEAN, /* not those that queue no work (collector/names.c) */
+	GPROF_API_CALLS_ALL,
+};
+
 /* GPROF_DELAY and GPROF_DURATION; `set` is false when the variable is not given. */
 struct gprof_seconds {
 	uint64_t ns;
@@ -61,6 +67,7 @@ struct gprof_config {
 	int trigger;		       /* enum gprof_trigger */
 	int torch;		       /* enum gprof_torch */
 	bool torch_shapes;	       /* read by the start-up hook itself */
+	int api_calls;		       /* enum gprof_api_calls */
 	struct gprof_seconds delay;    /* from the first CUDA call to the time window's start */
 	struct gprof_seconds duration; /* longest a window records */
 };

@@ -3,11 +3,11 @@
 
 #include "common/torchop.h"
 
-#define OP_ID	  ", op_id = "
-#define SEQ	  ", seq = "
-#define SIZES	  ", sizes = "
-#define INPUT_IDS ", input_op_ids = "
-#define BACKWARD  "autograd::engine::evaluate_function: "
+#define OP_ID	       ", op_id = "
+#define SEQ	       ", seq = "
+#define SIZES	       ", sizes = "
+#define INPUT_IDS      ", input_op_ids = "
+#define BACKWARD       "autograd::engine::evaluate_function: "
 #define DIMS_MAX_DEPTH 8
 
 static bool starts(const char *p, const char *end, const char *lit)

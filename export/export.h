@@ -100,6 +100,11 @@ enum gprof_export_flag {
 	GPROF_EXPORT_OP_SEQ = 1u << 8,
 	/* CPU_OP: a record_function scope, written as user_annotation as PyTorch does */
 	GPROF_EXPORT_OP_USER = 1u << 9,
+	/*
+	 * RUNTIME, DRIVER: a call that queues no GPU work, left out of the trace and its
+	 * summary (GPROF_API_CALLS=lean) and counted in gprof.left_out
+	 */
+	GPROF_EXPORT_QUIET = 1u << 10,
 };
 
 /* Same values as CUPTI's CUpti_ActivityMemcpyKind. */

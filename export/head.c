@@ -106,6 +106,8 @@ static void put_gprof(struct gprof_jbuf *b, const struct gprof_trace_meta *m,
 	gprof_jbuf_u64(b, m->dropped_buffer);
 	put_key_u64(b, "cupti", m->dropped_cupti);
 	put_key_u64(b, "late", m->dropped_late);
+	gprof_jbuf_lit(b, "},\n    \"left_out\": {\"api_calls\": ");
+	gprof_jbuf_u64(b, m->left_out);
 	gprof_jbuf_lit(b, "}");
 	put_cupti(b, m->proc);
 	gprof_jbuf_lit(b, ",\n    \"warnings\": [");

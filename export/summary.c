@@ -261,7 +261,9 @@ void gprof_summary_events(struct gprof_export_summary *s, const struct gprof_exp
 			break;
 		case GPROF_EXPORT_RUNTIME:
 		case GPROF_EXPORT_DRIVER:
-			add_named(s, &s->calls, e, dur);
+			/* as the trace: without the calls it leaves out */
+			if (!(e->flags & GPROF_EXPORT_QUIET))
+				add_named(s, &s->calls, e, dur);
 			break;
 		case GPROF_EXPORT_NVTX_RANGE:
 			add_named(s, &s->ranges, e, dur);

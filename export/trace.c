@@ -28,6 +28,7 @@ struct gprof_trace {
 	int pid;
 	int err; /* the first error: the trace is lost */
 	uint64_t counts[GPROF_EXPORT_KINDS];
+	uint64_t left_out; /* GPROF_EXPORT_QUIET calls */
 	struct gprof_tracks tracks;
 };
 
@@ -527,6 +528,10 @@ static void trace_events(struct gprof_format *f, const struct gprof_export_event
 
 		if (kind >= GPROF_EXPORT_KINDS || !emitters[kind])
 			continue;
+		if (ev[i].flags & GPROF_EXPORT_QUIET) {
+			t->left_out++;
+			continue;
+		}
 		emitters[kind](t, &ev[i]);
 		t->counts[kind]++;
 	}
@@ -653,6 +658,7 @@ static int trace_close(struct gprof_format *f, struct gprof_trace_meta *m)
 	if (t->err)
 		return t->err;
 	m->proc = &t->proc;
+	m->left_out = t->left_out;
 	if (gprof_jbuf_init(&head, GPROF_TRACE_HEAD_BYTES))
 		return t->err = -ENOMEM;
 	t->err = gprof_trace_head(&head, m, t->counts);

@@ -361,6 +361,7 @@ int gprof_session_init(const struct gprof_config *config)
 	    .activities = cfg->activities,
 	    .buffer_bytes = cupti,
 	    .drain_ms = DRAIN_MS,
+	    .all_api_calls = cfg->api_calls == GPROF_API_CALLS_ALL,
 	};
 	if (gprof_export_init(&ecfg) != 0 || gprof_collector_init(&ccfg) != 0 ||
 	    gprof_stepper_init(&stepper, &cfg->schedule, on_sched_event, NULL) != 0) {

@@ -796,6 +796,7 @@ TEST(config_print_table)
 	    "| `GPROF_BUFFER_MB` | `64` | ",
 	    "| `GPROF_WRITER_THREADS` | `1` | ",
 	    "| `GPROF_SUMMARY` | `stderr` | ",
+	    "| `GPROF_API_CALLS` | `lean` | ",
 	    "| `GPROF_LOG` | `warn` | ",
 	    "| `GPROF_CUPTI_LIB` | auto | ",
 	    "| `GPROF_DISABLE` | `0` | ",

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <unistd.h>
 
+#include "collector/internal.h"
 #include "common/compiler.h"
 #include "task.h"
 #include "util/e2e.h"
@@ -924,6 +925,67 @@ TEST(e2e_collector_real_runtime)
 		ASSERT_STR_CONTAINS(r.res.err, "peak memory 12.00 KiB, 12.00 KiB at the start");
 		e2e_free(&r);
 	}
+}
+
+/* The API events of a trace, by name. */
+static json_t *api_names(const struct trace *t)
+{
+	json_t *names = json_object(), *ev;
+	size_t i;
+
+	json_array_foreach(t->events, i, ev)
+	{
+		const char *cat = trace_str(ev, "cat"), *name = trace_str(ev, "name");
+
+		if (strcmp(cat, "cuda_runtime") && strcmp(cat, "cuda_driver"))
+			continue;
+		json_object_set_new(
+		    names, name,
+		    json_integer(json_integer_value(json_object_get(names, name)) + 1));
+	}
+	return names;
+}
+
+/*
+ * GPROF_API_CALLS: by default (lean) the calls that queue no work are left out and counted in
+ * gprof.left_out, every other call stays; all keeps them. nvcc-app checks cudaGetLastError
+ * once a step.
+ */
+TEST(e2e_collector_lean_api_calls)
+{
+	const char *argv[] = {proc_build_path("test/apps/nvcc-real"), "6", NULL};
+	const char *all_env[] = {"GPROF_API_CALLS=all", NULL};
+	struct e2e_run lean, all;
+	json_t *a, *b, *n;
+	const char *name;
+	long long left = 0;
+
+	run_real(argv, &lean);
+	e2e_run(&all, argv, e2e_cupti(true), all_env, true);
+	ASSERT_EQ(all.n_traces, 1);
+	a = api_names(&all.traces[0]);
+	b = api_names(&lean.traces[0]);
+	ASSERT_EQ(json_integer_value(json_object_get(a, "cudaGetLastError")), 3);
+	json_object_foreach(a, name, n)
+	{
+		long long kept = json_integer_value(json_object_get(b, name));
+
+		ASSERT_MSG(kept == (gprof_coll_name_quiet(name) ? 0 : json_integer_value(n)),
+			   "%s: %lld of %lld", name, kept, json_integer_value(n));
+		left += json_integer_value(n) - kept;
+	}
+	ASSERT_EQ(json_object_size(b) + 1, json_object_size(a));
+	ASSERT_EQ(left, 3);
+	ASSERT_EQ(json_integer_value(
+		      json_object_get(gprof_meta(&lean.traces[0], "left_out"), "api_calls")),
+		  left);
+	ASSERT_EQ(json_integer_value(
+		      json_object_get(gprof_meta(&all.traces[0], "left_out"), "api_calls")),
+		  0);
+	json_decref(a);
+	json_decref(b);
+	e2e_free(&lean);
+	e2e_free(&all);
 }
 
 /*

@@ -68,17 +68,17 @@ TEST(torch_op_parse)
 
 /* ---- the replay ---- */
 
-#define MAX_LINES 4096
+#define MAX_LINES  4096
 #define ITERATIONS 6
 #define RECORDED   3 /* the default schedule's active steps */
 
 struct line {
 	int thread;
 	char verb[8];
-	const char *msg;     /* push */
+	const char *msg;       /* push */
 	unsigned long long rf; /* push of an operator: its op_id; 0: not an operator */
-	long long seq;	     /* push: the message's sequence number, or its node's; -1: none */
-	bool node;	     /* push: a backward node, right inside the engine's wrapper */
+	long long seq;	       /* push: the message's sequence number, or its node's; -1: none */
+	bool node;	       /* push: a backward node, right inside the engine's wrapper */
 	unsigned long long in; /* launch: the innermost operator open on its thread; 0: none */
 };
 
@@ -184,8 +184,8 @@ static void check_op(const json_t *ev, const struct line *l)
 	snprintf(name, sizeof(name), "%.*s", (int)(end - l->msg), l->msg);
 	ASSERT_STR_EQ(trace_str(ev, "name"), name);
 	ASSERT_STR_EQ(trace_str(ev, "cat"), strchr(name, '#') ? "user_annotation" : "cpu_op");
-	ASSERT_MSG(e2e_arg_int(ev, "Sequence number") == l->seq, "%s: Sequence number %lld",
-		   l->msg, e2e_arg_int(ev, "Sequence number"));
+	ASSERT_MSG(e2e_arg_int(ev, "Sequence number") == l->seq, "%s: Sequence number %lld", l->msg,
+		   e2e_arg_int(ev, "Sequence number"));
 	if (sizes) {
 		const char *tail = strstr(sizes, ", input_op_ids = ");
 		int deepest = 0, d = 0;
@@ -255,19 +255,20 @@ TEST(e2e_torch_operators_replayed)
 			} else {
 				json_t *op = op_event(t, id);
 
-				ASSERT_MSG(op, "launch %d: no operator with External id %lld", k, id);
+				ASSERT_MSG(op, "launch %d: no operator with External id %lld", k,
+					   id);
 				ASSERT_EQ(e2e_arg_int(op, "Record function id"), (long long)l->in);
 			}
 			kernels++;
 		} else if (json_object_get(json_object_get(ev, "args"), "Record function id")) {
-			const struct line *l = line_of(&s, (unsigned long long)e2e_arg_int(
-							       ev, "Record function id"));
+			const struct line *l =
+			    line_of(&s, (unsigned long long)e2e_arg_int(ev, "Record function id"));
 
 			check_op(ev, l);
 			ASSERT_EQ(e2e_arg_int(ev, "Fwd thread id"),
-				  l->seq < 0 ? -1 : l->node || strstr(l->msg, "autograd::") == l->msg
-								 ? main_tid
-								 : 0);
+				  l->seq < 0					      ? -1
+				  : l->node || strstr(l->msg, "autograd::") == l->msg ? main_tid
+										      : 0);
 			ops++;
 		} else if (!strcmp(cat, "fwdbwd") && !strcmp(trace_str(ev, "ph"), "s")) {
 			/* from a forward operator of the node's number, on the main thread */
@@ -279,7 +280,8 @@ TEST(e2e_torch_operators_replayed)
 			ASSERT_EQ(json_integer_value(json_object_get(ev, "tid")), main_tid);
 			json_array_foreach(t->events, j, o)
 			{
-				if (json_equal(json_object_get(o, "ts"), json_object_get(ev, "ts")) &&
+				if (json_equal(json_object_get(o, "ts"),
+					       json_object_get(ev, "ts")) &&
 				    e2e_arg_int(o, "Sequence number") ==
 					e2e_arg_int(node, "Sequence number") &&
 				    json_integer_value(json_object_get(o, "tid")) == main_tid)
