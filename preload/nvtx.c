@@ -213,11 +213,22 @@ void gprof_nvtx_set_marker(const char *marker)
  * (--torch's hook marks inside optimizer.step's range) counts when that operator ends, as
  * torch.profiler's step() after optimizer.step(): no operator crosses a step's edge.
  */
+static GPROF_TLS bool hook_marks; /* the thread's next marker is --torch's hook's */
+
+void gprof_nvtx_hook_marks(void)
+{
+	hook_marks = true;
+}
+
 static void check_step(const struct nvtx_domain *d, const struct nvtx_msg *m, uint64_t ts)
 {
 	struct nvtx_thread *t = self;
+	bool hook = hook_marks;
 
 	if (d || !step_marker || !gprof_sched_marker_match(step_marker, m->s))
+		return;
+	hook_marks = false;
+	if (!gprof_torch_step_counts(hook, step_marker))
 		return;
 	for (int i = t ? t->depth : 0; i-- > 0;)
 		if (i < NVTX_DEPTH && t->frames[i].op.external) {

@@ -200,6 +200,13 @@ void gprof_torch_close(struct gprof_torch_frame *f, const char *msg, uint64_t st
 
 /* For --torch's start-up hook (ctypes): 1 while PyTorch's operators are wanted, else 0. */
 GPROF_EXPORT int gprof_torch_wanted(void);
+/* For the start-up hook (ctypes): the calling thread's next step marker is the hook's. */
+GPROF_EXPORT void gprof_torch_marks(void);
+/*
+ * Whether a step marker counts: the hook's (hook) until the program makes one of its own,
+ * then only the program's (and one line says so).
+ */
+bool gprof_torch_step_counts(bool hook, const char *marker);
 
 /* ---- resolve.c ---- */
 
@@ -270,6 +277,8 @@ void gprof_session_forked(void);
 
 /* The step marker NVTX messages are matched against (from the constructor). */
 void gprof_nvtx_set_marker(const char *marker);
+/* The calling thread's next step marker is the start-up hook's (gprof_torch_step_counts). */
+void gprof_nvtx_hook_marks(void);
 /*
  * InitializeInjectionNvtx2's work: fills the CORE and CORE2 tables of the module whose
  * export tables get_table gives. 1, or 0 when it cannot.

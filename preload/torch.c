@@ -8,7 +8,9 @@
  */
 #include <pthread.h>
 
+#define PR_FMT "--torch: "
 #include "collector/collector.h"
+#include "common/log.h"
 #include "preload/preload.h"
 
 /*
@@ -88,4 +90,29 @@ void gprof_torch_close(struct gprof_torch_frame *f, const char *msg, uint64_t st
 GPROF_EXPORT int gprof_torch_wanted(void)
 {
 	return gprof_session_next_records();
+}
+
+/* Whose step markers count: the program's once it makes one, else the hook's. */
+static bool program_marks, hook_marked;
+
+bool gprof_torch_step_counts(bool hook, const char *marker)
+{
+	if (hook) {
+		if (__atomic_load_n(&program_marks, __ATOMIC_RELAXED))
+			return false;
+		__atomic_store_n(&hook_marked, true, __ATOMIC_RELAXED);
+		return true;
+	}
+	if (!__atomic_exchange_n(&program_marks, true, __ATOMIC_RELAXED) &&
+	    __atomic_load_n(&hook_marked, __ATOMIC_RELAXED))
+		pr_warn("the program marks its own steps ('%s'): from here they count, its "
+			"optimizer's steps no more",
+			marker);
+	return true;
+}
+
+/* For the start-up hook, through ctypes: the calling thread's next step marker is its own. */
+GPROF_EXPORT void gprof_torch_marks(void)
+{
+	gprof_nvtx_hook_marks();
 }

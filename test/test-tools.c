@@ -844,6 +844,46 @@ TEST(tools_torch_steps_marker_and_off)
 }
 
 /*
+ * A program that marks its own steps (at each iteration's start) under --torch-steps: only its
+ * marks count, one step per iteration, nothing said.
+ */
+TEST(tools_torch_steps_program_marks)
+{
+	const char *env[] = {fmt("PYTHONPATH=%s", proc_src_path("test/stand-ins")), tool_lib_env(),
+			     NULL};
+	char names[8][NAME_MAX + 1];
+	struct span steps[4];
+	struct trace t;
+	struct run r;
+
+	require_python();
+	run_init(&r);
+	{
+		const char *args[] = {"-o",
+				      r.dir,
+				      "--torch-steps",
+				      "--schedule=all",
+				      "--",
+				      "python3",
+				      proc_src_path("test/stand-ins/train.py"),
+				      "4",
+				      "1",
+				      "marks",
+				      NULL};
+
+		run_tool(&r, NULL, args, env);
+	}
+	ASSERT_MSG(r.res.status == 0 && !strstr(r.res.err, "torch"), "status %d: %s", r.res.status,
+		   r.res.err);
+	ASSERT_EQ(traces_in(r.dir, names, &t), 1);
+	step_spans(&t, steps, 4);
+	/* the program's 4 marks and the hook's 4, which do not count */
+	ASSERT_EQ(e2e_count(&t, "user_annotation", "step"), 8);
+	trace_free(&t);
+	run_free(&r);
+}
+
+/*
  * A launcher that passes only environment: LD_PRELOAD and GPROF_TORCH=steps, no gprof-run.
  * libgprof puts the start-up hook on PYTHONPATH itself, in front of what is there, once.
  */

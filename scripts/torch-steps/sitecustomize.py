@@ -5,7 +5,8 @@ Python runs this file at start-up. It imports nothing of torch: it waits for the
 import torch.optim.optimizer, then registers a global optimizer step post hook that calls
 torch.cuda.nvtx.mark(<step marker>) after every step of the first optimizer that steps (one
 mark per iteration with several optimizers). The marker is GPROF_STEP_MARKER, "step" by
-default, as libgprof reads it.
+default, as libgprof reads it. Before each mark it tells libgprof (gprof_torch_marks, through
+ctypes) that the mark is the hook's: once the program marks steps itself, only its marks count.
 
 Under GPROF_TORCH=on (gprof-run --torch) the same hook also switches PyTorch's profiler in
 NVTX mode on while libgprof records or is about to (it asks libgprof's gprof_torch_wanted
@@ -31,6 +32,16 @@ def _warn(text):
     sys.stderr.write("gprof: %s: %s\n" % (who, text))
 
 
+def _libgprof(name):
+    """A function of the libgprof preloaded in this process, through ctypes; None without it."""
+    try:
+        import ctypes
+
+        return getattr(ctypes.CDLL(None), name)
+    except (OSError, AttributeError):
+        return None
+
+
 class _Operators:
     """PyTorch's profiler in NVTX mode, on while libgprof wants operators."""
 
@@ -39,15 +50,9 @@ class _Operators:
         self.on = False
         self.pending_off = None  # the one-shot module hook that switches it off
         self.exit_hooked = False
-        self.wanted = None
+        self.wanted = _libgprof("gprof_torch_wanted")
         self.broken = os.environ.get("GPROF_TORCH") != "on"
-        if self.broken:
-            return
-        try:
-            import ctypes
-
-            self.wanted = ctypes.CDLL(None).gprof_torch_wanted
-        except (OSError, AttributeError):
+        if not self.broken and not self.wanted:
             self._fail("libgprof is not loaded in this process (LD_PRELOAD)")
 
     def _fail(self, why):
@@ -112,6 +117,8 @@ class _StepMarker:
         self.broken = False
         self.operators = _Operators()
         self.operators.update()
+        # tells libgprof the next mark is this hook's: a program that marks steps itself wins
+        self.mine = _libgprof("gprof_torch_marks")
 
     def __call__(self, optimizer, args, kwargs):
         # The first optimizer to step owns the steps; once it is gone, the next one does.
@@ -126,6 +133,8 @@ class _StepMarker:
                 from torch.cuda import nvtx  # torch is imported by now
 
                 self.mark = nvtx.mark
+            if self.mine:
+                self.mine()
             self.mark(self.marker)
         except Exception as e:  # a hook must never stop training
             self.broken = True
