@@ -78,6 +78,9 @@ enum gprof_activity {
  *   CPU_OP      X cpu_op on tid, name = the operator ("nccl:all_reduce"), u.op: "External id"
  *               (which the runtime calls and GPU work it caused carry too), "Input Dims"
  *               [[u.op.count]] and "Input type" [u.op.type] when u.op.type is set
+ *   PYTHON      X python_function on tid, name = "nn.Module: Linear_0" (a module's forward),
+ *               u.py: "Python id", "Python parent id" (its enclosing module's; null at the
+ *               top), "Python module id"
  *
  * RUNTIME, DRIVER, KERNEL, MEMCPY and MEMSET events made inside such an operator carry its
  * id in u.api.external, u.kernel.external or u.copy.external ("External id"; 0: none).
@@ -93,6 +96,7 @@ enum gprof_activity {
 	X(MEMSET, "memset", emit_copy)               \
 	X(MEMORY, "memory", emit_memory)             \
 	X(EARLIER, "earlier", emit_earlier)          \
-	X(CPU_OP, "cpu_op", emit_cpu_op)
+	X(CPU_OP, "cpu_op", emit_cpu_op)             \
+	X(PYTHON, "python_function", emit_python)
 
 #endif

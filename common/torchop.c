@@ -8,6 +8,7 @@
 #define SIZES	       ", sizes = "
 #define INPUT_IDS      ", input_op_ids = "
 #define BACKWARD       "autograd::engine::evaluate_function: "
+#define MODULE	       "nn.Module: "
 #define DIMS_MAX_DEPTH 8
 
 static bool starts(const char *p, const char *end, const char *lit)
@@ -117,6 +118,22 @@ bool gprof_torch_op_user_scope(const char *name, size_t len)
 		if (name[i] == ':' && name[i + 1] == ':')
 			return false;
 	return hash != NULL;
+}
+
+bool gprof_torch_module(const char *msg, size_t len, struct gprof_torch_op *op)
+{
+	const char *end = msg + len, *p = end;
+	uint64_t index;
+
+	if (!starts(msg, end, MODULE))
+		return false;
+	while (p > msg && p[-1] >= '0' && p[-1] <= '9')
+		p--;
+	/* a class name, '_', the index */
+	if (p == end || p[-1] != '_' || p - 1 == msg + strlen(MODULE) || !number(&p, end, &index))
+		return false;
+	*op = (struct gprof_torch_op){.name_len = len, .seq = -1, .rf_id = index};
+	return true;
 }
 
 bool gprof_torch_op_backward_wrapper(const char *name, size_t len)

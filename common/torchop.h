@@ -28,6 +28,13 @@ bool gprof_torch_op_parse(const char *msg, size_t len, struct gprof_torch_op *op
  */
 bool gprof_torch_op_user_scope(const char *name, size_t len);
 
+/*
+ * Whether msg names a module's forward as PyTorch's profiler does, "nn.Module: Linear_0"
+ * (--torch's hook pushes one around each): then op->name_len is the whole message and
+ * op->rf_id the module's number among those of its class (the trailing digits).
+ */
+bool gprof_torch_module(const char *msg, size_t len, struct gprof_torch_op *op);
+
 /* Whether the range is the autograd engine's wrapper of a backward node. */
 bool gprof_torch_op_backward_wrapper(const char *name, size_t len);
 

@@ -197,6 +197,11 @@ struct gprof_export_event {
 			uint32_t external; /* its "External id", never 0 */
 		} op;			   /* CPU_OP */
 		struct {
+			uint64_t id;	 /* "Python id", never 0 */
+			uint64_t parent; /* "Python parent id"; 0: null */
+			uint64_t module; /* "Python module id" */
+		} py;			 /* PYTHON */
+		struct {
 			uint64_t allocated; /* device bytes in use after this change */
 			uint64_t address;   /* what was allocated or freed; 0: none (a base) */
 			int64_t bytes;	    /* + allocated, - freed */

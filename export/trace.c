@@ -467,6 +467,27 @@ static void emit_cpu_op(struct gprof_trace *t, const struct gprof_export_event *
 	}
 }
 
+/* A module's forward as PyTorch's profiler writes it (with_modules). */
+static void emit_python(struct gprof_trace *t, const struct gprof_export_event *ev)
+{
+	struct gprof_jbuf *b = &t->out;
+
+	gprof_jbuf_lit(b, "{\"ph\":\"X\",\"cat\":\"python_function\",\"name\":\"");
+	put_text(b, ev->name);
+	host_track(t, ev);
+	gprof_jbuf_lit(b, ",\"args\":{\"Python id\":");
+	gprof_jbuf_u64(b, ev->u.py.id);
+	gprof_jbuf_lit(b, ",\"Python parent id\":");
+	if (ev->u.py.parent)
+		gprof_jbuf_u64(b, ev->u.py.parent);
+	else
+		gprof_jbuf_lit(b, "null");
+	gprof_jbuf_lit(b, ",\"Python module id\":");
+	gprof_jbuf_u64(b, ev->u.py.module);
+	gprof_jbuf_lit(b, "}");
+	put_end(t, ev, true);
+}
+
 static void emit_memory(struct gprof_trace *t, const struct gprof_export_event *ev)
 {
 	struct gprof_jbuf *b = &t->out;

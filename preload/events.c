@@ -101,6 +101,14 @@ void gprof_events_torch_op(uint32_t window, uint32_t tid, const struct gprof_tor
 		     .external = f->external},
 	};
 
+	if (f->py_id) {
+		e.kind = GPROF_EXPORT_PYTHON;
+		e.u.py.id = f->py_id;
+		e.u.py.parent = f->py_parent;
+		e.u.py.module = f->op.rf_id;
+		gprof_export_push(&e);
+		return;
+	}
 	if (f->op.dims)
 		e.u.op.dims = gprof_export_intern_n(f->op.dims, f->op.dims_len);
 	if (f->op.seq >= 0)

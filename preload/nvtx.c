@@ -213,22 +213,12 @@ void gprof_nvtx_set_marker(const char *marker)
  * (--torch's hook marks inside optimizer.step's range) counts when that operator ends, as
  * torch.profiler's step() after optimizer.step(): no operator crosses a step's edge.
  */
-static GPROF_TLS bool hook_marks; /* the thread's next marker is --torch's hook's */
-
-void gprof_nvtx_hook_marks(void)
-{
-	hook_marks = true;
-}
-
 static void check_step(const struct nvtx_domain *d, const struct nvtx_msg *m, uint64_t ts)
 {
 	struct nvtx_thread *t = self;
-	bool hook = hook_marks;
 
-	if (d || !step_marker || !gprof_sched_marker_match(step_marker, m->s))
-		return;
-	hook_marks = false;
-	if (!gprof_torch_step_counts(hook, step_marker))
+	if (d || !step_marker || !gprof_sched_marker_match(step_marker, m->s) ||
+	    !gprof_torch_step_counts(step_marker))
 		return;
 	for (int i = t ? t->depth : 0; i-- > 0;)
 		if (i < NVTX_DEPTH && t->frames[i].op.external) {
@@ -263,7 +253,7 @@ static int do_push(const struct nvtx_domain *d, const struct nvtx_msg *m)
 		f->domain = d;
 		f->len = m->len;
 		f->text = gprof_session_recording() ? copy_text(m) : NULL;
-		f->op.external = 0;
+		f->op.external = f->op.py_id = 0;
 		if (f->text && !d) {
 			struct nvtx_frame *up = t->depth ? &t->frames[t->depth - 1] : NULL;
 
@@ -284,7 +274,7 @@ static int do_pop(void)
 	if (t->depth < NVTX_DEPTH) {
 		struct nvtx_frame *f = &t->frames[t->depth];
 
-		if (f->op.external)
+		if (f->op.external || f->op.py_id)
 			gprof_torch_close(&f->op, f->text, f->start_ns, gprof_realtime_ns());
 		else if (f->text && gprof_session_recording())
 			gprof_session_nvtx(0, domain_name(f->domain), f->text, f->len, f->start_ns,

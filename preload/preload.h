@@ -182,6 +182,8 @@ struct gprof_nccl_call {
 struct gprof_torch_frame {
 	struct gprof_torch_op op; /* parsed from the frame's message */
 	uint32_t external;	  /* its External id; 0: the range is not an operator */
+	uint32_t py_id;		  /* a module's forward ("nn.Module: ..."): its Python id; 0: not */
+	uint32_t py_parent;	  /* the innermost module's forward it is in; 0: none */
 	bool pushed;		  /* CUPTI ties the calls made inside to `external` */
 	bool flow;		  /* a backward node: linked to its forward operator */
 	uint32_t fwd_tid;	  /* backward: its forward operator's thread; 0: forward */
@@ -194,7 +196,8 @@ struct gprof_torch_frame {
  */
 void gprof_torch_open(struct gprof_torch_frame *f, const char *msg, size_t len,
 		      struct gprof_torch_frame *up, const char *up_msg, uint64_t start_ns);
-/* Its pop, for an operator (f->external set): written as one while still recording. */
+/* Its pop, for an operator or a module (f->external or f->py_id set): written as one while
+ * still recording. */
 void gprof_torch_close(struct gprof_torch_frame *f, const char *msg, uint64_t start_ns,
 		       uint64_t end_ns);
 
@@ -203,10 +206,11 @@ GPROF_EXPORT int gprof_torch_wanted(void);
 /* For the start-up hook (ctypes): the calling thread's next step marker is the hook's. */
 GPROF_EXPORT void gprof_torch_marks(void);
 /*
- * Whether a step marker counts: the hook's (hook) until the program makes one of its own,
- * then only the program's (and one line says so).
+ * Whether a step marker of the calling thread counts: the hook's (gprof_torch_marks came
+ * before it) until the program makes one of its own, then only the program's (one line says
+ * so when a hook's had counted).
  */
-bool gprof_torch_step_counts(bool hook, const char *marker);
+bool gprof_torch_step_counts(const char *marker);
 
 /* ---- resolve.c ---- */
 
@@ -277,8 +281,6 @@ void gprof_session_forked(void);
 
 /* The step marker NVTX messages are matched against (from the constructor). */
 void gprof_nvtx_set_marker(const char *marker);
-/* The calling thread's next step marker is the start-up hook's (gprof_torch_step_counts). */
-void gprof_nvtx_hook_marks(void);
 /*
  * InitializeInjectionNvtx2's work: fills the CORE and CORE2 tables of the module whose
  * export tables get_table gives. 1, or 0 when it cannot.

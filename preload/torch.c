@@ -48,10 +48,18 @@ static void forward_find(struct gprof_torch_frame *f, uint64_t seq)
 	pthread_mutex_unlock(&forward_lock);
 }
 
+/* Python ids of modules' forwards, from 1 (0 is none). */
+static uint32_t last_py_id;
+
 void gprof_torch_open(struct gprof_torch_frame *f, const char *msg, size_t len,
 		      struct gprof_torch_frame *up, const char *up_msg, uint64_t start_ns)
 {
-	*f = (struct gprof_torch_frame){0};
+	*f = (struct gprof_torch_frame){.py_parent =
+					    up ? (up->py_id ? up->py_id : up->py_parent) : 0};
+	if (gprof_torch_module(msg, len, &f->op)) {
+		f->py_id = __atomic_add_fetch(&last_py_id, 1, __ATOMIC_RELAXED);
+		return;
+	}
 	if (!gprof_torch_op_parse(msg, len, &f->op))
 		return;
 	f->external = gprof_events_next_external();
@@ -79,7 +87,7 @@ void gprof_torch_close(struct gprof_torch_frame *f, const char *msg, uint64_t st
 		gprof_collector_external_end();
 	if (gprof_session_recording())
 		gprof_session_torch_op(f, msg, start_ns, end_ns);
-	f->external = 0;
+	f->external = f->py_id = 0;
 }
 
 /*
@@ -94,9 +102,13 @@ GPROF_EXPORT int gprof_torch_wanted(void)
 
 /* Whose step markers count: the program's once it makes one, else the hook's. */
 static bool program_marks, hook_marked;
+static GPROF_TLS bool hook_marks; /* the thread's next step marker is the hook's */
 
-bool gprof_torch_step_counts(bool hook, const char *marker)
+bool gprof_torch_step_counts(const char *marker)
 {
+	bool hook = hook_marks;
+
+	hook_marks = false;
 	if (hook) {
 		if (__atomic_load_n(&program_marks, __ATOMIC_RELAXED))
 			return false;
@@ -114,5 +126,5 @@ bool gprof_torch_step_counts(bool hook, const char *marker)
 /* For the start-up hook, through ctypes: the calling thread's next step marker is its own. */
 GPROF_EXPORT void gprof_torch_marks(void)
 {
-	gprof_nvtx_hook_marks();
+	hook_marks = true;
 }

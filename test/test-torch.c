@@ -56,6 +56,7 @@ TEST(torch_op_parse)
 	parse_one("a, op_id = 2, sizes = [\"x\"]", true, "a", -1, 2, NULL);
 	parse_one("a, op_id = 2, sizes = [[[[[[[[[[[[1]]]]]]]]]]]]", true, "a", -1, 2, NULL);
 	/* not operators: user ranges */
+	parse_one("nn.Module: Linear_0", false, NULL, 0, 0, NULL);
 	parse_one("forward", false, NULL, 0, 0, NULL);
 	parse_one(", op_id = 3", false, NULL, 0, 0, NULL);
 	parse_one("a, op_id = ", false, NULL, 0, 0, NULL);
@@ -205,6 +206,38 @@ static void check_op(const json_t *ev, const struct line *l)
 	json_decref(want);
 }
 
+/*
+ * A module's forward: "Python module id" its number, its parent the module whose span holds
+ * it on its thread (Sequential_0 for the stream's Linear modules), none for Sequential_0.
+ */
+static void check_module(const struct trace *t, const json_t *ev)
+{
+	const char *name = trace_str(ev, "name"), *digits = strrchr(name, '_');
+	long long parent = e2e_arg_int(ev, "Python parent id");
+	double ts = json_number_value(json_object_get(ev, "ts"));
+	const json_t *up = NULL, *o;
+	size_t i;
+
+	ASSERT(digits);
+	ASSERT_EQ(e2e_arg_int(ev, "Python module id"), atoll(digits + 1));
+	ASSERT_GT(e2e_arg_int(ev, "Python id"), 0);
+	if (!strcmp(name, "nn.Module: Sequential_0")) {
+		ASSERT(
+		    json_is_null(json_object_get(json_object_get(ev, "args"), "Python parent id")));
+		return;
+	}
+	json_array_foreach(t->events, i, o)
+	{
+		double b = json_number_value(json_object_get(o, "ts"));
+
+		if (!strcmp(trace_str(o, "name"), "nn.Module: Sequential_0") && b <= ts &&
+		    ts <= b + json_number_value(json_object_get(o, "dur")))
+			up = o;
+	}
+	ASSERT_MSG(up, "%s outside Sequential_0", name);
+	ASSERT_EQ(parent, e2e_arg_int(up, "Python id"));
+}
+
 TEST(e2e_torch_operators_replayed)
 {
 	const char *argv[] = {proc_build_path("test/apps/torch-app"),
@@ -214,7 +247,7 @@ TEST(e2e_torch_operators_replayed)
 	struct e2e_run r;
 	const struct trace *t;
 	long long main_tid;
-	int kernels = 0, ops = 0, flows = 0;
+	int kernels = 0, ops = 0, flows = 0, modules = 0;
 	json_t *ev;
 	size_t i;
 
@@ -270,6 +303,9 @@ TEST(e2e_torch_operators_replayed)
 				  : l->node || strstr(l->msg, "autograd::") == l->msg ? main_tid
 										      : 0);
 			ops++;
+		} else if (!strcmp(cat, "python_function")) {
+			check_module(t, ev);
+			modules++;
 		} else if (!strcmp(cat, "fwdbwd") && !strcmp(trace_str(ev, "ph"), "s")) {
 			/* from a forward operator of the node's number, on the main thread */
 			json_t *node = op_event(t, json_integer_value(json_object_get(ev, "id")));
@@ -297,6 +333,9 @@ TEST(e2e_torch_operators_replayed)
 	ASSERT_EQ(ops, RECORDED * s.ops);
 	ASSERT_EQ(flows, RECORDED * s.nodes);
 	ASSERT_EQ(e2e_count(t, "user_annotation", "no digits, op_id = x"), RECORDED);
+	/* the stream's modules: Sequential_0 holding Linear_0 and Linear_12; "_7" names none */
+	ASSERT_EQ(modules, 3 * RECORDED);
+	ASSERT_EQ(e2e_count(t, "user_annotation", "nn.Module: _7"), RECORDED);
 	ASSERT_EQ(e2e_count(t, "fwdbwd", NULL), 2 * flows);
 	free(s.text);
 	e2e_free(&r);

@@ -12,8 +12,10 @@ Under GPROF_TORCH=on (gprof-run --torch) the same hook also switches PyTorch's p
 NVTX mode on while libgprof records or is about to (it asks libgprof's gprof_torch_wanted
 through ctypes at start and before each mark) and off again when not: each operator is then an
 NVTX range that libgprof turns into a cpu_op event, with input sizes unless
-GPROF_TORCH_SHAPES=0. Outside windows it is off, so the program runs as without it. Last, this
-file runs the sitecustomize it hides on sys.path, if there is one.
+GPROF_TORCH_SHAPES=0; global module forward hooks push an NVTX range "nn.Module: <class>_<n>"
+around each module's forward, which libgprof writes as a python_function event. Outside
+windows all of it is off, so the program runs as without it. Last, this file runs the
+sitecustomize it hides on sys.path, if there is one.
 """
 
 import atexit
@@ -43,12 +45,15 @@ def _libgprof(name):
 
 
 class _Operators:
-    """PyTorch's profiler in NVTX mode, on while libgprof wants operators."""
+    """PyTorch's profiler in NVTX mode, and modules' forwards as NVTX ranges, on while libgprof
+    wants them."""
 
     def __init__(self):
         self.shapes = os.environ.get("GPROF_TORCH_SHAPES", "1") != "0"
         self.on = False
-        self.pending_off = None  # the one-shot module hook that switches it off
+        self.pending_off = False  # switched off at the next module call
+        self.hooks = []
+        self.names = None  # module -> "nn.Module: <class>_<n>", numbered as torch.profiler
         self.exit_hooked = False
         self.wanted = _libgprof("gprof_torch_wanted")
         self.broken = os.environ.get("GPROF_TORCH") != "on"
@@ -64,40 +69,64 @@ class _Operators:
         if self.broken:
             return
         try:
-            import torch.autograd as ag  # torch is imported by now
-            from torch._C._profiler import _ExperimentalConfig
-
             want = bool(self.wanted())
-            if want and self.pending_off:
-                self.pending_off.remove()
-                self.pending_off = None
-            elif want and not self.on:
-                # what torch.autograd.profiler.emit_nvtx(record_shapes=...) enables, without
-                # its synchronisation of the GPU
-                ag._enable_profiler(ag.ProfilerConfig(
-                    ag.ProfilerState.NVTX, self.shapes, False, False, False, False,
-                    _ExperimentalConfig()), set())
-                self.on = True
-                if not self.exit_hooked:
-                    # PyTorch complains at exit about a mode left on
-                    atexit.register(self._off)
-                    self.exit_hooked = True
-            elif self.on and not want and not self.pending_off:
+            if want:
+                self.pending_off = False
+                if not self.on:
+                    self._on()
+            elif self.on:
                 # Not here, inside optimizer.step's own range: its end would find the mode
                 # off and PyTorch would complain. At the next module call instead, which is
                 # outside every operator.
-                from torch.nn.modules import module
-
-                self.pending_off = module.register_module_forward_pre_hook(self._off)
+                self.pending_off = True
         except Exception as e:  # never stop training
             self._fail("PyTorch's NVTX profiler mode failed (%s)" % e)
 
-    def _off(self, *args):
+    def _on(self):
+        import weakref
+
+        import torch.autograd as ag  # torch is imported by now
+        from torch._C._profiler import _ExperimentalConfig
+        from torch.cuda import nvtx
+        from torch.nn.modules import module
+
+        # what torch.autograd.profiler.emit_nvtx(record_shapes=...) enables, without its
+        # synchronisation of the GPU
+        ag._enable_profiler(ag.ProfilerConfig(
+            ag.ProfilerState.NVTX, self.shapes, False, False, False, False,
+            _ExperimentalConfig()), set())
+        self.on = True
+        self.push, self.pop = nvtx.range_push, nvtx.range_pop
+        self.names, self.per_class = weakref.WeakKeyDictionary(), {}
+        self.hooks = [module.register_module_forward_pre_hook(self._pre),
+                      module.register_module_forward_hook(self._post, always_call=True)]
+        if not self.exit_hooked:
+            # PyTorch complains at exit about a mode left on
+            atexit.register(self._off)
+            self.exit_hooked = True
+
+    def _pre(self, module, args):
         if self.pending_off:
-            self.pending_off.remove()
-            self.pending_off = None
+            self._off()
+            return
+        name = self.names.get(module)
+        if name is None:
+            cls = type(module).__name__
+            n = self.per_class.get(cls, 0)
+            self.per_class[cls] = n + 1
+            name = self.names[module] = "nn.Module: %s_%d" % (cls, n)
+        self.push(name)
+
+    def _post(self, module, args, output):
+        self.pop()
+
+    def _off(self):
+        self.pending_off = False
         if not self.on:
             return
+        for h in self.hooks:
+            h.remove()
+        self.hooks = []
         try:
             import torch.autograd as ag
 

@@ -330,6 +330,12 @@ def case_torch_steps(tmp):
     return c
 
 
+def steps_of(trace):
+    """ProfilerStep#k -> (start, end) of the trace."""
+    return {int(e["name"].split("#")[1]): (e["ts"], e["ts"] + e["dur"])
+            for e in trace["traceEvents"] if e.get("name", "").startswith("ProfilerStep#")}
+
+
 def op_events(trace):
     """Per ProfilerStep#k, the operators (cpu_op, and PyTorch's record_function scopes) in it."""
     ev = trace["traceEvents"]
@@ -375,7 +381,7 @@ def views(trace_path, tmp):
 
 
 def case_torch_operators(tmp):
-    """8: gprof-run --torch beside torch.profiler with record_shapes, same loop, same GPU."""
+    """8: gprof-run --torch beside torch.profiler (record_shapes, with_modules): same loop, GPU."""
     c = Case("torch_operators")
     argv = train([])
     wrap = [os.path.join(SRC, "scripts", "gprof-run"), "--lib",
@@ -415,6 +421,15 @@ def case_torch_operators(tmp):
                                     e["args"].get("Fwd thread id", 0) > 0))
         c.check("step %d: sequence numbers and backward operators as torch.profiler's" % k,
                 x == y, why)
+    for k in RECORDED:
+        x, y = [collections.Counter(
+            e["name"] for e in t["traceEvents"] if e.get("cat") == "python_function" and
+            e["name"].startswith("nn.Module: ") and s[0] <= e["ts"] < s[1])
+            for t, s in ((theirs, steps_of(theirs)[k]), (ours, steps_of(ours)[k]))]
+        c.check("step %d: the same modules as torch.profiler's (with_modules)" % k, x == y and x,
+                "%d vs %d; only torch.profiler's: %s; only libgprof's: %s" % (
+                    sum(x.values()), sum(y.values()), list((x - y).items())[:3],
+                    list((y - x).items())[:3]))
     x, y = attributed(theirs), attributed(ours)
     same = sum((x & y).values())
     c.check("each GPU operation tied to the operator torch.profiler ties it to (>= 99%)",
@@ -434,11 +449,15 @@ def case_torch_operators(tmp):
     c.check("TensorBoard's Operator view: the same operators and calls as on torch.profiler's",
             mine.get("operators") and mine.get("operators") == other.get("operators"),
             "%s vs %s" % (str(mine)[:200], str(other)[:200]))
+    c.check("TensorBoard's Module view: the same modules and occurrences as on torch.profiler's",
+            mine.get("modules") and mine.get("modules") == other.get("modules"),
+            "%s vs %s" % (str(mine.get("modules"))[:200], str(other.get("modules"))[:200]))
     c.check("HTA's aten operator analysis works on it", isinstance(mine.get("aten_kernels"), int)
             and mine["aten_kernels"] > 0, str(mine.get("aten_kernels")))
     base = mean_step_ms(plain[3])
     print("info %s: mean step %.2f ms without a profiler, %.2f ms (x%.2f) with libgprof "
-          "--torch, %.2f ms (x%.2f) with torch.profiler (record_shapes)" % (
+          "--torch, %.2f ms (x%.2f) with torch.profiler (record_shapes, with_modules, "
+          "with_stack)" % (
               c.name, base, mean_step_ms(gprof[3]), mean_step_ms(gprof[3]) / base,
               mean_step_ms(kineto[3]), mean_step_ms(kineto[3]) / base))
     return c

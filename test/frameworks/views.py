@@ -1,8 +1,9 @@
 """The PyTorch views of the client tier's readers on one trace, for run.py (clients venv).
 
 Usage: views.py DIR: DIR holds one trace. Prints one JSON object: TensorBoard's plugin's
-Operator view ("operators": name -> calls, "views": the view names) and HTA's aten operator
-analysis ("aten_kernels": the rows of get_aten_op_kernels_and_delay, or the error it raised).
+Operator view ("operators": name -> calls), Module view ("modules": "parent/child" paths ->
+occurrences), the view names ("views"), and HTA's aten operator analysis ("aten_kernels": the
+rows of get_aten_op_kernels_and_delay, or the error it raised).
 """
 
 import json
@@ -28,9 +29,17 @@ def tensorboard(trace_dir):
         if worker == "All":
             continue
         rows = p.operation_table_by_name["data"]
-        return {"views": [v.display_name for v in p.views],
+        modules = {}
+
+        def walk(stats, path):
+            for m in stats or []:
+                modules[path + m.name] = m.occurences
+                walk(m.children, path + m.name + "/")
+
+        walk(p.module_stats, "")
+        return {"views": [v.display_name for v in p.views], "modules": modules,
                 "operators": {r["name"]: r["calls"] for r in rows}}
-    return {"views": [], "operators": {}}
+    return {"views": [], "operators": {}, "modules": {}}
 
 
 def hta(trace_dir):

@@ -353,6 +353,7 @@ static const struct {
     {"user_annotation", false, true, {NULL}},
     {"gpu_user_annotation", false, false, {NULL}},
     {"cpu_op", false, true, {"External id"}},
+    {"python_function", false, true, {"Python id", "Python parent id", "Python module id"}},
 };
 
 static const char *const meta_names[] = {"process_name", "process_labels", "process_sort_index",
