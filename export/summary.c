@@ -18,8 +18,11 @@
 #include "export/internal.h"
 
 #define TOP_KERNELS 10
-#define TOP_CALLS   5  /* CUDA calls and NVTX ranges */
-#define NAME_COLS   96 /* bytes of a kernel name shown */
+#define TOP_CALLS   5	       /* CUDA calls and NVTX ranges */
+#define TOP_OPS_GPU 10	       /* operators by the GPU time of their work */
+#define TOP_OPS_CPU 5	       /* and by self CPU time */
+#define OPS_MAX	    (1u << 18) /* operators kept per window (40 bytes each) */
+#define NAME_COLS   96	       /* bytes of a kernel name shown */
 /* Names a tally keeps apart (NVTX messages may differ in every range); the rest as "others". */
 #define TALLY_NAMES 1024
 /* GPU busy over step time from which a window is GPU-bound, and below which host-bound. */
@@ -66,8 +69,25 @@ struct copy_total {
 	uint64_t count, bytes, ns;
 };
 
+/* One operator (CPU_OP), for self times and the GPU time of the work tied to it. */
+struct op_rec {
+	const struct gprof_export_str *name;
+	uint64_t ts, end, child_ns; /* child_ns: of the operators right inside it */
+	uint32_t tid, external;
+};
+
+/* An operator's figures by name, as torch.profiler's key_averages has them. */
+struct op_total {
+	const struct gprof_export_str *name;
+	uint64_t calls, cpu_ns, self_ns, gpu_ns;
+};
+
 struct gprof_export_summary {
 	struct tally kernels, calls, ranges; /* kernels, CUDA runtime/driver calls, NVTX ranges */
+	struct op_rec *ops;		     /* in the order written; at most OPS_MAX */
+	size_t n_ops, cap_ops;
+	bool ops_cut;		 /* more than OPS_MAX */
+	struct gprof_map op_gpu; /* External id -> GPU ns of the work that carries it */
 	struct copy_total copies[COPY_KINDS], memsets;
 	struct device dev[GPROF_EXPORT_MAX_DEVICES];
 	unsigned n_dev;
@@ -93,7 +113,7 @@ struct gprof_export_summary *gprof_summary_new(void)
 	s->kernels.max = SIZE_MAX;
 	s->calls.max = s->ranges.max = TALLY_NAMES;
 	if (gprof_map_init(&s->kernels.index, 64) || gprof_map_init(&s->calls.index, 64) ||
-	    gprof_map_init(&s->ranges.index, 64)) {
+	    gprof_map_init(&s->ranges.index, 64) || gprof_map_init(&s->op_gpu, 64)) {
 		gprof_summary_free(s);
 		return NULL;
 	}
@@ -109,6 +129,8 @@ void gprof_summary_free(struct gprof_export_summary *s)
 	tally_free(&s->kernels);
 	tally_free(&s->calls);
 	tally_free(&s->ranges);
+	gprof_map_free(&s->op_gpu);
+	free(s->ops);
 	free(s->step_durs);
 	free(s);
 }
@@ -243,6 +265,40 @@ static void add_memory(struct gprof_export_summary *s, const struct gprof_export
 	d->has_memory = true;
 }
 
+static void add_op(struct gprof_export_summary *s, const struct gprof_export_event *ev,
+		   uint64_t dur)
+{
+	if (s->n_ops == OPS_MAX) {
+		s->ops_cut = true;
+		return;
+	}
+	if (gprof_array_room((void **)&s->ops, &s->cap_ops, s->n_ops, sizeof(*s->ops), 1024,
+			     OPS_MAX)) {
+		s->failed = true;
+		return;
+	}
+	s->ops[s->n_ops++] = (struct op_rec){.name = ev->name,
+					     .ts = ev->ts_ns,
+					     .end = ev->ts_ns + dur,
+					     .tid = ev->tid,
+					     .external = ev->u.op.external};
+}
+
+/* GPU work tied to an operator (its External id): added to the operator's GPU time. */
+static void add_op_gpu(struct gprof_export_summary *s, uint32_t external, uint64_t dur)
+{
+	uint64_t ns = 0;
+
+	if (!external)
+		return;
+	if (!gprof_map_get(&s->op_gpu, external, &ns) && s->op_gpu.n >= OPS_MAX) {
+		s->ops_cut = true;
+		return;
+	}
+	if (gprof_map_set(&s->op_gpu, external, ns + dur))
+		s->failed = true;
+}
+
 void gprof_summary_events(struct gprof_export_summary *s, const struct gprof_export_event *ev,
 			  size_t n)
 {
@@ -258,6 +314,10 @@ void gprof_summary_events(struct gprof_export_summary *s, const struct gprof_exp
 		case GPROF_EXPORT_KERNEL:
 			add_named(s, &s->kernels, e, dur);
 			add_gpu(s, e, GPU_KERNEL, dur);
+			add_op_gpu(s, e->u.kernel.external, dur);
+			break;
+		case GPROF_EXPORT_CPU_OP:
+			add_op(s, e, dur);
 			break;
 		case GPROF_EXPORT_RUNTIME:
 		case GPROF_EXPORT_DRIVER:
@@ -273,6 +333,7 @@ void gprof_summary_events(struct gprof_export_summary *s, const struct gprof_exp
 			add_copy(s, e, dur);
 			add_gpu(s, e, e->kind == GPROF_EXPORT_MEMCPY ? GPU_MEMCPY : GPU_MEMSET,
 				dur);
+			add_op_gpu(s, e->u.copy.external, dur);
 			break;
 		case GPROF_EXPORT_MEMORY:
 			add_memory(s, e);
@@ -522,6 +583,138 @@ out:
 	free(shown);
 }
 
+/* By thread, then start, the outer of two that start together first. */
+static int op_order(const void *a, const void *b)
+{
+	const struct op_rec *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->end > y->end ? -1 : x->end < y->end;
+}
+
+/*
+ * The operators' figures by name (*n of them; NULL when out of memory): each operator's self
+ * time is its own less that of the operators right inside it on its thread, its GPU time that
+ * of the work carrying its External id (the innermost operator's, as Kineto's "self").
+ */
+static struct op_total *op_totals(const struct gprof_export_summary *s, size_t *n)
+{
+	struct op_total *rows = calloc(s->n_ops, sizeof(*rows));
+	struct op_rec *ops = malloc(s->n_ops * sizeof(*ops));
+	size_t *stack = calloc(s->n_ops, sizeof(*stack)), depth = 0;
+	struct gprof_map index = {0};
+	bool failed = !rows || !ops || !stack || gprof_map_init(&index, 64);
+
+	*n = 0;
+	for (size_t i = 0; i < s->n_ops && !failed; i++) {
+		ops[i] = s->ops[i];
+		ops[i].child_ns = 0;
+	}
+	if (!failed)
+		qsort(ops, s->n_ops, sizeof(*ops), op_order);
+	for (size_t i = 0; i < s->n_ops && !failed; i++) {
+		struct op_rec *o = &ops[i];
+
+		while (depth &&
+		       (ops[stack[depth - 1]].tid != o->tid || ops[stack[depth - 1]].end < o->end))
+			depth--;
+		if (depth)
+			ops[stack[depth - 1]].child_ns += o->end - o->ts;
+		stack[depth++] = i;
+	}
+	for (size_t i = 0; i < s->n_ops && !failed; i++) {
+		const struct op_rec *o = &ops[i];
+		uint64_t k, gpu = 0, dur = o->end - o->ts;
+
+		if (!gprof_map_get(&index, (uintptr_t)o->name, &k)) {
+			k = (*n)++;
+			rows[k].name = o->name;
+			failed = gprof_map_set(&index, (uintptr_t)o->name, k) != 0;
+		}
+		gprof_map_get(&s->op_gpu, o->external, &gpu);
+		rows[k].calls++;
+		rows[k].cpu_ns += dur;
+		rows[k].self_ns += dur - (o->child_ns < dur ? o->child_ns : dur);
+		rows[k].gpu_ns += gpu;
+	}
+	gprof_map_free(&index);
+	free(stack);
+	free(ops);
+	if (failed) {
+		free(rows);
+		return NULL;
+	}
+	return rows;
+}
+
+/* Larger first; ties by the other figures, then by name, so that every reader agrees. */
+static int op_cmp(uint64_t a1, uint64_t b1, uint64_t a2, uint64_t b2, const struct op_total *x,
+		  const struct op_total *y)
+{
+	if (a1 != b1)
+		return a1 > b1 ? -1 : 1;
+	if (a2 != b2)
+		return a2 > b2 ? -1 : 1;
+	if (x->calls != y->calls)
+		return x->calls > y->calls ? -1 : 1;
+	return strcmp(x->name->text, y->name->text);
+}
+
+static int by_gpu(const void *a, const void *b)
+{
+	const struct op_total *x = a, *y = b;
+
+	return op_cmp(x->gpu_ns, y->gpu_ns, x->self_ns, y->self_ns, x, y);
+}
+
+static int by_self(const void *a, const void *b)
+{
+	const struct op_total *x = a, *y = b;
+
+	return op_cmp(x->self_ns, y->self_ns, x->gpu_ns, y->gpu_ns, x, y);
+}
+
+static void put_op_table(struct gprof_jbuf *b, struct op_total *rows, size_t n, size_t top,
+			 int (*order)(const void *, const void *), const char *what)
+{
+	char t[3][32];
+
+	qsort(rows, n, sizeof(*rows), order);
+	top = n < top ? n : top;
+	putf(b, "gprof:   top %zu of %zu operators by %s:\n", top, n, what);
+	putf(b, "gprof:   %8s %12s %12s %12s  %s\n", "calls", "GPU", "CPU self", "CPU total",
+	     "name");
+	for (size_t i = 0; i < top; i++) {
+		putf(b, "gprof:   %8llu %12s %12s %12s  ", (unsigned long long)rows[i].calls,
+		     gprof_summary_fmt_time(t[0], rows[i].gpu_ns),
+		     gprof_summary_fmt_time(t[1], rows[i].self_ns),
+		     gprof_summary_fmt_time(t[2], rows[i].cpu_ns));
+		put_name(b, rows[i].name);
+		gprof_jbuf_lit(b, "\n");
+	}
+}
+
+/* PyTorch's (and NCCL's) operators, as key_averages() tabulates them: by GPU time, by self CPU. */
+static void put_ops(struct gprof_jbuf *b, const struct gprof_export_summary *s)
+{
+	size_t n;
+	struct op_total *rows = s->n_ops ? op_totals(s, &n) : NULL;
+
+	if (!rows) {
+		if (s->n_ops)
+			gprof_jbuf_lit(b, "gprof:   (operators: out of memory)\n");
+		return;
+	}
+	put_op_table(b, rows, n, TOP_OPS_GPU, by_gpu, "GPU time of their work");
+	put_op_table(b, rows, n, TOP_OPS_CPU, by_self, "self CPU time");
+	if (s->ops_cut)
+		putf(b, "gprof:   (operators: the first %u of the window only)\n", OPS_MAX);
+	free(rows);
+}
+
 /* The highest share of step time a device was busy; -1 without steps or GPU work. */
 static double busiest_pct(const struct gprof_export_summary *s)
 {
@@ -659,6 +852,7 @@ static void put_long(struct gprof_jbuf *b, const struct gprof_export_result *r,
 		  s->step_ns);
 	put_table(b, &s->ranges, TOP_CALLS, "NVTX ranges by time", s->step_ns ? "step%" : NULL,
 		  s->step_ns);
+	put_ops(b, s);
 	put_dropped(b, "gprof:   ", r);
 	if (r->dropped || r->cupti_dropped)
 		gprof_jbuf_lit(b, "\n");

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/torchop.h"
+#include "export/internal.h"
 #include "task.h"
 #include "util/e2e.h"
 #include "util/gtlog.h"
@@ -338,5 +339,197 @@ TEST(e2e_torch_operators_replayed)
 	ASSERT_EQ(e2e_count(t, "user_annotation", "nn.Module: _7"), RECORDED);
 	ASSERT_EQ(e2e_count(t, "fwdbwd", NULL), 2 * flows);
 	free(s.text);
+	e2e_free(&r);
+}
+
+/* ---- the summary's operator tables ---- */
+
+struct op_inst {
+	const char *name;
+	long long tid, ts, end, child, gpu, external;
+};
+
+static int inst_order(const void *a, const void *b)
+{
+	const struct op_inst *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return (x->end < y->end) - (x->end > y->end);
+}
+
+static long long ns_at(const struct trace *t, const json_t *ev, const char *key)
+{
+	return (long long)(json_number_value(json_object_get(ev, key)) * 1000.0 + 0.5) +
+	       json_integer_value(json_object_get(t->root, "baseTimeNanoseconds"));
+}
+
+/* The trace's operators (cpu_op, and user_annotation with a RecordFunction), with their GPU ns. */
+static struct op_inst *trace_ops(const struct trace *t, size_t *n)
+{
+	struct op_inst *ops = calloc(json_array_size(t->events) + 1, sizeof(*ops));
+	size_t i, k = 0, *stack, depth = 0;
+	json_t *ev;
+
+	ASSERT(ops);
+	json_array_foreach(t->events, i, ev)
+	{
+		if (strcmp(trace_str(ev, "ph"), "X") ||
+		    (strcmp(trace_str(ev, "cat"), "cpu_op") &&
+		     !json_object_get(json_object_get(ev, "args"), "Record function id")))
+			continue;
+		ops[k++] = (struct op_inst){
+		    .name = trace_str(ev, "name"),
+		    .tid = json_integer_value(json_object_get(ev, "tid")),
+		    .ts = ns_at(t, ev, "ts"),
+		    .end =
+			ns_at(t, ev, "ts") +
+			(long long)(json_number_value(json_object_get(ev, "dur")) * 1000.0 + 0.5),
+		    .external = e2e_arg_int(ev, "External id")};
+	}
+	json_array_foreach(t->events, i, ev)
+	{
+		const char *cat = trace_str(ev, "cat");
+		long long id = e2e_arg_int(ev, "External id");
+
+		if (strcmp(cat, "kernel") && strcmp(cat, "gpu_memcpy") && strcmp(cat, "gpu_memset"))
+			continue;
+		for (size_t j = 0; j < k && id > 0; j++)
+			if (ops[j].external == id)
+				ops[j].gpu +=
+				    (long long)(json_number_value(json_object_get(ev, "dur")) *
+						    1000.0 +
+						0.5);
+	}
+	qsort(ops, k, sizeof(*ops), inst_order);
+	stack = calloc(k + 1, sizeof(*stack));
+	ASSERT(stack);
+	for (i = 0; i < k; i++) {
+		while (depth && (ops[stack[depth - 1]].tid != ops[i].tid ||
+				 ops[stack[depth - 1]].end < ops[i].end))
+			depth--;
+		if (depth)
+			ops[stack[depth - 1]].child += ops[i].end - ops[i].ts;
+		stack[depth++] = i;
+	}
+	free(stack);
+	*n = k;
+	return ops;
+}
+
+/* calls, GPU, self and total ns of the operators named `name`. */
+static void name_totals(const struct op_inst *ops, size_t n, const char *name, long long out[4])
+{
+	memset(out, 0, 4 * sizeof(out[0]));
+	for (size_t i = 0; i < n; i++) {
+		long long dur = ops[i].end - ops[i].ts;
+
+		if (strcmp(ops[i].name, name))
+			continue;
+		out[0]++;
+		out[1] += ops[i].gpu;
+		out[2] += dur - (ops[i].child < dur ? ops[i].child : dur);
+		out[3] += dur;
+	}
+}
+
+/*
+ * The table under "operators by <what>:" in text: each row's figures are those of its name in
+ * the trace, rows in order of figure `by` (1 GPU, 2 self CPU), none left out larger than the
+ * last shown; M of "top N of M" is the number of names. Returns the table's text.
+ */
+static char *check_op_table(const char *text, const char *what, int by, const struct op_inst *ops,
+			    size_t n_ops)
+{
+	const char *at = strstr(text, what), *head, *line;
+	size_t top, names;
+	long long last = -1, f[4];
+	char *table;
+
+	ASSERT_MSG(at, "no table of operators by %s in:\n%s", what, text);
+	for (head = at; head > text && head[-1] != '\n'; head--)
+		;
+	ASSERT_EQ(sscanf(head, "gprof: top %zu of %zu", &top, &names), 2);
+	for (size_t i = 0; i < n_ops; i++) {
+		bool first = true;
+
+		for (size_t j = 0; j < i && first; j++)
+			first = strcmp(ops[j].name, ops[i].name) != 0;
+		names -= first;
+	}
+	ASSERT_EQ(names, 0);
+	line = strchr(strchr(at, '\n') + 1, '\n') + 1; /* past the column heads */
+	for (size_t r = 0; r < top; r++) {
+		char name[256], want[3][32];
+		unsigned long long calls;
+		int off = 0;
+		size_t len = strcspn(line, "\n");
+
+		ASSERT_EQ(sscanf(line, "gprof: %llu %*s %*s %*s %*s %*s %*s %n", &calls, &off), 1);
+		snprintf(name, sizeof(name), "%.*s", (int)(len - (size_t)off), line + off);
+		name_totals(ops, n_ops, name, f);
+		ASSERT_MSG(f[0] == (long long)calls, "%s: %llu calls, %lld in the trace", name,
+			   calls, f[0]);
+		for (int k = 0; k < 3; k++)
+			gprof_summary_fmt_time(want[k], (uint64_t)f[k + 1]);
+		ASSERT_MSG(strstr(line, want[0]) && strstr(line, want[1]) && strstr(line, want[2]),
+			   "%.*s: want %s %s %s", (int)len, line, want[0], want[1], want[2]);
+		ASSERT_MSG(last < 0 || f[by] <= last, "%.*s out of order", (int)len, line);
+		last = f[by];
+		line += len + 1;
+	}
+	/* nothing left out is larger than the last row shown */
+	table = strndup(head, (size_t)(line - head));
+	ASSERT(table);
+	for (size_t i = 0; i < n_ops; i++) {
+		char row_end[300];
+
+		snprintf(row_end, sizeof(row_end), "  %s\n", ops[i].name);
+		name_totals(ops, n_ops, ops[i].name, f);
+		ASSERT_MSG(f[by] <= last || strstr(table, row_end), "%s (%lld) is not shown",
+			   ops[i].name, f[by]);
+	}
+	return table;
+}
+
+/*
+ * The end-of-window summary tabulates operators as key_averages does: calls, the GPU time of
+ * the work tied to them, self and total CPU time, by GPU time and by self CPU time, the trace's
+ * figures; gprof-summary prints the same tables from the file.
+ */
+TEST(summary_torch_operators)
+{
+	const char *argv[] = {proc_build_path("test/apps/torch-app"),
+			      proc_src_path("test/apps/torch-nvtx.txt"), NULL};
+	const char *tool[] = {proc_build_path("gprof-summary"), NULL, NULL};
+	const char *no_preload[] = {"LD_PRELOAD", NULL};
+	struct proc_result res = {0};
+	struct op_inst *ops;
+	struct e2e_run r;
+	char *a, *b, *c, *d, path[PATH_MAX * 2];
+	size_t n;
+
+	e2e_run(&r, argv, e2e_cupti(true), NULL, true);
+	ASSERT_EQ(r.res.status, 0);
+	ASSERT_EQ(r.n_traces, 1);
+	ops = trace_ops(&r.traces[0], &n);
+	ASSERT_GT(n, 0);
+	a = check_op_table(r.res.err, "operators by GPU time of their work:", 1, ops, n);
+	b = check_op_table(r.res.err, "operators by self CPU time:", 2, ops, n);
+	snprintf(path, sizeof(path), "%s/%s", r.dir, trace_str(r.traces[0].root, "traceName"));
+	tool[1] = path;
+	ASSERT_EQ(proc_run(tool, no_preload, 120, &res), 0);
+	c = check_op_table(res.out, "operators by GPU time of their work:", 1, ops, n);
+	d = check_op_table(res.out, "operators by self CPU time:", 2, ops, n);
+	ASSERT_STR_EQ(a, c);
+	ASSERT_STR_EQ(b, d);
+	free(a);
+	free(b);
+	free(c);
+	free(d);
+	free(ops);
+	proc_result_free(&res);
 	e2e_free(&r);
 }

@@ -199,11 +199,23 @@ static const struct gprof_export_str *name_of(const struct tool_text *t)
 	return s;
 }
 
-/* A user_annotation: a step span (ProfilerStep#N), else an NVTX range. */
+/* An operator: cpu_op, or one of PyTorch's scopes (user_annotation with a RecordFunction). */
+static bool take_op(const struct tool_fields *f, struct gprof_export_event *e)
+{
+	e->kind = GPROF_EXPORT_CPU_OP;
+	e->name = name_of(&f->name);
+	e->tid = (uint32_t)u64_of(f->tid);
+	e->u.op.external = (uint32_t)u64_of(f->external);
+	return true;
+}
+
+/* A user_annotation: a step span (ProfilerStep#N), an operator, else an NVTX range. */
 static bool take_step(const struct tool_fields *f, struct gprof_export_event *e)
 {
 	const struct tool_text *n = &f->name;
 
+	if (f->rf_id)
+		return take_op(f, e);
 	if (n->len < 14 || memcmp(n->p, "ProfilerStep#", 13) || n->p[13] < '0' || n->p[13] > '9') {
 		e->kind = GPROF_EXPORT_NVTX_RANGE;
 		e->name = name_of(n);
@@ -226,6 +238,7 @@ static bool take_kernel(const struct tool_fields *f, struct gprof_export_event *
 	e->kind = GPROF_EXPORT_KERNEL;
 	e->name = name_of(&f->name);
 	e->device = device_of(f);
+	e->u.kernel.external = (uint32_t)u64_of(f->external);
 	return true;
 }
 
@@ -240,6 +253,7 @@ static bool take_memcpy(const struct tool_fields *f, struct gprof_export_event *
 	e->kind = GPROF_EXPORT_MEMCPY;
 	e->device = device_of(f);
 	e->u.copy.bytes = u64_of(f->bytes);
+	e->u.copy.external = (uint32_t)u64_of(f->external);
 	for (unsigned k = 0; k < COPY_KINDS && n->len > 7 && !memcmp(n->p, "Memcpy ", 7); k++)
 		if (strlen(gprof_trace_copy_kind(k)) == len &&
 		    !memcmp(n->p + 7, gprof_trace_copy_kind(k), len))
@@ -252,6 +266,7 @@ static bool take_memset(const struct tool_fields *f, struct gprof_export_event *
 	e->kind = GPROF_EXPORT_MEMSET;
 	e->device = device_of(f);
 	e->u.copy.bytes = u64_of(f->bytes);
+	e->u.copy.external = (uint32_t)u64_of(f->external);
 	return true;
 }
 
@@ -281,10 +296,15 @@ static const struct {
 	size_t cat_len;
 	bool (*take)(const struct tool_fields *f, struct gprof_export_event *e);
 } kinds[] = {
-    KIND('X', "user_annotation", take_step), KIND('X', "kernel", take_kernel),
-    KIND('X', "gpu_memcpy", take_memcpy),    KIND('X', "gpu_memset", take_memset),
-    KIND('C', "gpu_memory", take_memory),    KIND('X', "gpu_earlier", take_earlier),
-    KIND('X', "cuda_runtime", take_api),     KIND('X', "cuda_driver", take_api),
+    KIND('X', "user_annotation", take_step),
+    KIND('X', "kernel", take_kernel),
+    KIND('X', "gpu_memcpy", take_memcpy),
+    KIND('X', "gpu_memset", take_memset),
+    KIND('C', "gpu_memory", take_memory),
+    KIND('X', "gpu_earlier", take_earlier),
+    KIND('X', "cuda_runtime", take_api),
+    KIND('X', "cuda_driver", take_api),
+    KIND('X', "cpu_op", take_op),
 };
 
 /* Which of kinds[] f is (ARRAY_SIZE(kinds) when none). */

@@ -71,8 +71,8 @@ struct tool_text {
 /* The fields of one event that the summary uses; a number is where its text starts, or NULL. */
 struct tool_fields {
 	struct tool_text ph, cat, name;
-	const char *ts, *dur, *pid;
-	const char *device, *bytes, *allocated; /* in "args" */
+	const char *ts, *dur, *pid, *tid;
+	const char *device, *bytes, *allocated, *external, *rf_id; /* in "args" */
 };
 
 /*
