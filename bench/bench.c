@@ -1,8 +1,8 @@
 /*
- * `make bench`: runs B1-B4 side by side in repeated rounds and prints, as Markdown, the machine,
+ * `make bench`: runs B1-B5 side by side in repeated rounds and prints, as Markdown, the machine,
  * one table per benchmark (median and range over the rounds) and where each target stands.
  *
- *	bench <build folder>                      everything (what `make bench` runs)
+ *	bench <build folder> [B1B2...]            everything (what `make bench` runs), or those
  *	bench --export <level> <dir> <kernels> <threads>    B2's child (bench/export-bench.c)
  */
 #include <ftw.h>
@@ -30,11 +30,13 @@
 #define B3_LAUNCHES 5000000
 #define B4_ROUNDS   5
 #define B4_STEPS    "10000"
+#define B5_ROUNDS   3
+#define B5_STEPS    14 /* the window is steps 2-4; 6 to the last but one are after it */
 
 /* The build's programs and the scratch folder; set once by main. */
 static struct {
 	char self[PATH_MAX], lib[PATH_MAX], hook_loop[PATH_MAX], steps_loop[PATH_MAX];
-	char steps_loop_real[PATH_MAX];
+	char steps_loop_real[PATH_MAX], python[PATH_MAX], train[PATH_MAX], driver[PATH_MAX + 32];
 	char tmp[1024], err_log[1024 + 16], preload[PATH_MAX + 16], cupti[PATH_MAX + 32];
 	int failures;
 } g;
@@ -611,6 +613,118 @@ static void b4(void)
 	}
 }
 
+/* ---- B5: PyTorch on the simulated GPU ---- */
+
+struct b5_mode {
+	const char *name;
+	const char *torch;    /* GPROF_TORCH: steps or on; NULL: no libgprof */
+	bool torch_profiler; /* train.py --torch-profiler */
+};
+
+static const struct b5_mode b5_modes[] = {
+    {.name = "no profiler"},
+    {.name = "libgprof default (`gprof-run --torch-steps`)", .torch = "steps"},
+    {.name = "libgprof `--torch` (operators, input sizes, modules)", .torch = "on"},
+    {.name = "torch.profiler (record_shapes, with_modules, with_stack)", .torch_profiler = true},
+};
+#define B5_MODES (sizeof(b5_modes) / sizeof(b5_modes[0]))
+
+/* [mode][round]: mean step ms in the window (steps 2-4) and after it (6 on) */
+static double b5_in[B5_MODES][MAX_ROUNDS], b5_after[B5_MODES][MAX_ROUNDS];
+
+/* Mean duration (ms) of steps [from, to] by the step starts train.py wrote; NAN if missing. */
+static double b5_mean(const double *start, int n, int from, int to)
+{
+	return to + 1 < n ? (start[to + 1] - start[from]) / 1e6 / (to + 1 - from) : NAN;
+}
+
+static void b5_run(size_t m, int round)
+{
+	char marks[1100], marks_env[1200], out_env[PATH_MAX + 32], trace[1100], torch[32];
+	char kineto[PATH_MAX + 48];
+	const struct b5_mode *mode = &b5_modes[m];
+	const char *argv[] = {g.python, g.train, "--steps", "14", NULL, NULL, NULL};
+	const char *env[MAX_ENV] = {g.driver, marks_env};
+	double start[64];
+	int n = 0, e = 2;
+	struct bench_out out;
+	FILE *f;
+
+	snprintf(marks, sizeof(marks), "%s/b5-marks-%zu-%d", g.tmp, m, round);
+	snprintf(marks_env, sizeof(marks_env), "FRAMEWORKS_MARKS=%s", marks);
+	if (mode->torch) {
+		snprintf(torch, sizeof(torch), "GPROF_TORCH=%s", mode->torch);
+		env[e++] = g.preload;
+		env[e++] = g.cupti;
+		env[e++] = torch;
+		env[e++] = "GPROF_SUMMARY=off";
+		env[e++] = output_env(out_env, sizeof(out_env), "b5", round);
+	} else if (mode->torch_profiler) {
+		/* Kineto loads libcupti.so.13 by name: the simulation's, loaded first */
+		snprintf(kineto, sizeof(kineto), "LD_PRELOAD=%s", strchr(g.cupti, '=') + 1);
+		env[e++] = kineto;
+		snprintf(trace, sizeof(trace), "%s/b5-kineto-%d.json", g.tmp, round);
+		argv[4] = "--torch-profiler";
+		argv[5] = trace;
+	}
+	b5_in[m][round] = b5_after[m][round] = NAN;
+	if (run(mode->name, argv, env, &out) || !(f = fopen(marks, "re")))
+		return;
+	while (n < 64 && fscanf(f, "%lf", &start[n]) == 1)
+		n++;
+	fclose(f);
+	b5_in[m][round] = b5_mean(start, n, 2, 4);
+	b5_after[m][round] = b5_mean(start, n, 6, B5_STEPS - 2);
+}
+
+static void b5_row(size_t m)
+{
+	double ri[MAX_ROUNDS], ra[MAX_ROUNDS];
+	char a[CELL_MAX], b[CELL_MAX], c[CELL_MAX], d[CELL_MAX];
+
+	for (int r = 0; r < B5_ROUNDS; r++) {
+		ri[r] = b5_in[m][r] / b5_in[0][r];
+		ra[r] = b5_after[m][r] / b5_after[0][r];
+	}
+	struct bench_stat i = stat_of(b5_in[m], B5_ROUNDS), si = stat_of(ri, B5_ROUNDS),
+			  f = stat_of(b5_after[m], B5_ROUNDS), sa = stat_of(ra, B5_ROUNDS);
+
+	printf("| %s | %s | %s | %s | %s |\n", b5_modes[m].name, fmt(a, &i, 2), fmt(b, &si, 3),
+	       fmt(c, &f, 2), fmt(d, &sa, 3));
+}
+
+static void b5(const char *build)
+{
+	char status[PATH_MAX + 32], line[16] = "";
+	FILE *f;
+
+	snprintf(status, sizeof(status), "%s/frameworks/status", build);
+	f = fopen(status, "re");
+	if (!f || !fgets(line, sizeof(line), f) || strcmp(line, "ok\n") != 0) {
+		printf("\n## B5 PyTorch on the simulated GPU\n\nNot measured: no PyTorch "
+		       "environment (`make test-frameworks` makes it).\n");
+		if (f)
+			fclose(f);
+		return;
+	}
+	fclose(f);
+	for (int r = 0; r < B5_ROUNDS; r++) {
+		fprintf(stderr, "bench: B5 round %d/%d\n", r + 1, B5_ROUNDS);
+		for (size_t i = 0; i < B5_MODES; i++)
+			b5_run((i + (size_t)r) % B5_MODES, r);
+	}
+	printf("\n## B5 PyTorch on the simulated GPU\n\ntest/frameworks/train.py, %d steps "
+	       "(a 2-layer transformer encoder, AdamW, bf16 autocast) on PyTorch's CUDA wheels "
+	       "over the simulated driver; mean step time (ms) from the program's own step "
+	       "starts, in the recorded window (steps 2-4, the default schedule for all) and "
+	       "after it (steps 6-%d); median (range) of %d rounds, ratios to no profiler in "
+	       "the same round.\n\n| run | window step ms | ratio | after-window step ms | "
+	       "ratio |\n| --- | --- | --- | --- | --- |\n",
+	       B5_STEPS, B5_STEPS - 2, B5_ROUNDS);
+	for (size_t m = 0; m < B5_MODES; m++)
+		b5_row(m);
+}
+
 /* ---- the machine, the targets, main ---- */
 
 static void machine(void)
@@ -716,6 +830,11 @@ static int setup(const char *build, const char *argv0)
 	snprintf(g.cupti, sizeof(g.cupti), "GPROF_CUPTI_LIB=%s", g.lib);
 	strcpy(strrchr(g.cupti, '/'), "/fakecuda/libcupti.so.13");
 	snprintf(g.err_log, sizeof(g.err_log), "%s/stderr.log", g.tmp);
+	snprintf(g.python, sizeof(g.python), "%s/frameworks/env/bin/python", build);
+	if (!realpath("test/frameworks/train.py", g.train))
+		g.train[0] = '\0';
+	snprintf(g.driver, sizeof(g.driver), "LD_LIBRARY_PATH=%s", g.lib);
+	strcpy(strrchr(g.driver, '/'), "/fakecuda/driver");
 	return 0;
 }
 
@@ -724,17 +843,24 @@ int main(int argc, char **argv)
 	if (argc == 6 && strcmp(argv[1], "--export") == 0)
 		return bench_export_main(atoi(argv[2]), argv[3], atol(argv[4]),
 					 (unsigned)atoi(argv[5]));
-	if (argc != 2) {
-		fprintf(stderr, "usage: bench <build folder>\n");
+	if (argc < 2 || argc > 3) {
+		fprintf(stderr, "usage: bench <build folder> [benchmarks, e.g. B4B5]\n");
 		return 64;
 	}
 	if (setup(argv[1], argv[0]))
 		return 1;
+#define WANTED(b) (argc < 3 || strstr(argv[2], b))
 	machine();
-	b1();
-	b2();
-	b3();
-	b4();
+	if (WANTED("B1"))
+		b1();
+	if (WANTED("B2"))
+		b2();
+	if (WANTED("B3"))
+		b3();
+	if (WANTED("B4"))
+		b4();
+	if (WANTED("B5"))
+		b5(argv[1]);
 	targets();
 	fflush(stdout);
 	nftw(g.tmp, remove_one, 16, FTW_DEPTH | FTW_PHYS);

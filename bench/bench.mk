@@ -36,5 +36,5 @@ $(BENCH_OUT)/bench: $(BENCH_OBJS) $(CORE_LIB)
 	$(call quiet,LD,$@)
 	$(Q)$(link_core)
 
-bench: $(LIB) $(BENCH_BINS) $(FAKECUPTI_LIB)
+bench: $(LIB) $(BENCH_BINS) $(FAKECUPTI_LIB) $(FAKE_DRIVER)
 	$(Q)$(BENCH_OUT)/bench $(BUILD)
