@@ -617,7 +617,7 @@ static void b4(void)
 
 struct b5_mode {
 	const char *name;
-	const char *torch;    /* GPROF_TORCH: steps or on; NULL: no libgprof */
+	const char *torch;   /* GPROF_TORCH: steps or on; NULL: no libgprof */
 	bool torch_profiler; /* train.py --torch-profiler */
 };
 
