@@ -105,6 +105,11 @@ enum gprof_export_flag {
 	 * summary (GPROF_API_CALLS=lean) and counted in gprof.left_out
 	 */
 	GPROF_EXPORT_QUIET = 1u << 10,
+	/*
+	 * MEMORY: a tensor's allocation or free in PyTorch's caching allocator (u.memory.address,
+	 * bytes, allocated and reserved: its totals after it): the [memory] event alone
+	 */
+	GPROF_EXPORT_MEMORY_TENSOR = 1u << 11,
 };
 
 /* Same values as CUPTI's CUpti_ActivityMemcpyKind. */
@@ -205,6 +210,7 @@ struct gprof_export_event {
 			uint64_t allocated; /* device bytes in use after this change */
 			uint64_t address;   /* what was allocated or freed; 0: none (a base) */
 			int64_t bytes;	    /* + allocated, - freed */
+			uint64_t reserved;  /* GPROF_EXPORT_MEMORY_TENSOR: the allocator's */
 		} memory;		    /* MEMORY */
 	} u;
 };
@@ -294,6 +300,11 @@ struct gprof_export_config {
 	void *arg;
 	/* The files' format (export/internal.h); NULL: the Kineto JSON of TRACE_FORMAT.md. */
 	const struct gprof_format_ops *format;
+	/*
+	 * PyTorch reports its tensors' memory (GPROF_TORCH=on: MEMORY events flagged
+	 * GPROF_EXPORT_MEMORY_TENSOR): device allocations then make the counter only.
+	 */
+	bool tensor_memory;
 };
 
 /*

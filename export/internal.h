@@ -277,7 +277,8 @@ struct gprof_trace_meta {
 	uint64_t first_step, last_step;
 	bool has_last_step;
 	uint64_t dropped_buffer, dropped_cupti, dropped_late;
-	uint64_t left_out; /* API calls not written (GPROF_EXPORT_QUIET): set by the format */
+	uint64_t left_out;  /* API calls not written (GPROF_EXPORT_QUIET): set by the format */
+	bool tensor_memory; /* gprof_export_config.tensor_memory */
 	char (*warnings)[GPROF_LOG_LINE_MAX];
 	size_t n_warnings;
 	size_t warnings_lost; /* printed in the window but no longer kept by common/log */

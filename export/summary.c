@@ -62,6 +62,8 @@ struct device {
 	uint64_t peak_bytes;
 	uint64_t first_ts_ns, first_bytes; /* the counter's earliest value */
 	bool has_memory;
+	uint64_t tensor_peak, reserved_peak; /* PyTorch's allocator: tensors, its reserve */
+	bool has_tensors;
 	uint64_t kind_ns[GPU_KINDS]; /* sum of durations */
 };
 
@@ -254,6 +256,14 @@ static void add_memory(struct gprof_export_summary *s, const struct gprof_export
 {
 	struct device *d = device_of(s, ev->device);
 
+	if (d && (ev->flags & GPROF_EXPORT_MEMORY_TENSOR)) {
+		if (ev->u.memory.allocated > d->tensor_peak)
+			d->tensor_peak = ev->u.memory.allocated;
+		if (ev->u.memory.reserved > d->reserved_peak)
+			d->reserved_peak = ev->u.memory.reserved;
+		d->has_tensors = true;
+		return;
+	}
 	if (!d)
 		return;
 	if (!d->has_memory || ev->u.memory.allocated > d->peak_bytes)
@@ -461,6 +471,9 @@ static void put_memory(struct gprof_jbuf *b, const struct gprof_export_summary *
 	putf(b, "%speak memory %s", sep, fmt_bytes(t[0], d->peak_bytes));
 	if (s->steps && d->first_ts_ns <= s->step_begin)
 		putf(b, ", %s at the start", fmt_bytes(t[1], d->first_bytes));
+	if (d->has_tensors)
+		putf(b, "; PyTorch's tensors: peak %s allocated, %s reserved by its allocator",
+		     fmt_bytes(t[0], d->tensor_peak), fmt_bytes(t[1], d->reserved_peak));
 }
 
 /* "busy 12.5% of step time (1.000 ms)", or "busy 1.000 ms" without steps. */

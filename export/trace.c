@@ -28,7 +28,8 @@ struct gprof_trace {
 	int pid;
 	int err; /* the first error: the trace is lost */
 	uint64_t counts[GPROF_EXPORT_KINDS];
-	uint64_t left_out; /* GPROF_EXPORT_QUIET calls */
+	uint64_t left_out;  /* GPROF_EXPORT_QUIET calls */
+	bool tensor_memory; /* [memory] events for tensors only */
 	struct gprof_tracks tracks;
 };
 
@@ -491,18 +492,25 @@ static void emit_python(struct gprof_trace *t, const struct gprof_export_event *
 static void emit_memory(struct gprof_trace *t, const struct gprof_export_event *ev)
 {
 	struct gprof_jbuf *b = &t->out;
+	bool tensor = ev->flags & GPROF_EXPORT_MEMORY_TENSOR;
 
 	if (gprof_tracks_device(&t->tracks, ev->device) < 0)
 		b->failed = true;
-	gprof_jbuf_lit(b, "{\"ph\":\"C\",\"cat\":\"gpu_memory\",\"name\":\"GPU memory\",\"pid\":");
-	gprof_jbuf_u64(b, ev->device);
-	gprof_jbuf_lit(b, ",\"args\":{\"allocated\":");
-	gprof_jbuf_u64(b, ev->u.memory.allocated);
-	gprof_jbuf_lit(b, "}");
-	put_end(t, ev, false);
-	if (!ev->u.memory.address)
+	if (!tensor) {
+		gprof_jbuf_lit(
+		    b, "{\"ph\":\"C\",\"cat\":\"gpu_memory\",\"name\":\"GPU memory\",\"pid\":");
+		gprof_jbuf_u64(b, ev->device);
+		gprof_jbuf_lit(b, ",\"args\":{\"allocated\":");
+		gprof_jbuf_u64(b, ev->u.memory.allocated);
+		gprof_jbuf_lit(b, "}");
+		put_end(t, ev, false);
+	}
+	if (!ev->u.memory.address || (t->tensor_memory && !tensor))
 		return;
-	/* PyTorch's allocator event: "Device Type" 1 is CUDA; nothing is held in reserve here */
+	/*
+	 * PyTorch's allocator event: "Device Type" 1 is CUDA. A device allocation holds nothing
+	 * in reserve; a tensor's totals are the allocator's.
+	 */
 	gprof_jbuf_lit(b, "{\"ph\":\"i\",\"cat\":\"cpu_instant_event\",\"name\":\"[memory]");
 	host_track(t, ev);
 	gprof_jbuf_lit(b, ",\"s\":\"t\",\"args\":{\"Device Type\":1,\"Device Id\":");
@@ -514,7 +522,7 @@ static void emit_memory(struct gprof_trace *t, const struct gprof_export_event *
 	gprof_jbuf_lit(b, ",\"Total Allocated\":");
 	gprof_jbuf_u64(b, ev->u.memory.allocated);
 	gprof_jbuf_lit(b, ",\"Total Reserved\":");
-	gprof_jbuf_u64(b, ev->u.memory.allocated);
+	gprof_jbuf_u64(b, tensor ? ev->u.memory.reserved : ev->u.memory.allocated);
 	gprof_jbuf_lit(b, "}");
 	put_end(t, ev, false);
 }
@@ -715,6 +723,7 @@ static struct gprof_format *trace_open(const struct gprof_trace_meta *m, uint64_
 	t->sink = s;
 	t->proc = *m->proc;
 	t->base_ns = m->base_ns;
+	t->tensor_memory = m->tensor_memory;
 	t->open_ns = t->last_sync_ns = open_ns;
 	t->pid = (int)getpid();
 	*err = gprof_trace_head(&head, m, t->counts);

@@ -231,6 +231,7 @@ static void meta_of(const struct window *w, struct gprof_trace_meta *m)
 	    .last_step = w->last_step,
 	    .has_last_step = w->has_last_step,
 	    .dropped_cupti = w->cupti_dropped,
+	    .tensor_memory = ctl.cfg.tensor_memory,
 	    .trace_name = slash ? slash + 1 : w->path,
 	};
 }

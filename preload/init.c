@@ -57,13 +57,15 @@ static void self_path(char *out, size_t size)
 }
 
 /*
- * GPROF_TORCH: the start-up hook's folder (installed, or in the source tree beside build/)
- * first on PYTHONPATH, where a Python this process becomes finds it, unless it is there.
+ * GPROF_TORCH: the start-up hook's folder (installed, or in the source tree beside build/ or
+ * build/<variant>/) first on PYTHONPATH, where a Python this process becomes finds it, unless it
+ * is there. Without it, one line, and GPROF_TORCH=off for the processes this one starts.
  */
 static void torch_hook_path(const char *self)
 {
 	static const char *const where[] = {"/../share/libgprof/torch-steps",
-					    "/../scripts/torch-steps"};
+					    "/../scripts/torch-steps",
+					    "/../../scripts/torch-steps"};
 	const char *slash = strrchr(self, '/'), *old = getenv("PYTHONPATH");
 	char dir[PATH_MAX], file[PATH_MAX + 32], *path;
 	size_t i, n;
@@ -81,6 +83,7 @@ static void torch_hook_path(const char *self)
 		    "GPROF_TORCH: the start-up hook (share/libgprof/torch-steps/sitecustomize.py)"
 		    " is not beside %s, so PyTorch's steps and operators are not recorded",
 		    self);
+		setenv("GPROF_TORCH", "off", 1);
 		return;
 	}
 	n = strlen(dir);

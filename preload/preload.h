@@ -205,6 +205,9 @@ void gprof_torch_close(struct gprof_torch_frame *f, const char *msg, uint64_t st
 GPROF_EXPORT int gprof_torch_wanted(void);
 /* For the start-up hook (ctypes): the calling thread's next step marker is the hook's. */
 GPROF_EXPORT void gprof_torch_marks(void);
+/* For --torch's start-up hook (ctypes): gprof_session_tensor_memory, ts in ns. */
+GPROF_EXPORT void gprof_torch_memory(uint64_t ts_ns, uint64_t address, int64_t bytes,
+				     uint64_t allocated, uint64_t reserved, int device);
 /*
  * Whether a step marker of the calling thread counts: the hook's (gprof_torch_marks came
  * before it) until the program makes one of its own, then only the program's (one line says
@@ -256,6 +259,12 @@ struct gprof_export_event *gprof_session_api(const struct gprof_hooked_call *c, 
 void gprof_session_nccl(const struct gprof_nccl_call *call);
 /* Whether the step the next marker begins records (gprof_stepper_next_records). */
 bool gprof_session_next_records(void);
+/*
+ * A tensor's allocation (bytes > 0) or free in PyTorch's caching allocator, with its totals
+ * after it, written when it falls in the open window.
+ */
+void gprof_session_tensor_memory(uint64_t ts_ns, uint64_t address, int64_t bytes,
+				 uint64_t allocated, uint64_t reserved, uint32_t device);
 /* A PyTorch operator recorded by torch.c, at its end. */
 void gprof_session_torch_op(const struct gprof_torch_frame *f, const char *msg, uint64_t start_ns,
 			    uint64_t end_ns);

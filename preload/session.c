@@ -37,6 +37,7 @@ static bool is_inert(void)
 /* The current export window: written by the stepper's callback, read by any thread. */
 static uint32_t cur_window;
 static int window_open;
+static uint64_t window_begin_ns; /* when the open window began */
 static int cuda_used;
 static pid_t forked_from; /* a child of fork() that has not exec'd: its parent's pid */
 /*
@@ -185,6 +186,7 @@ static int window_open_at(const struct gprof_sched_event *ev, uint64_t first_ste
 	memory_at_open(id, begin_ns, &base);
 	gprof_collector_window_begin(id, ev->window, begin_ns, &base);
 	__atomic_store_n(&cur_window, id, __ATOMIC_RELAXED);
+	__atomic_store_n(&window_begin_ns, begin_ns, __ATOMIC_RELAXED);
 	__atomic_store_n(&window_open, 1, __ATOMIC_RELEASE);
 	gprof_hot_set(GPROF_HOT_RECORDING, true);
 	/* Its duration, if it has one, is the timer's next deadline. */
@@ -354,6 +356,7 @@ int gprof_session_init(const struct gprof_config *config)
 	    .writer_threads = cfg->writer_threads,
 	    .buffer_bytes = total - cupti,
 	    .on_window_done = gprof_report_window_done,
+	    .tensor_memory = cfg->torch == GPROF_TORCH_ON,
 	    .arg = (void *)cfg,
 	};
 	ccfg = (struct gprof_collector_config){
@@ -591,6 +594,28 @@ void gprof_session_torch_op(const struct gprof_torch_frame *f, const char *msg, 
 		return;
 	gprof_collector_note_thread(tid);
 	gprof_events_torch_op(window, tid, f, msg, start_ns, end_ns);
+}
+
+void gprof_session_tensor_memory(uint64_t ts_ns, uint64_t address, int64_t bytes,
+				 uint64_t allocated, uint64_t reserved, uint32_t device)
+{
+	struct gprof_export_event e = {
+	    .kind = GPROF_EXPORT_MEMORY,
+	    .flags = GPROF_EXPORT_MEMORY_TENSOR,
+	    .ts_ns = ts_ns,
+	    .device = device,
+	    .u.memory = {.allocated = allocated,
+			 .address = address,
+			 .bytes = bytes,
+			 .reserved = reserved},
+	};
+
+	if (!(cfg->activities & GPROF_ACT_MEMORY) || !window_get(&e.window) ||
+	    ts_ns < __atomic_load_n(&window_begin_ns, __ATOMIC_RELAXED))
+		return;
+	e.tid = (uint32_t)gprof_tid();
+	gprof_collector_note_thread(e.tid);
+	gprof_export_push(&e);
 }
 
 void gprof_session_nccl(const struct gprof_nccl_call *c)

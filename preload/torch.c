@@ -128,3 +128,16 @@ GPROF_EXPORT void gprof_torch_marks(void)
 {
 	hook_marks = true;
 }
+
+/*
+ * For --torch's start-up hook, through ctypes, at a window's end: one of the tensor
+ * allocations and frees PyTorch's caching allocator recorded in it (torch.cuda.memory's
+ * history), with the allocator's totals after it.
+ */
+GPROF_EXPORT void gprof_torch_memory(uint64_t ts_ns, uint64_t address, int64_t bytes,
+				     uint64_t allocated, uint64_t reserved, int device)
+{
+	if (device >= 0)
+		gprof_session_tensor_memory(ts_ns, address, bytes, allocated, reserved,
+					    (uint32_t)device);
+}

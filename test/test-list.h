@@ -213,6 +213,7 @@ X(e2e_collector_cross_thread_ranges)
 /* test-e2e-nccl: NCCL collectives as CPU operators */
 X(torch_op_parse)
 X(e2e_torch_operators_replayed)
+X(e2e_torch_tensor_memory)
 X(summary_torch_operators)
 X(e2e_nccl_collectives)
 X(e2e_nccl_hooks_only)

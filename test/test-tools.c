@@ -849,8 +849,9 @@ TEST(tools_torch_steps_marker_and_off)
  */
 TEST(tools_torch_steps_program_marks)
 {
-	const char *env[] = {fmt("PYTHONPATH=%s", proc_src_path("test/stand-ins")), tool_lib_env(),
-			     NULL};
+	char *path = fmt("PYTHONPATH=%s", proc_src_path("test/stand-ins"));
+	char *lib = (char *)tool_lib_env();
+	const char *env[] = {path, lib, NULL};
 	char names[8][NAME_MAX + 1];
 	struct span steps[4];
 	struct trace t;
@@ -881,6 +882,8 @@ TEST(tools_torch_steps_program_marks)
 	ASSERT_EQ(e2e_count(&t, "user_annotation", "step"), 8);
 	trace_free(&t);
 	run_free(&r);
+	free(path);
+	free(lib);
 }
 
 /*
@@ -896,18 +899,22 @@ TEST(tools_torch_variable_for_launchers)
 
 	require_python();
 	run_init(&r);
-	{
-		const char *env[] = {proc_preload(proc_build_path("libgprof.so")),
-				     "GPROF_TORCH=steps",
-				     "GPROF_SCHEDULE=all",
-				     "GPROF_SUMMARY=off",
-				     fmt("GPROF_OUTPUT=%s", r.dir),
-				     fmt("PYTHONPATH=%s", proc_src_path("test/stand-ins")),
-				     tool_lib_env(),
-				     NULL};
+	char *out = fmt("GPROF_OUTPUT=%s", r.dir);
+	char *path = fmt("PYTHONPATH=%s", proc_src_path("test/stand-ins"));
+	char *lib = (char *)tool_lib_env();
+	const char *env[] = {proc_preload(proc_build_path("libgprof.so")),
+			     "GPROF_TORCH=steps",
+			     "GPROF_SCHEDULE=all",
+			     "GPROF_SUMMARY=off",
+			     out,
+			     path,
+			     lib,
+			     NULL};
 
-		run_tool(&r, "/usr/bin/env", args, env);
-	}
+	run_tool(&r, "/usr/bin/env", args, env);
+	free(out);
+	free(path);
+	free(lib);
 	ASSERT_MSG(r.res.status == 0 && !strstr(r.res.err, "torch"), "status %d: %s", r.res.status,
 		   r.res.err);
 	ASSERT_EQ(traces_in(r.dir, names, &t), 1);

@@ -342,6 +342,46 @@ TEST(e2e_torch_operators_replayed)
 	e2e_free(&r);
 }
 
+/*
+ * Tensor memory as --torch's hook hands it over (the stream's memory lines): [memory] events
+ * with the allocator's totals, those of the recorded steps only, and the summary's line.
+ */
+TEST(e2e_torch_tensor_memory)
+{
+	const char *argv[] = {proc_build_path("test/apps/torch-app"),
+			      proc_src_path("test/apps/torch-nvtx.txt"), NULL};
+	const char *env[] = {"GPROF_TORCH=on", NULL};
+	static const long long want[][3] = {
+	    {1024, 70001024, 90000000}, {2048, 70003072, 90000000}, {-1024, 70002048, 90000000}};
+	int seen[3] = {0}, n = 0;
+	struct e2e_run r;
+	json_t *ev;
+	size_t i;
+
+	e2e_run(&r, argv, e2e_cupti(true), env, true);
+	ASSERT_EQ(r.res.status, 0);
+	ASSERT_EQ(r.n_traces, 1);
+	json_array_foreach(r.traces[0].events, i, ev)
+	{
+		if (strcmp(trace_str(ev, "name"), "[memory]"))
+			continue;
+		ASSERT_EQ(e2e_arg_int(ev, "Device Type"), 1);
+		for (int k = 0; k < 3; k++)
+			if (e2e_arg_int(ev, "Bytes") == want[k][0]) {
+				ASSERT_EQ(e2e_arg_int(ev, "Total Allocated"), want[k][1]);
+				ASSERT_EQ(e2e_arg_int(ev, "Total Reserved"), want[k][2]);
+				seen[k]++;
+			}
+		n++;
+	}
+	ASSERT_EQ(n, 3 * RECORDED);
+	for (int k = 0; k < 3; k++)
+		ASSERT_EQ(seen[k], RECORDED);
+	ASSERT_STR_CONTAINS(r.res.err,
+			    "PyTorch's tensors: peak 66.76 MiB allocated, 85.83 MiB reserved");
+	e2e_free(&r);
+}
+
 /* ---- the summary's operator tables ---- */
 
 struct op_inst {

@@ -55,6 +55,7 @@ class _Operators:
         self.hooks = []
         self.names = None  # module -> "nn.Module: <class>_<n>", numbered as torch.profiler
         self.exit_hooked = False
+        self.memory = None  # the allocator's totals per device when its history began
         self.wanted = _libgprof("gprof_torch_wanted")
         self.broken = os.environ.get("GPROF_TORCH") != "on"
         if not self.broken and not self.wanted:
@@ -75,6 +76,7 @@ class _Operators:
                 if not self.on:
                     self._on()
             elif self.on:
+                self._memory_end()
                 # Not here, inside optimizer.step's own range: its end would find the mode
                 # off and PyTorch would complain. At the next module call instead, which is
                 # outside every operator.
@@ -100,6 +102,7 @@ class _Operators:
         self.names, self.per_class = weakref.WeakKeyDictionary(), {}
         self.hooks = [module.register_module_forward_pre_hook(self._pre),
                       module.register_module_forward_hook(self._post, always_call=True)]
+        self._memory_begin()
         if not self.exit_hooked:
             # PyTorch complains at exit about a mode left on
             atexit.register(self._off)
@@ -120,8 +123,74 @@ class _Operators:
     def _post(self, module, args, output):
         self.pop()
 
+    MEMORY_ENTRIES = 1 << 20  # the allocator's history kept, at most
+
+    def _memory_begin(self):
+        """The caching allocator's history of tensor allocations and frees, from now."""
+        import torch
+
+        try:
+            torch.cuda.memory._record_memory_history(
+                "all", context=None, stacks="python", max_entries=self.MEMORY_ENTRIES,
+                clear_history=True)
+            self.memory = [(torch.cuda.memory_allocated(d), torch.cuda.memory_reserved(d))
+                           for d in range(torch.cuda.device_count())]
+            self.push_memory = _libgprof("gprof_torch_memory")
+            import ctypes
+
+            self.push_memory.argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_int64,
+                                         ctypes.c_uint64, ctypes.c_uint64, ctypes.c_int]
+        except Exception as e:
+            self.memory = None
+            _warn("tensor memory is not recorded: %s" % e)
+
+    def _memory_end(self):
+        """Hands libgprof the allocations and frees since _memory_begin, with their totals
+        after each, as torch.profiler's profile_memory reports them; stops the history."""
+        import torch
+
+        if self.memory is None:
+            return
+        base, self.memory = self.memory, None
+        try:
+            traces = torch.cuda.memory._snapshot()["device_traces"]
+            torch.cuda.memory._record_memory_history(None)
+        except Exception as e:
+            _warn("tensor memory is not recorded: %s" % e)
+            return
+        for device, trace in enumerate(traces[:len(base)]):
+            allocated, reserved = base[device]
+            for i, e in enumerate(trace):
+                action, addr = e["action"], e["addr"]
+                size = e["size"]
+                if action in ("segment_alloc", "segment_map"):
+                    reserved += size
+                    continue
+                if action in ("segment_free", "segment_unmap"):
+                    reserved -= size
+                    continue
+                size = (size + 511) // 512 * 512  # the allocator's blocks: 512-byte units
+                if action == "alloc":
+                    allocated += size
+                elif action == "free_requested":
+                    # PyTorch reports a free when it is asked for: with the block returned at
+                    # once (free_completed next), or still in use by other streams (later)
+                    nxt = trace[i + 1] if i + 1 < len(trace) else {}
+                    if nxt.get("action") == "free_completed" and nxt.get("addr") == addr:
+                        allocated -= size
+                        nxt["reported"] = True
+                    size = -size
+                elif action == "free_completed" and not e.get("reported"):
+                    allocated -= size
+                    continue
+                else:
+                    continue
+                self.push_memory(e["time_us"] * 1000, addr, size, max(allocated, 0),
+                                 max(reserved, 0), device)
+
     def _off(self):
         self.pending_off = False
+        self._memory_end()
         if not self.on:
             return
         for h in self.hooks:

@@ -4,10 +4,15 @@
  * line is "<thread> <verb> [message]", '#' lines are comments. Thread 0 is the main thread, 1 a
  * second one (the autograd engine's); lines run in file order, each on its thread. Verbs:
  * push <message> (nvtxRangePushA), pop (nvtxRangePop), launch (_Z5torchPf with grid.x = the
- * launch's number in the iteration, from 1), step (nvtxMarkA("step")).
+ * launch's number in the iteration, from 1), step (nvtxMarkA("step")), memory <addr> <bytes>
+ * <allocated> <reserved> (a tensor's allocation or free as --torch's hook hands it to libgprof:
+ * gprof_torch_memory, found with dlsym, at the present time; nothing without libgprof).
  * Prints "torch-app: ok <launches per iteration>" and exits 0; 1 on any failure.
  */
+#include <dlfcn.h>
 #include <pthread.h>
+#include <stdint.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,9 +31,10 @@ void torch_stub(void)
 
 struct line {
 	int thread;
-	char verb;    /* its second letter: 'u' push, 'o' pop, 'a' launch, 't' step */
-	char *msg;    /* push */
-	unsigned idx; /* launch: its number in the iteration */
+	char verb; /* its second letter: 'u' push, 'o' pop, 'a' launch, 't' step, 'e' memory */
+	char *msg; /* push */
+	long long mem[4]; /* memory: addr, bytes, allocated, reserved */
+	unsigned idx;	  /* launch: its number in the iteration */
 };
 
 static struct line lines[MAX_LINES];
@@ -65,7 +71,11 @@ static void load(const char *path)
 			l->msg = strdup(text + at);
 		else if (!strcmp(verb, "launch"))
 			l->idx = ++launches;
-		else if (strcmp(verb, "pop") && strcmp(verb, "step"))
+		else if (!strcmp(verb, "memory") &&
+			 sscanf(text + at, "%lld %lld %lld %lld", &l->mem[0], &l->mem[1],
+				&l->mem[2], &l->mem[3]) != 4)
+			l->verb = 0;
+		else if (strcmp(verb, "pop") && strcmp(verb, "step") && strcmp(verb, "memory"))
 			l->verb = 0;
 		if (!l->verb || (l->verb == 'u' && !l->msg)) {
 			fprintf(stderr, "torch-app: %s: bad line '%s'\n", path, text);
@@ -74,6 +84,19 @@ static void load(const char *path)
 		n_lines++;
 	}
 	fclose(f);
+}
+
+typedef void (*memory_fn)(uint64_t, uint64_t, int64_t, uint64_t, uint64_t, int);
+
+static void memory(const long long m[4])
+{
+	memory_fn fn = (memory_fn)dlsym(RTLD_DEFAULT, "gprof_torch_memory");
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (fn)
+		fn((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec, (uint64_t)m[0], m[1],
+		   (uint64_t)m[2], (uint64_t)m[3], 0);
 }
 
 static void play(const struct line *l)
@@ -90,6 +113,9 @@ static void play(const struct line *l)
 		break;
 	case 't':
 		nvtxMarkA("step");
+		break;
+	case 'e':
+		memory(l->mem);
 		break;
 	default:
 		if (cudaLaunchKernel((const void *)torch_stub, grid, block, args, 0, 0) !=

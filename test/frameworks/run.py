@@ -381,7 +381,7 @@ def views(trace_path, tmp):
 
 
 def case_torch_operators(tmp):
-    """8: gprof-run --torch beside torch.profiler (record_shapes, with_modules): same loop, GPU."""
+    """8: gprof-run --torch beside torch.profiler with the same content, same loop, same GPU."""
     c = Case("torch_operators")
     argv = train([])
     wrap = [os.path.join(SRC, "scripts", "gprof-run"), "--lib",
@@ -430,6 +430,24 @@ def case_torch_operators(tmp):
                 "%d vs %d; only torch.profiler's: %s; only libgprof's: %s" % (
                     sum(x.values()), sum(y.values()), list((x - y).items())[:3],
                     list((y - x).items())[:3]))
+    for k in RECORDED:
+        x, y = [[(e["args"]["Bytes"], e["args"]["Total Allocated"], e["args"]["Total Reserved"])
+                 for e in t["traceEvents"] if e.get("name") == "[memory]" and
+                 e["args"].get("Device Type") == 1 and s[0] <= e["ts"] < s[1]]
+                for t, s in ((theirs, steps_of(theirs)[k]), (ours, steps_of(ours)[k]))]
+        # frees on the autograd thread and the main thread may be told in either order
+        same = sum((collections.Counter(x) & collections.Counter(y)).values())
+        c.check("step %d: the same GPU tensor allocations and frees as torch.profiler's "
+                "(profile_memory: bytes; peaks allocated and reserved; >= 95%% of the "
+                "totals after each)" % k,
+                x and sorted(v[0] for v in x) == sorted(v[0] for v in y) and
+                max(v[1] for v in x) == max(v[1] for v in y) and
+                max(v[2] for v in x) == max(v[2] for v in y) and same >= 0.95 * len(x),
+                "%d vs %d, %d the same; peak allocated %s vs %s; only "
+                "torch.profiler's: %s; only libgprof's: %s" % (
+                    len(x), len(y), same, max((v[1] for v in x), default=None),
+                    max((v[1] for v in y), default=None),
+                    sorted(set(x) - set(y))[:3], sorted(set(y) - set(x))[:3]))
     x, y = attributed(theirs), attributed(ours)
     same = sum((x & y).values())
     c.check("each GPU operation tied to the operator torch.profiler ties it to (>= 99%)",
@@ -452,12 +470,17 @@ def case_torch_operators(tmp):
     c.check("TensorBoard's Module view: the same modules and occurrences as on torch.profiler's",
             mine.get("modules") and mine.get("modules") == other.get("modules"),
             "%s vs %s" % (str(mine.get("modules"))[:200], str(other.get("modules"))[:200]))
+    gpu_peaks = [{d: v for d, v in (m.get("memory_peaks") or {}).items() if d.startswith("CUDA")}
+                 for m in (mine, other)]
+    c.check("TensorBoard's Memory view: the same GPU peak as on torch.profiler's",
+            gpu_peaks[0] and gpu_peaks[0] == gpu_peaks[1],
+            "%s vs %s" % (mine.get("memory_peaks"), other.get("memory_peaks")))
     c.check("HTA's aten operator analysis works on it", isinstance(mine.get("aten_kernels"), int)
             and mine["aten_kernels"] > 0, str(mine.get("aten_kernels")))
     base = mean_step_ms(plain[3])
     print("info %s: mean step %.2f ms without a profiler, %.2f ms (x%.2f) with libgprof "
-          "--torch, %.2f ms (x%.2f) with torch.profiler (record_shapes, with_modules, "
-          "with_stack)" % (
+          "--torch, %.2f ms (x%.2f) with torch.profiler (record_shapes, profile_memory, "
+          "with_modules, with_stack)" % (
               c.name, base, mean_step_ms(gprof[3]), mean_step_ms(gprof[3]) / base,
               mean_step_ms(kineto[3]), mean_step_ms(kineto[3]) / base))
     return c

@@ -13,8 +13,8 @@ Before the loop (fixed seed 0): a 2-layer transformer encoder (d_model 64, 4 hea
     the caching allocator calls cudaMalloc and cudaFree inside every step.
 Attention takes PyTorch's default backend on an sm_90 device, cuDNN's (its kernels compiled at run
 time by NVRTC and loaded as libraries). With --torch-profiler, the loop runs under
-torch.profiler.profile (CPU and CUDA activities, record_shapes, with_modules and with_stack
-(which with_modules needs for its module events), the schedule wait=1, warmup=1, active=3,
+torch.profiler.profile (CPU and CUDA activities, record_shapes, profile_memory, with_modules and
+with_stack (which with_modules needs for its module events), the schedule wait=1, warmup=1, active=3,
 prof.step() after each step), which writes its trace to FILE. With FRAMEWORKS_MARKS=path, the
 realtime clock (ns) of each step's start is appended to path, one per line: right before the NVTX
 mark with --nvtx, else right after optimizer.step() (where gprof-run --torch-steps marks), so a
@@ -72,7 +72,8 @@ def main():
 
         prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
                        schedule=schedule(wait=1, warmup=1, active=3, repeat=1),
-                       record_shapes=True, with_modules=True, with_stack=True,
+                       record_shapes=True, profile_memory=True, with_modules=True,
+                       with_stack=True,
                        on_trace_ready=lambda p: p.export_chrome_trace(args.torch_profiler))
         prof.start()
     for step in range(args.steps):

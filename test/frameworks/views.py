@@ -2,7 +2,8 @@
 
 Usage: views.py DIR: DIR holds one trace. Prints one JSON object: TensorBoard's plugin's
 Operator view ("operators": name -> calls), Module view ("modules": "parent/child" paths ->
-occurrences), the view names ("views"), and HTA's aten operator analysis ("aten_kernels": the
+occurrences), Memory view ("memory_peaks": device -> peak bytes), the view names ("views"), and
+HTA's aten operator analysis ("aten_kernels": the
 rows of get_aten_op_kernels_and_delay, or the error it raised).
 """
 
@@ -37,8 +38,12 @@ def tensorboard(trace_dir):
                 walk(m.children, path + m.name + "/")
 
         walk(p.module_stats, "")
+        peaks = {}
+        if p.memory_snapshot:
+            peaks = {"%s%s" % (dev.name, i): v
+                     for (dev, i), v in p.memory_snapshot.get_peak_memory().items()}
         return {"views": [v.display_name for v in p.views], "modules": modules,
-                "operators": {r["name"]: r["calls"] for r in rows}}
+                "memory_peaks": peaks, "operators": {r["name"]: r["calls"] for r in rows}}
     return {"views": [], "operators": {}, "modules": {}}
 
 
