@@ -156,6 +156,17 @@ static const struct line *line_of(const struct stream *s, unsigned long long rf)
 	FAIL("no operator %llu in the stream", rf);
 }
 
+/* torch-app replaying the stream under libgprof, on the simulated GPU and CUPTI: one trace. */
+static void run_replay(struct e2e_run *r, const char *const *env)
+{
+	const char *argv[] = {proc_build_path("test/apps/torch-app"),
+			      proc_src_path("test/apps/torch-nvtx.txt"), NULL};
+
+	e2e_run(r, argv, e2e_cupti(true), env, true);
+	ASSERT_EQ(r->res.status, 0);
+	ASSERT_EQ(r->n_traces, 1);
+}
+
 /* The operator event with External id `id`, or NULL. */
 static json_t *op_event(const struct trace *t, long long id)
 {
@@ -241,8 +252,6 @@ static void check_module(const struct trace *t, const json_t *ev)
 
 TEST(e2e_torch_operators_replayed)
 {
-	const char *argv[] = {proc_build_path("test/apps/torch-app"),
-			      proc_src_path("test/apps/torch-nvtx.txt"), NULL};
 	const char *env[] = {"GPROF_SUMMARY=off", NULL};
 	static struct stream s;
 	struct e2e_run r;
@@ -253,9 +262,7 @@ TEST(e2e_torch_operators_replayed)
 	size_t i;
 
 	load_stream(&s);
-	e2e_run(&r, argv, e2e_cupti(true), env, true);
-	ASSERT_EQ(r.res.status, 0);
-	ASSERT_EQ(r.n_traces, 1);
+	run_replay(&r, env);
 	ASSERT_MSG(!strstr(r.res.err, "gprof: "), "%s", r.res.err);
 	t = &r.traces[0];
 	main_tid = -1; /* the thread that marks steps */
@@ -348,8 +355,6 @@ TEST(e2e_torch_operators_replayed)
  */
 TEST(e2e_torch_tensor_memory)
 {
-	const char *argv[] = {proc_build_path("test/apps/torch-app"),
-			      proc_src_path("test/apps/torch-nvtx.txt"), NULL};
 	const char *env[] = {"GPROF_TORCH=on", NULL};
 	static const long long want[][3] = {
 	    {1024, 70001024, 90000000}, {2048, 70003072, 90000000}, {-1024, 70002048, 90000000}};
@@ -358,9 +363,7 @@ TEST(e2e_torch_tensor_memory)
 	json_t *ev;
 	size_t i;
 
-	e2e_run(&r, argv, e2e_cupti(true), env, true);
-	ASSERT_EQ(r.res.status, 0);
-	ASSERT_EQ(r.n_traces, 1);
+	run_replay(&r, env);
 	json_array_foreach(r.traces[0].events, i, ev)
 	{
 		if (strcmp(trace_str(ev, "name"), "[memory]"))
@@ -541,8 +544,6 @@ static char *check_op_table(const char *text, const char *what, int by, const st
  */
 TEST(summary_torch_operators)
 {
-	const char *argv[] = {proc_build_path("test/apps/torch-app"),
-			      proc_src_path("test/apps/torch-nvtx.txt"), NULL};
 	const char *tool[] = {proc_build_path("gprof-summary"), NULL, NULL};
 	const char *no_preload[] = {"LD_PRELOAD", NULL};
 	struct proc_result res = {0};
@@ -551,9 +552,7 @@ TEST(summary_torch_operators)
 	char *a, *b, *c, *d, path[PATH_MAX * 2];
 	size_t n;
 
-	e2e_run(&r, argv, e2e_cupti(true), NULL, true);
-	ASSERT_EQ(r.res.status, 0);
-	ASSERT_EQ(r.n_traces, 1);
+	run_replay(&r, NULL);
 	ops = trace_ops(&r.traces[0], &n);
 	ASSERT_GT(n, 0);
 	a = check_op_table(r.res.err, "operators by GPU time of their work:", 1, ops, n);

@@ -65,6 +65,23 @@ class _Operators:
         self.broken = True
         _warn("operators are not recorded: %s" % why)
 
+    def start(self):
+        """The first look, at the program's first module call: not here, inside torch's own
+        import, and not before the program has set CUDA up (and forked its workers)."""
+        if self.broken:
+            return
+
+        def first(*args):
+            handle.remove()
+            self.update()
+
+        try:
+            from torch.nn.modules import module  # imported before torch.optim
+
+            handle = module.register_module_forward_pre_hook(first)
+        except Exception as e:  # never stop the program
+            self._fail("this torch has no global module hooks (%s)" % e)
+
     def update(self):
         """On while the step the next marker begins records (libgprof says)."""
         if self.broken:
@@ -214,7 +231,7 @@ class _StepMarker:
         self.mark = None
         self.broken = False
         self.operators = _Operators()
-        self.operators.update()
+        self.operators.start()
         # tells libgprof the next mark is this hook's: a program that marks steps itself wins
         self.mine = _libgprof("gprof_torch_marks")
 
