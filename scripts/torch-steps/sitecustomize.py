@@ -140,7 +140,7 @@ class _Operators:
     def _post(self, module, args, output):
         self.pop()
 
-    MEMORY_ENTRIES = 1 << 20  # the allocator's history kept, at most
+    MEMORY_ENTRIES = 1 << 18  # the allocator's history kept, at most (about 100 bytes each)
 
     def _memory_begin(self):
         """The caching allocator's history of tensor allocations and frees, from now."""
@@ -174,6 +174,11 @@ class _Operators:
             torch.cuda.memory._record_memory_history(None)
         except Exception as e:
             _warn("tensor memory is not recorded: %s" % e)
+            return
+        if any(len(t) >= self.MEMORY_ENTRIES for t in traces):
+            _warn("tensor memory: more than %d allocations and frees in the window, the "
+                  "allocator kept the last ones: its totals are not known and nothing is "
+                  "written" % self.MEMORY_ENTRIES)
             return
         for device, trace in enumerate(traces[:len(base)]):
             allocated, reserved = base[device]
