@@ -255,7 +255,7 @@ struct gprof_export_result {
  *	gprof: trace written: <path>
  *	gprof:   steps A-B: <n> in <time>, mean step <time>
  *	gprof:   GPU <d>: busy <p>% of step time (<time>); kernels <time>, memcpy <time>,
- *		 memset <time>; peak memory <bytes>                  (one line per device)
+ *		 memset <time>; peak device memory in use <bytes>                  (one line per device)
  *	gprof:   GPU-bound: ... | host-bound: ... | mixed: ...   (what bounds the steps)
  *	gprof:   top <n> of <m> kernels by GPU time:   (then calls, total, mean, GPU%, name)
  *	gprof:   copies   count  bytes  time  GB/s          (then a line per direction, memset)
@@ -264,7 +264,7 @@ struct gprof_export_result {
  *	gprof:   dropped records: <n> (buffer full <n>, CUPTI <n>)      (only when some were)
  *
  * A window without GPU activity (no CUPTI) gets one line: "gprof: trace written: <path>
- * (steps ...; no GPU activity recorded[; GPU <d> peak memory <bytes>][; dropped records...])".
+ * (steps ...; no GPU activity recorded[; GPU <d> peak device memory in use <bytes>][; dropped records...])".
  * Busy is the union of the device's kernel, memcpy and memset intervals within the span of
  * the window's steps (from the first step's start to the last one's end), over that span.
  * GPU% is a kernel's share of all GPU time (kernels, copies and memsets, all devices). Peak

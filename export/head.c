@@ -126,7 +126,6 @@ static void put_head(struct gprof_jbuf *b, const struct gprof_trace_meta *m, con
 		     size_t n_warn)
 {
 	const struct gprof_export_process_info *p = m->proc;
-	char nccl[8];
 	unsigned n_dev =
 	    p->n_devices < GPROF_EXPORT_MAX_DEVICES ? p->n_devices : GPROF_EXPORT_MAX_DEVICES;
 
@@ -135,7 +134,7 @@ static void put_head(struct gprof_jbuf *b, const struct gprof_trace_meta *m, con
 		put_device(b, &p->devices[i], i + 1 == n_dev);
 	/* "backend" only where NCCL is loaded: a process without it has no NCCL backend */
 	gprof_jbuf_lit(b, "  ],\n  \"distributedInfo\": {");
-	if (gprof_dso_find("libnccl.so", nccl, sizeof(nccl)))
+	if (gprof_dso_loaded("libnccl.so.2") || gprof_dso_loaded("libnccl.so"))
 		gprof_jbuf_lit(b, "\"backend\": \"nccl\", ");
 	gprof_jbuf_lit(b, "\"rank\": ");
 	gprof_jbuf_i64(b, m->rank.rank);

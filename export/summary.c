@@ -458,7 +458,7 @@ char *gprof_summary_fmt_stats(char *out, size_t len, const struct gprof_stats *s
 }
 
 /*
- * "peak memory 3.00 MiB, 1.00 MiB at the start": the counter's highest value, and its value at
+ * "peak device memory in use 3.00 MiB, 1.00 MiB at the start": the counter's highest value, and its value at
  * the steps' start when it has one (what was in use when the window opened).
  */
 static void put_memory(struct gprof_jbuf *b, const struct gprof_export_summary *s,
@@ -468,7 +468,7 @@ static void put_memory(struct gprof_jbuf *b, const struct gprof_export_summary *
 
 	if (!d->has_memory)
 		return;
-	putf(b, "%speak memory %s", sep, fmt_bytes(t[0], d->peak_bytes));
+	putf(b, "%speak device memory in use %s", sep, fmt_bytes(t[0], d->peak_bytes));
 	if (s->steps && d->first_ts_ns <= s->step_begin)
 		putf(b, ", %s at the start", fmt_bytes(t[1], d->first_bytes));
 	if (d->has_tensors)

@@ -646,7 +646,7 @@ static void check_total(const char *text, const struct e2e_run *r)
 
 /*
  * The library's line for a later window, from the tool's whole summary [b, e) of it, as the tool
- * says it: "gprof: trace read: P (<steps>; GPU d <busy>; GPU d peak memory X; dropped ...)".
+ * says it: "gprof: trace read: P (<steps>; GPU d <busy>; GPU d peak device memory in use X; dropped ...)".
  */
 static char *one_line_of(const char *b, const char *e)
 {
@@ -665,9 +665,9 @@ static char *one_line_of(const char *b, const char *e)
 		} else if (sscanf(l, "gprof:   GPU %d: %n", &id, &n) == 1 && n) {
 			fprintf(f, "; GPU %d %.*s", id, (int)(strstr(l, "; kernels") - (l + n)),
 				l + n);
-			if ((more = strstr(l, "; peak memory ")))
-				fprintf(f, "; GPU %d peak memory %.*s", id,
-					(int)strcspn(more + 14, ";"), more + 14);
+			if ((more = strstr(l, "; peak device memory in use ")))
+				fprintf(f, "; GPU %d %.*s", id, (int)strcspn(more + 2, ";"),
+					more + 2);
 		} else if (!strncmp(l, "gprof:   dropped records: ", 26)) {
 			fprintf(f, "; %s", l + 9);
 		}
@@ -1643,9 +1643,9 @@ static void check_big_device(const char *out, const struct big_truth *t, int dev
 	ASSERT(!strncmp(l, ", memset", 8));
 	l += 8;
 	check_qty(read_time(&l), (double)t->kind_ns[dev][2], "memset");
-	ASSERT(!strncmp(l, "; peak memory", 13));
-	l += 13;
-	check_qty(read_bytes(&l), (double)t->peak[dev], "peak memory");
+	ASSERT(!strncmp(l, "; peak device memory in use", 27));
+	l += 27;
+	check_qty(read_bytes(&l), (double)t->peak[dev], "peak device memory in use");
 }
 
 /* A copies row ("HtoD", "memset"): count, bytes, time, GB/s. */
@@ -1895,8 +1895,9 @@ TEST(summary_tool_chunk_boundaries)
 
 	run_tool(&res, tricky, NULL);
 	ASSERT_STR_CONTAINS(res.out, "steps 7-7: 1 in 50.000 us, mean step 50.000 us\n");
-	ASSERT_STR_CONTAINS(res.out, ": busy 16.5% of step time (8.250 us); kernels 7.250 us, "
-				     "memcpy 0 ns, memset 1.000 us; peak memory 3.00 MiB\n");
+	ASSERT_STR_CONTAINS(res.out,
+			    ": busy 16.5% of step time (8.250 us); kernels 7.250 us, "
+			    "memcpy 0 ns, memset 1.000 us; peak device memory in use 3.00 MiB\n");
 	ASSERT_STR_CONTAINS(res.out, " 2     7.250 us     3.625 us   87.9  a{b}[c]\"d\\\n");
 	proc_result_free(&res);
 

@@ -132,7 +132,7 @@ static bool parse_gpu(struct summary *s, const char *l)
 	d->peak.v = -1;
 	d->start.v = -1;
 	d->after.v = -1;
-	if (sscanf(l + n, "; peak memory %lf %7[A-Za-z]%n", &peak, u[4], &m) == 2) {
+	if (sscanf(l + n, "; peak device memory in use %lf %7[A-Za-z]%n", &peak, u[4], &m) == 2) {
 		d->peak = qty_of(peak, u[4]);
 		n += m;
 	}
@@ -254,7 +254,7 @@ static struct sum_dev *device_of(struct summary *s, int id)
 }
 
 /*
- * "(steps ...[; no GPU activity recorded][; GPU d busy P% of step time (T)][; GPU d peak memory
+ * "(steps ...[; no GPU activity recorded][; GPU d busy P% of step time (T)][; GPU d peak device memory in use
  * X][; dropped records: ...])"
  */
 static void parse_one_line(struct summary *s, const char *p)
@@ -277,9 +277,9 @@ static void parse_one_line(struct summary *s, const char *p)
 			d->busy_pct = plain(v, 0.1);
 			d->busy = qty_of(t, unit);
 		} else {
-			ASSERT_MSG(
-			    sscanf(p, "; GPU %d peak memory %lf %7[A-Za-z]", &id, &v, unit) == 3,
-			    "'%s'", p);
+			ASSERT_MSG(sscanf(p, "; GPU %d peak device memory in use %lf %7[A-Za-z]",
+					  &id, &v, unit) == 3,
+				   "'%s'", p);
 			device_of(s, id)->peak = qty_of(v, unit);
 		}
 	}
@@ -568,7 +568,7 @@ static void compare_devices(const struct summary *s, struct truth *t)
 			check_qty(d->kinds[j], (double)t->kind_ns[k][j], "time per kind");
 		ASSERT_EQ(d->peak.v >= 0, t->peak[k] >= 0);
 		if (t->peak[k] >= 0)
-			check_qty(d->peak, (double)t->peak[k], "peak memory");
+			check_qty(d->peak, (double)t->peak[k], "peak device memory in use");
 		/* what was in use at the start: the counter's value there, if it has one */
 		ASSERT_EQ(d->start.v >= 0, t->first[k] >= 0 && t->first_ts[k] <= t->step_b);
 		if (d->start.v >= 0)
@@ -664,7 +664,7 @@ static void compare_one_line(const struct summary *s, struct truth *t)
 		int k = device_index(t, d->id);
 
 		if (d->peak.v >= 0) {
-			check_qty(d->peak, (double)t->peak[k], "peak memory");
+			check_qty(d->peak, (double)t->peak[k], "peak device memory in use");
 			printed++;
 		}
 		ASSERT_EQ(d->busy_pct.v >= 0, !s->no_gpu);
@@ -1073,10 +1073,11 @@ TEST(summary_text_edges)
 	ASSERT(sum);
 	gprof_summary_events(sum, ev, ARRAY_SIZE(ev));
 	text = gprof_export_summary_text(&r);
-	ASSERT_STR_EQ(text,
-		      "gprof: trace written: p (steps 5-5: 1 in 1.000 us, mean step 1.000 us; "
-		      "no GPU activity recorded; GPU 1 peak memory 2.00 KiB; dropped records: "
-		      "3 (buffer full 3, CUPTI 0))\n");
+	ASSERT_STR_EQ(
+	    text,
+	    "gprof: trace written: p (steps 5-5: 1 in 1.000 us, mean step 1.000 us; "
+	    "no GPU activity recorded; GPU 1 peak device memory in use 2.00 KiB; dropped records: "
+	    "3 (buffer full 3, CUPTI 0))\n");
 	free(text);
 	gprof_summary_free(sum);
 	r.dropped = 0;
