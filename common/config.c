@@ -225,7 +225,8 @@ static const struct var vars[] = {
 		"what a launcher that passes only environment gives each process): steps, a step "
 		"at every step of the first optimizer that steps; on, that and, in warmup and "
 		"active steps, every operator as a cpu_op with its input sizes, linked to the "
-		"calls and GPU work it made (docs/FRAMEWORKS.md)",
+		"calls and GPU work it made, each module's forward and the GPU tensors' memory, "
+		"as torch.profiler writes them (README: --torch)",
 	.form = "off, steps or on",
 	FIELD(torch),
 	.words = torch_words,
