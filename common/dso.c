@@ -61,12 +61,3 @@ void *gprof_dso_sym(const char *name, const char *symbol)
 	dlclose(h);
 	return p;
 }
-
-bool gprof_dso_loaded(const char *soname)
-{
-	void *h = dlopen(soname, RTLD_LAZY | RTLD_NOLOAD);
-
-	if (h)
-		dlclose(h);
-	return h != NULL;
-}

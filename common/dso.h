@@ -22,11 +22,4 @@ bool gprof_dso_find(const char *prefix, char *out, size_t size);
  */
 void *gprof_dso_sym(const char *name, const char *symbol);
 
-/*
- * Whether an object of this soname ("libnccl.so.2") is loaded: asks the loader under its own
- * lock (dlopen with RTLD_NOLOAD), safe beside another thread's dlopen, where reading the
- * loaded objects' names (gprof_dso_each) is not.
- */
-bool gprof_dso_loaded(const char *soname);
-
 #endif

@@ -346,6 +346,11 @@ struct gprof_export_process_info {
 	struct gprof_export_device devices[GPROF_EXPORT_MAX_DEVICES];
 };
 void gprof_export_set_process_info(const struct gprof_export_process_info *info);
+/*
+ * The communication backend distributedInfo names from now on ("nccl": the process calls
+ * NCCL), a string that lives as long as the process; never set: none is written.
+ */
+void gprof_export_set_backend(const char *name);
 
 /* What the stepper knows when a window becomes active. */
 struct gprof_export_window_info {

@@ -122,6 +122,14 @@ static void put_gprof(struct gprof_jbuf *b, const struct gprof_trace_meta *m,
 	gprof_jbuf_lit(b, "},\n");
 }
 
+/* gprof_export_set_backend's; NULL: none known */
+static const char *backend;
+
+void gprof_export_set_backend(const char *name)
+{
+	__atomic_store_n(&backend, name, __ATOMIC_RELEASE);
+}
+
 static void put_head(struct gprof_jbuf *b, const struct gprof_trace_meta *m, const uint64_t *counts,
 		     size_t n_warn)
 {
@@ -132,10 +140,13 @@ static void put_head(struct gprof_jbuf *b, const struct gprof_trace_meta *m, con
 	gprof_jbuf_lit(b, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n");
 	for (unsigned i = 0; i < n_dev; i++)
 		put_device(b, &p->devices[i], i + 1 == n_dev);
-	/* "backend" only where NCCL is loaded: a process without it has no NCCL backend */
+	/* "backend" only once the process called one (NCCL): loading a library says nothing */
 	gprof_jbuf_lit(b, "  ],\n  \"distributedInfo\": {");
-	if (gprof_dso_loaded("libnccl.so.2") || gprof_dso_loaded("libnccl.so"))
-		gprof_jbuf_lit(b, "\"backend\": \"nccl\", ");
+	if (__atomic_load_n(&backend, __ATOMIC_ACQUIRE)) {
+		gprof_jbuf_lit(b, "\"backend\": ");
+		put_cstr(b, backend);
+		gprof_jbuf_lit(b, ", ");
+	}
 	gprof_jbuf_lit(b, "\"rank\": ");
 	gprof_jbuf_i64(b, m->rank.rank);
 	gprof_jbuf_lit(b, ", \"world_size\": ");

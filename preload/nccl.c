@@ -76,6 +76,9 @@ static void *real_fn(enum nccl_op op)
 	if (unlikely(!p)) {
 		p = gprof_resolve_in(op_symbol[op], "libnccl.so");
 		__atomic_store_n(&real[op], p, __ATOMIC_RELAXED);
+		/* the process calls NCCL: its traces name the backend */
+		if (p)
+			gprof_export_set_backend("nccl");
 	}
 	return p;
 }

@@ -180,7 +180,7 @@ static void run_nccl_app(struct e2e_run *r, bool cupti, bool refused)
 	const char *env[] = {"GPROF_SUMMARY=off", "RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=0", NULL};
 
 	e2e_run(r, argv, e2e_cupti(cupti), env, true);
-	ASSERT_EQ(r->res.status, 0);
+	ASSERT_MSG(r->res.status == 0, "status %d: %s", r->res.status, r->res.err);
 	ASSERT_EQ(r->n_traces, 1);
 	/* a process with NCCL loaded names its backend (test-export: one without it does not) */
 	ASSERT_STR_CONTAINS(r->traces[0].raw,
