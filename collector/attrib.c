@@ -7,6 +7,7 @@
  * its limit (counted). Collector thread only.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -76,11 +77,26 @@ static bool expiring; /* the last sweep let records go */
 static struct gprof_map allocs;	      /* device address -> bytes, for the memory counter */
 static struct gprof_coll_held tables; /* what waits for its partner (held.c) */
 
-/* libgprof's own calls: CUPTI's thread id and a time range (written by one thread, once). */
-static struct {
+/*
+ * libgprof's own calls (the runtime's facts; what is in use at each window's opening), made on
+ * the program's threads: CUPTI's thread id and the time range of each of the last OWN_RANGES,
+ * since the collector thread reads their records later. Each range is written under its
+ * sequence count (odd while written), so that a reader never takes half of an old range and
+ * half of a new one for one of ours (which once hid a window's launches).
+ */
+#define OWN_RANGES 8
+static struct own_range {
+	unsigned seq;
 	uint32_t thread;
 	uint64_t from_ns, to_ns;
-} own;
+} own[OWN_RANGES];
+static unsigned own_next;
+/* This thread's range in progress, and what it wrote there. */
+static GPROF_TLS struct {
+	struct own_range *r;
+	uint32_t thread;
+	uint64_t from_ns;
+} own_open;
 
 /* CUPTI names threads by gettid(); else by pthread_self(), mapped by the table below. */
 static bool system_tids;
@@ -169,22 +185,55 @@ static uint32_t thread_tid(uint32_t key)
 	return key;
 }
 
+static void own_write(struct own_range *r, uint32_t thread, uint64_t from_ns, uint64_t to_ns)
+{
+	unsigned seq = __atomic_load_n(&r->seq, __ATOMIC_RELAXED);
+
+	/* Two writers on one range only when OWN_RANGES others began meanwhile: one waits. */
+	while ((seq & 1) || !__atomic_compare_exchange_n(&r->seq, &seq, seq + 1, false,
+							 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		seq = __atomic_load_n(&r->seq, __ATOMIC_RELAXED);
+	/* Release: a reader that sees one of them sees the odd count after it. */
+	__atomic_store_n(&r->thread, thread, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->from_ns, from_ns, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->to_ns, to_ns, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
 void gprof_collector_own_calls(bool begin)
 {
 	if (begin) {
-		__atomic_store_n(&own.to_ns, UINT64_MAX, __ATOMIC_RELAXED);
-		__atomic_store_n(&own.from_ns, gprof_realtime_ns(), __ATOMIC_RELAXED);
-		__atomic_store_n(&own.thread, cupti_thread_id(), __ATOMIC_RELEASE);
-	} else {
-		__atomic_store_n(&own.to_ns, gprof_realtime_ns(), __ATOMIC_RELEASE);
+		own_open.r = &own[__atomic_fetch_add(&own_next, 1, __ATOMIC_RELAXED) % OWN_RANGES];
+		own_open.thread = cupti_thread_id();
+		own_open.from_ns = gprof_realtime_ns();
+		own_write(own_open.r, own_open.thread, own_open.from_ns, UINT64_MAX);
+	} else if (own_open.r) {
+		own_write(own_open.r, own_open.thread, own_open.from_ns, gprof_realtime_ns());
+		own_open.r = NULL;
+	}
+}
+
+static bool own_range_has(struct own_range *r, const struct gprof_coll_rec *rec)
+{
+	for (;;) {
+		unsigned seq = __atomic_load_n(&r->seq, __ATOMIC_ACQUIRE);
+		uint32_t thread = __atomic_load_n(&r->thread, __ATOMIC_ACQUIRE);
+		uint64_t from = __atomic_load_n(&r->from_ns, __ATOMIC_ACQUIRE),
+			 to = __atomic_load_n(&r->to_ns, __ATOMIC_ACQUIRE);
+
+		if (!(seq & 1) && __atomic_load_n(&r->seq, __ATOMIC_RELAXED) == seq)
+			return thread == rec->thread && from <= rec->ev.ts_ns &&
+			       rec->ev.ts_ns <= to;
+		sched_yield();
 	}
 }
 
 static bool is_own_call(const struct gprof_coll_rec *r)
 {
-	return r->thread == __atomic_load_n(&own.thread, __ATOMIC_ACQUIRE) &&
-	       r->ev.ts_ns >= __atomic_load_n(&own.from_ns, __ATOMIC_RELAXED) &&
-	       r->ev.ts_ns <= __atomic_load_n(&own.to_ns, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; i < OWN_RANGES; i++)
+		if (own_range_has(&own[i], r))
+			return true;
+	return false;
 }
 
 /* The window whose calls started in [begin, end) and that ts falls in. */
@@ -305,6 +354,16 @@ static void earlier(const struct gprof_export_event *gpu)
 		push(&ev, w, false);
 		return;
 	}
+}
+
+/* How many GPU records a chain of held ones holds. */
+static uint64_t chain_length(uint32_t index1)
+{
+	uint64_t n = 0;
+
+	for (; index1; index1 = tables.gpus[index1 - 1].next)
+		n++;
+	return n;
 }
 
 /*
@@ -671,8 +730,7 @@ static bool sweep(uint64_t corr, uint64_t link, void *arg)
 		/* Its launch record is lost (or not one we know): placed by correlation order. */
 		if (!mine && !(w->hi && corr < w->lo))
 			return true;
-		for (uint32_t i = LINK_HELD(link); mine && i; i = tables.gpus[i - 1].next)
-			w->unlinked++;
+		*(mine ? &w->unlinked : &w->orphans) += chain_length(LINK_HELD(link));
 		chain_release(LINK_HELD(link), mine ? w : NULL, NULL, false);
 		return false;
 	case LINK_OUTSIDE:
@@ -731,7 +789,7 @@ struct expiry {
 static bool expire(uint64_t corr, uint64_t link, void *arg)
 {
 	struct expiry *e = arg;
-	struct gprof_coll_win *w;
+	struct gprof_coll_win *w, *orphan_to;
 
 	if (corr >= (LINK_KIND(link) == LINK_GPU ? e->gpu_before : e->api_before))
 		return true;
@@ -740,8 +798,8 @@ static bool expire(uint64_t corr, uint64_t link, void *arg)
 	case LINK_GPU:
 		/* Its launch record was lost: placed by correlation order, or dropped. */
 		w = window_of_corr((uint32_t)corr);
-		for (uint32_t i = LINK_HELD(link); w && i; i = tables.gpus[i - 1].next)
-			w->unlinked++;
+		if (w || (orphan_to = collecting()))
+			*(w ? &w->unlinked : &orphan_to->orphans) += chain_length(LINK_HELD(link));
 		chain_release(LINK_HELD(link), w, NULL, false);
 		return false;
 	case LINK_API:

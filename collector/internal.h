@@ -244,6 +244,7 @@ struct gprof_coll_win {
 	uint64_t untimed;  /* records with zero timestamps */
 	uint64_t unknown;  /* buffers cut at a record of a kind CUPTI did not know */
 	uint64_t unlinked; /* GPU records written without their launch record */
+	uint64_t orphans;  /* GPU records left out: no launch record, no window of theirs */
 	uint64_t unheld;   /* events written without their link: the held table was full */
 	uint64_t no_gpu;   /* launches written without their GPU record, which took too long */
 	/* The device memory counter: what the driver said was in use at the opening, and on. */

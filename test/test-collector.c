@@ -9,9 +9,11 @@
 #include <limits.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "collector/internal.h"
+#include "common/clock.h"
 #include "common/config.h"
 #include "task.h"
 #include "util/trace.h"
@@ -697,6 +699,51 @@ TEST(collector_system_tids)
 	load_only_trace(dir, &t);
 	ASSERT_EQ(count_with(&t, "X", "cuda_runtime", 12), 1);
 	ASSERT_EQ(tid_of(&t, 12), (long long)a12.threadId);
+	trace_free(&t);
+	gprof_export_shutdown(5000);
+	rmdir(dir);
+}
+
+/*
+ * libgprof's own calls are told apart by thread and time however late their records come,
+ * also once newer own calls have begun; and a GPU record from before the window whose launch
+ * record never comes is counted where it is left out, never lost unsaid.
+ */
+TEST(collector_own_calls_and_orphans)
+{
+	const uint64_t begin = gprof_realtime_ns() - 1000000000ull;
+	uint32_t me = (uint32_t)syscall(SYS_gettid);
+	CUpti_ActivityAPI own1, program, own2;
+	CUpti_ActivityKernel10 orphan = kernel_rec(5, begin + 100);
+	struct fake_buf host = {{&own1, &program, &own2}, 3}, gpu = {{&orphan}, 1};
+	struct gprof_coll_win *w = &gprof_coll.wins[0];
+	char dir[] = "/tmp/gprof-test-collector-XXXXXX";
+	uint32_t id = open_window(dir, GPROF_ACT_KERNEL | GPROF_ACT_API, begin);
+	struct trace t;
+
+	gprof_coll_attrib_system_tids(true);
+	gprof_collector_own_calls(true);
+	own1 = api_rec(20, 21, gprof_realtime_ns());
+	gprof_collector_own_calls(false);
+	program = api_rec(20, 22, gprof_realtime_ns());
+	gprof_collector_own_calls(true); /* still open when the records are read */
+	own2 = api_rec(20, 23, gprof_realtime_ns());
+	own1.threadId = program.threadId = own2.threadId = me;
+
+	walk(&gpu);
+	walk(&host);
+	w->end_ns = gprof_realtime_ns();
+	gprof_collector_own_calls(false);
+	gprof_coll_attrib_finish(w);
+	ASSERT_EQ(w->orphans, 1);
+	ASSERT_EQ(w->unlinked, 0);
+	gprof_export_window_release(id);
+	ASSERT_EQ(gprof_export_window_wait(id, 20000), 0);
+	load_only_trace(dir, &t);
+	ASSERT_EQ(count_with(&t, "X", "cuda_runtime", 21), 0);
+	ASSERT_EQ(count_with(&t, "X", "cuda_runtime", 22), 1);
+	ASSERT_EQ(count_with(&t, "X", "cuda_runtime", 23), 0);
+	ASSERT_EQ(count_with(&t, "X", "kernel", 5), 0);
 	trace_free(&t);
 	gprof_export_shutdown(5000);
 	rmdir(dir);
