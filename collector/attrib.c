@@ -21,9 +21,12 @@
 #include "common/config.h"
 #include "common/log.h"
 
-#define ALLOCS_MAX  65536 /* device allocations followed for the memory counter */
-#define DEVICES_MAX 64
-#define THREADS_MAX 4096
+#define ALLOCS_MAX   65536 /* device allocations followed for the memory counter */
+#define DEVICES_MAX  64
+#define CONTEXTS_MAX 64
+#define EVENTS_MAX   65536 /* event records remembered for the waits on them */
+#define SYNCS_MAX    16384 /* waits on events held per window; past it written unresolved */
+#define THREADS_MAX  4096
 /*
  * GPU halves of links whose launch is written but which the memory cap dropped: tried again
  * before each later event, and before the window finishes (then up to OWED_TRIES, 1 ms apart).
@@ -74,7 +77,12 @@ static unsigned n_samples;
 static uint32_t corr_seen;
 static bool expiring; /* the last sweep let records go */
 
-static struct gprof_map allocs;	      /* device address -> bytes, for the memory counter */
+static struct gprof_map allocs; /* device address -> bytes, for the memory counter */
+/* CUPTI's id of an event's record -> its stream << 32 | its call's correlation id. */
+static struct gprof_map event_records;
+/* Context id -> device, from the records that carry both (a sync record has the context). */
+static uint32_t contexts[CONTEXTS_MAX][2];
+static unsigned n_contexts;
 static struct gprof_coll_held tables; /* what waits for its partner (held.c) */
 
 /*
@@ -131,7 +139,8 @@ int gprof_coll_attrib_init(struct gprof_coll_win *slots, const struct gprof_cupt
 	wins = slots;
 	cupti = walker;
 	activities = acts;
-	if (gprof_coll_held_init(&tables) || gprof_map_init(&allocs, ALLOCS_MAX))
+	if (gprof_coll_held_init(&tables) || gprof_map_init(&allocs, ALLOCS_MAX) ||
+	    gprof_map_init(&event_records, EVENTS_MAX))
 		return -ENOMEM;
 	gprof_coll_attrib_reset();
 	return 0;
@@ -608,6 +617,82 @@ static void on_memory(struct gprof_coll_rec *r)
 		push_memory(w, &(struct gprof_coll_mem){r->ev.ts_ns, r->address, delta, dev});
 }
 
+static void context_note(uint32_t context, uint32_t device)
+{
+	for (unsigned i = 0; i < n_contexts; i++)
+		if (contexts[i][0] == context)
+			return;
+	if (n_contexts < CONTEXTS_MAX) {
+		contexts[n_contexts][0] = context;
+		contexts[n_contexts++][1] = device;
+	}
+}
+
+static uint32_t context_device(uint32_t context)
+{
+	for (unsigned i = 0; i < n_contexts; i++)
+		if (contexts[i][0] == context)
+			return contexts[i][1];
+	return 0;
+}
+
+/* An event's record: what a wait on it will name. Past the limit the oldest are forgotten. */
+static void on_event(const struct gprof_coll_rec *r)
+{
+	uint64_t v = (uint64_t)r->ev.stream << 32 | r->ev.correlation;
+
+	context_note(r->ev.u.sync.context, r->ev.device);
+	if (!r->event_sync)
+		return;
+	if (gprof_map_put(&event_records, r->event_sync, v) != 0) {
+		gprof_map_clear(&event_records);
+		gprof_map_put(&event_records, r->event_sync, v);
+	}
+}
+
+/* The stream and call that recorded the event a wait waits on, where known. */
+static void sync_resolve(struct gprof_export_event *ev, uint64_t event_sync)
+{
+	uint64_t v;
+
+	if (event_sync && gprof_map_get(&event_records, event_sync, &v)) {
+		ev->u.sync.wait_stream = (int32_t)(v >> 32);
+		ev->u.sync.wait_corr = (uint32_t)v;
+	}
+}
+
+/*
+ * A wait of the host's goes to the window its call began in. A wait on an event waits there
+ * until the window finishes, for the event's record (from another thread's buffer, maybe).
+ */
+static void on_sync(struct gprof_coll_rec *r)
+{
+	struct gprof_coll_win *w = window_at(r->ev.ts_ns);
+
+	if (!w)
+		return;
+	r->ev.device = context_device(r->ev.u.sync.context);
+	if (r->event_sync && !gprof_array_room((void **)&w->syncs, &w->cap_syncs, w->n_syncs,
+					       sizeof(*w->syncs), 16, SYNCS_MAX)) {
+		w->syncs[w->n_syncs++] = (struct gprof_coll_sync){r->ev, r->event_sync};
+		return;
+	}
+	sync_resolve(&r->ev, r->event_sync);
+	push(&r->ev, w, false);
+}
+
+/* The window's held waits on events, with what is known of their events by now. */
+static void release_syncs(struct gprof_coll_win *w)
+{
+	for (size_t i = 0; i < w->n_syncs; i++) {
+		sync_resolve(&w->syncs[i].ev, w->syncs[i].event_sync);
+		push(&w->syncs[i].ev, w, false);
+	}
+	free(w->syncs);
+	w->syncs = NULL;
+	w->n_syncs = w->cap_syncs = 0;
+}
+
 static int by_time(const void *a, const void *b)
 {
 	const struct gprof_coll_mem *x = a, *y = b;
@@ -661,7 +746,16 @@ static void on_record(const CUpti_Activity *rec)
 			on_api(&r);
 		break;
 	case GPROF_COLL_GPU:
+		context_note(r.ev.kind == GPROF_EXPORT_KERNEL ? r.ev.u.kernel.context
+							      : r.ev.u.copy.context,
+			     r.ev.device);
 		on_gpu(&r);
+		break;
+	case GPROF_COLL_SYNC:
+		on_sync(&r);
+		break;
+	case GPROF_COLL_EVENT:
+		on_event(&r);
 		break;
 	case GPROF_COLL_MEMORY:
 		on_memory(&r);
@@ -766,6 +860,7 @@ void gprof_coll_attrib_finish(struct gprof_coll_win *w)
 
 	gprof_map_filter(&tables.links, sweep, w);
 	release_memory(w);
+	release_syncs(w);
 	/* The window's owed events must be in before it is released. */
 	for (unsigned i = 0; i < OWED_TRIES && !pay_owed(); i++)
 		nanosleep(&pause, NULL);
@@ -851,4 +946,5 @@ void gprof_coll_attrib_reset(void)
 	corr_seen = n_samples = n_owed = 0;
 	expiring = false;
 	gprof_map_clear(&allocs);
+	gprof_map_clear(&event_records);
 }

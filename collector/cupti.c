@@ -74,9 +74,13 @@ static void disable_kinds(struct gprof_coll *c)
 	__atomic_store_n(&c->covers, 0, __ATOMIC_RELEASE);
 }
 
-/* Under lock, from READY: every kind GPROF_ACTIVITIES needs, or none at all. */
+/*
+ * Under lock, from READY: every kind GPROF_ACTIVITIES needs, or none at all; but the host's
+ * waits (sync) only add to the rest: without them, one line and the rest goes on.
+ */
 static void enable_kinds(struct gprof_coll *c)
 {
+	static bool said;
 	char why[512], err[128];
 
 	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
@@ -87,6 +91,15 @@ static void enable_kinds(struct gprof_coll *c)
 		r = c->cupti.enable(kinds[i].kind);
 		if (r == CUPTI_SUCCESS)
 			continue;
+		if (kinds[i].acts == GPROF_ACT_SYNC) {
+			if (!said)
+				pr_warn("synchronisations (cuda_sync) are not recorded: "
+					"cuptiActivityEnable(kind %d) failed: %s",
+					(int)kinds[i].kind,
+					gprof_coll_strerror(&c->cupti, r, err, sizeof(err)));
+			said = true;
+			continue;
+		}
 		disable_kinds(c);
 		snprintf(why, sizeof(why), "cuptiActivityEnable(kind %d) failed: %s",
 			 (int)kinds[i].kind, gprof_coll_strerror(&c->cupti, r, err, sizeof(err)));

@@ -56,6 +56,8 @@ enum gprof_coll_class {
 	GPROF_COLL_GPU,	     /* ev is KERNEL, MEMCPY or MEMSET */
 	GPROF_COLL_MEMORY,   /* device memory allocated or released: ev is MEMORY */
 	GPROF_COLL_EXTERNAL, /* a call made inside a CPU operator: ev.correlation, external */
+	GPROF_COLL_SYNC,     /* a wait of the host's: ev is SYNC; event types: event_sync */
+	GPROF_COLL_EVENT,    /* a CUDA event recorded: ev.stream, ev.correlation, event_sync */
 };
 
 /* The external correlation kind libgprof's CPU operators push (Kineto uses CUSTOM0 and 1). */
@@ -63,11 +65,12 @@ enum gprof_coll_class {
 
 struct gprof_coll_rec {
 	enum gprof_coll_class cls;
-	unsigned launches; /* API: GPROF_ACT_* bit of the GPU work a successful call queued */
-	uint32_t thread;   /* API: CUPTI's threadId (gettid(), or pthread_self() cut) */
-	int64_t delta;	   /* MEMORY: +bytes allocated, -bytes released */
-	uint64_t address;  /* MEMORY */
-	uint32_t external; /* EXTERNAL: the operator's id */
+	unsigned launches;   /* API: GPROF_ACT_* bit of the GPU work a successful call queued */
+	uint32_t thread;     /* API: CUPTI's threadId (gettid(), or pthread_self() cut) */
+	int64_t delta;	     /* MEMORY: +bytes allocated, -bytes released */
+	uint64_t address;    /* MEMORY */
+	uint32_t external;   /* EXTERNAL: the operator's id */
+	uint64_t event_sync; /* SYNC, EVENT: CUPTI's id of one record of an event; 0: none */
 	/* Every field but window (and, for MEMORY, u.memory.allocated); API's tid is `thread`. */
 	struct gprof_export_event ev;
 };
@@ -257,6 +260,15 @@ struct gprof_coll_win {
 	 */
 	struct gprof_coll_mem *mem;
 	size_t n_mem, cap_mem;
+	/* Its waits on events, held until it finishes: the event's record may come later. */
+	struct gprof_coll_sync *syncs;
+	size_t n_syncs, cap_syncs;
+};
+
+/* A wait on an event and CUPTI's id of the event's record it waits for. */
+struct gprof_coll_sync {
+	struct gprof_export_event ev;
+	uint64_t event_sync;
 };
 
 /* An allocation (delta > 0) or free of device memory, held for its window. */

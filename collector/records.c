@@ -165,6 +165,53 @@ static void decode_external(const CUpti_Activity *rec, struct gprof_coll_rec *ou
 	out->external = (uint32_t)x->externalId;
 }
 
+/* What CUPTI says of a field that does not apply to a synchronisation record. */
+#define NOT_APPLICABLE CUPTI_SYNCHRONIZATION_INVALID_VALUE
+
+static void decode_sync(const CUpti_Activity *rec, struct gprof_coll_rec *out)
+{
+	static const char *const names[] = {
+	    [CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE] = "Event Sync",
+	    [CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT] = "Stream Wait Event",
+	    [CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE] = "Stream Sync",
+	    [CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE] = "Context Sync",
+	};
+	const CUpti_ActivitySynchronization2 *y = (const CUpti_ActivitySynchronization2 *)rec;
+	struct gprof_export_event *ev = &out->ev;
+
+	if (!y->start || !y->end)
+		return;
+	out->cls = GPROF_COLL_SYNC;
+	out->event_sync = y->cudaEventSyncId == NOT_APPLICABLE ? 0 : y->cudaEventSyncId;
+	ev->kind = GPROF_EXPORT_SYNC;
+	ev->ts_ns = y->start;
+	ev->dur_ns = y->end - y->start;
+	ev->name = gprof_export_intern(
+	    y->type < ARRAY_SIZE(names) && names[y->type] ? names[y->type] : "Unknown Sync");
+	ev->stream = y->streamId; /* the device: attrib.c's, from the context */
+	ev->correlation = y->correlationId;
+	ev->u.sync = (typeof(ev->u.sync)){
+	    .on_event = y->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE ||
+			y->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT,
+	    .context = y->contextId,
+	    .event = y->cudaEventId == NOT_APPLICABLE ? 0 : y->cudaEventId,
+	    .wait_stream = -1,
+	    .wait_corr = -1,
+	};
+}
+
+static void decode_cuda_event(const CUpti_Activity *rec, struct gprof_coll_rec *out)
+{
+	const CUpti_ActivityCudaEvent2 *e = (const CUpti_ActivityCudaEvent2 *)rec;
+
+	out->cls = GPROF_COLL_EVENT;
+	out->event_sync = e->cudaEventSyncId;
+	out->ev.device = e->deviceId;
+	out->ev.stream = e->streamId;
+	out->ev.correlation = e->correlationId;
+	out->ev.u.sync.context = e->contextId;
+}
+
 void gprof_coll_translate(const CUpti_Activity *rec, struct gprof_coll_rec *out)
 {
 	memset(out, 0, sizeof(*out));

@@ -18,7 +18,8 @@
 	X(MEMSET, "memset")     \
 	X(MEMORY, "memory")     \
 	X(API, "api")           \
-	X(NVTX, "nvtx")
+	X(NVTX, "nvtx")         \
+	X(SYNC, "sync")
 
 /* Bits of GPROF_ACTIVITIES, in the table's order. */
 enum gprof_activity_bit {
@@ -44,7 +45,8 @@ enum gprof_activity {
  * for any of the bits acts (0: decoded when it comes, never enabled). Kinds are enabled in
  * the table's order. API records place GPU work in windows, so every GPU bit needs them;
  * EXTERNAL_CORRELATION ties the calls CPU operators make to them
- * (gprof_collector_external_begin).
+ * (gprof_collector_external_begin). CUDA_EVENT's records say which stream and call recorded
+ * the event a SYNCHRONIZATION record waits on.
  */
 #define GPROF_CUPTI_KIND_TABLE(X)                                               \
 	X(RUNTIME, GPROF_ACT_API, GPROF_ACT_GPU | GPROF_ACT_API, decode_api)    \
@@ -54,7 +56,9 @@ enum gprof_activity {
 	X(MEMCPY, GPROF_ACT_MEMCPY, GPROF_ACT_MEMCPY, decode_memcpy)            \
 	X(MEMSET, GPROF_ACT_MEMSET, GPROF_ACT_MEMSET, decode_memset)            \
 	X(MEMORY2, GPROF_ACT_MEMORY, GPROF_ACT_MEMORY, decode_memory)           \
-	X(EXTERNAL_CORRELATION, 0, GPROF_ACT_API, decode_external)
+	X(EXTERNAL_CORRELATION, 0, GPROF_ACT_API, decode_external)              \
+	X(SYNCHRONIZATION, GPROF_ACT_SYNC, GPROF_ACT_SYNC, decode_sync)         \
+	X(CUDA_EVENT, 0, GPROF_ACT_SYNC, decode_cuda_event)
 
 /*
  * What an event is, one row each: X(NAME, key, emitter) makes GPROF_EXPORT_<NAME>
@@ -81,6 +85,11 @@ enum gprof_activity {
  *   PYTHON      X python_function on tid, name = "nn.Module: Linear_0" (a module's forward),
  *               u.py: "Python id", "Python parent id" (its enclosing module's; null at the
  *               top), "Python module id"
+ *   SYNC        X cuda_sync on (device, a lane of its own per stream waited for, or the
+ *               device's for a context sync), name = "Stream Sync", "Event Sync", "Context
+ *               Sync" or "Stream Wait Event"; the host's wait, whose
+ *               "correlation" is its call's; an event's waits also say which stream and call
+ *               recorded the event ("wait_on_stream", "wait_on_cuda_event_record_corr_id")
  *
  * RUNTIME, DRIVER, KERNEL, MEMCPY and MEMSET events made inside such an operator carry its
  * id in u.api.external, u.kernel.external or u.copy.external ("External id"; 0: none).
@@ -97,6 +106,7 @@ enum gprof_activity {
 	X(MEMORY, "memory", emit_memory)             \
 	X(EARLIER, "earlier", emit_earlier)          \
 	X(CPU_OP, "cpu_op", emit_cpu_op)             \
-	X(PYTHON, "python_function", emit_python)
+	X(PYTHON, "python_function", emit_python)    \
+	X(SYNC, "cuda_sync", emit_sync)
 
 #endif

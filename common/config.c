@@ -109,9 +109,10 @@ static const struct var vars[] = {
     {
 	.name = "GPROF_ACTIVITIES",
 	.type = VAR_ACTIVITIES,
-	.dflt = "kernel,memcpy,memset,memory,api,nvtx",
+	.dflt = "kernel,memcpy,memset,memory,api,nvtx,sync",
 	.help = "what to record",
-	.form = "all, or comma-separated kernel, memcpy, memset, memory, api, nvtx",
+	.form = "all, or comma-separated kernel, memcpy, memset, memory, api, nvtx, sync (the "
+		"host's waits for the GPU: cuda_sync events)",
 	FIELD(activities),
     },
     {

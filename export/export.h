@@ -207,6 +207,13 @@ struct gprof_export_event {
 			uint64_t module; /* "Python module id" */
 		} py;			 /* PYTHON */
 		struct {
+			uint32_t on_event;   /* a wait on an event: says what recorded it */
+			uint32_t context;    /* CUPTI's context id */
+			uint32_t event;	     /* the CUDA event's id (event types only) */
+			int32_t wait_stream; /* the stream that recorded the event; -1: unknown */
+			int64_t wait_corr;   /* the correlation id of that record call; -1 */
+		} sync;			     /* SYNC (stream: UINT32_MAX for none) */
+		struct {
 			uint64_t allocated; /* device bytes in use after this change */
 			uint64_t address;   /* what was allocated or freed; 0: none (a base) */
 			int64_t bytes;	    /* + allocated, - freed */

@@ -80,6 +80,19 @@ static void gpu_track(struct gprof_trace *t, const struct gprof_export_event *ev
 	gprof_jbuf_u64(b, ev->stream);
 }
 
+/*
+ * A host's waits for a stream go on a lane of their own beside the stream's track (a wait
+ * overlaps the stream's work, which one track cannot show); a context's, on the device's lane.
+ */
+#define SYNC_LANE	 (1u << 31)
+#define SYNC_LANE_DEVICE UINT32_MAX
+#define SYNC_NO_STREAM	 UINT32_MAX
+
+static uint32_t sync_lane(uint32_t stream)
+{
+	return stream == SYNC_NO_STREAM ? SYNC_LANE_DEVICE : SYNC_LANE | stream;
+}
+
 /* `,"ts":T}` or `,"ts":T,"dur":D}` and the line's end. */
 static void put_end(struct gprof_trace *t, const struct gprof_export_event *ev, bool dur)
 {
@@ -400,6 +413,39 @@ static void emit_earlier(struct gprof_trace *t, const struct gprof_export_event 
 	put_end(t, ev, true);
 }
 
+/* As Kineto writes CUPTI's synchronisation records; -1 for what does not apply. */
+static void emit_sync(struct gprof_trace *t, const struct gprof_export_event *ev)
+{
+	struct gprof_export_event on_lane = *ev;
+	struct gprof_jbuf *b = &t->out;
+
+	/* An event's wait without a stream of its own: on the lane of the stream that recorded it. */
+	on_lane.stream = sync_lane(ev->stream == SYNC_NO_STREAM && ev->u.sync.wait_stream >= 0
+				       ? (uint32_t)ev->u.sync.wait_stream
+				       : ev->stream);
+	gprof_jbuf_lit(b, "{\"ph\":\"X\",\"cat\":\"cuda_sync\",\"name\":\"");
+	put_text(b, ev->name);
+	gpu_track(t, &on_lane);
+	gprof_jbuf_lit(b, ",\"args\":{\"cuda_sync_kind\":\"");
+	put_text(b, ev->name);
+	gprof_jbuf_lit(b, "\"");
+	if (ev->u.sync.on_event) {
+		gprof_jbuf_lit(b, ",\"wait_on_stream\":");
+		gprof_jbuf_i64(b, ev->u.sync.wait_stream);
+		gprof_jbuf_lit(b, ",\"wait_on_cuda_event_record_corr_id\":");
+		gprof_jbuf_i64(b, ev->u.sync.wait_corr);
+		gprof_jbuf_lit(b, ",\"wait_on_cuda_event_id\":");
+		gprof_jbuf_u64(b, ev->u.sync.event);
+	}
+	gprof_jbuf_lit(b, ",\"stream\":");
+	gprof_jbuf_i64(b, ev->stream == SYNC_NO_STREAM ? -1 : (int64_t)ev->stream);
+	gprof_jbuf_lit(b, ",\"device\":");
+	gprof_jbuf_u64(b, ev->device);
+	gprof_jbuf_lit(b, ",\"context\":");
+	gprof_jbuf_u64(b, ev->u.sync.context);
+	put_correlation_end(t, ev);
+}
+
 /* Half of a forward -> backward link ("fwdbwd"), as PyTorch's profiler writes it. */
 static void put_fwdbwd(struct gprof_trace *t, const struct gprof_export_event *ev, bool fwd)
 {
@@ -665,7 +711,13 @@ static void put_tracks(struct gprof_trace *t)
 	for (size_t i = 0; i < k->streams.n; i++) {
 		uint64_t dev = k->streams.keys[i] >> 32, stream = (uint32_t)k->streams.keys[i];
 
-		snprintf(label, sizeof(label), "stream %llu ", (unsigned long long)stream);
+		if (stream == SYNC_LANE_DEVICE)
+			snprintf(label, sizeof(label), "context sync");
+		else if (stream & SYNC_LANE)
+			snprintf(label, sizeof(label), "stream %llu sync",
+				 (unsigned long long)(stream & ~SYNC_LANE));
+		else
+			snprintf(label, sizeof(label), "stream %llu ", (unsigned long long)stream);
 		meta_str(t, "thread_name", dev, stream, "name", label);
 		meta_num(t, "thread_sort_index", dev, stream, stream);
 	}

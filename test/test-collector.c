@@ -749,6 +749,126 @@ TEST(collector_own_calls_and_orphans)
 	rmdir(dir);
 }
 
+static CUpti_ActivitySynchronization2 sync_rec(CUpti_ActivitySynchronizationType type,
+					       uint32_t corr, uint32_t stream, uint64_t event_sync,
+					       uint64_t start)
+{
+	return (CUpti_ActivitySynchronization2){
+	    .kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+	    .type = type,
+	    .start = start,
+	    .end = start + 50,
+	    .correlationId = corr,
+	    .contextId = 7,
+	    .streamId = stream,
+	    .cudaEventId = event_sync == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? event_sync : 3,
+	    .cudaEventSyncId = event_sync,
+	};
+}
+
+/* The cuda_sync event of a correlation id: one, or the test fails. */
+static const json_t *sync_of(const struct trace *t, long long corr)
+{
+	const json_t *found = NULL, *ev;
+	size_t i;
+
+	json_array_foreach(t->events, i, ev)
+	{
+		if (strcmp(trace_str(ev, "cat"), "cuda_sync") ||
+		    json_integer_value(
+			json_object_get(json_object_get(ev, "args"), "correlation")) != corr)
+			continue;
+		ASSERT_MSG(!found, "two cuda_sync events of correlation %lld", corr);
+		found = ev;
+	}
+	ASSERT_MSG(found, "no cuda_sync event of correlation %lld", corr);
+	return found;
+}
+
+static long long arg_of(const json_t *ev, const char *key)
+{
+	const json_t *v = json_object_get(json_object_get(ev, "args"), key);
+
+	ASSERT_MSG(json_is_integer(v), "no integer args.%s", key);
+	return json_integer_value(v);
+}
+
+/*
+ * CUPTI's synchronisation records become Kineto's cuda_sync events of the window their call
+ * began in, on a lane beside the stream's track, on the device of their context; a wait on an
+ * event names the stream and call that recorded it, also when that record comes later.
+ */
+TEST(collector_syncs)
+{
+	const uint64_t begin = T0 + 1000000, none = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+	CUpti_ActivityKernel10 k = kernel_rec(40, begin + 100);
+	CUpti_ActivitySynchronization2
+	    stream = sync_rec(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 41, 13, none,
+			      begin + 200),
+	    wait = sync_rec(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, 43, 13, 99,
+			    begin + 600),
+	    event = sync_rec(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, 44, none, 100,
+			     begin + 700),
+	    context = sync_rec(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, 45, none,
+			       none, begin + 800),
+	    outside = sync_rec(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, 46, none,
+			       none, begin - 500);
+	CUpti_ActivityCudaEvent2 recorded = {.kind = CUPTI_ACTIVITY_KIND_CUDA_EVENT,
+					     .correlationId = 42,
+					     .contextId = 7,
+					     .streamId = 14,
+					     .eventId = 3,
+					     .deviceId = 2,
+					     .cudaEventSyncId = 99};
+	struct fake_buf first = {{&k, &stream, &wait, &event, &context, &outside}, 6};
+	struct fake_buf later = {{&recorded}, 1};
+	struct gprof_coll_win *w = &gprof_coll.wins[0];
+	char dir[] = "/tmp/gprof-test-collector-XXXXXX";
+	uint32_t id = open_window(dir, GPROF_ACT_KERNEL | GPROF_ACT_SYNC, begin);
+	const json_t *ev;
+	struct trace t;
+
+	k.contextId = 7;
+	k.deviceId = 2;
+	walk(&first);
+	walk(&later);
+	w->end_ns = begin + 1000;
+	gprof_coll_attrib_finish(w);
+	gprof_export_window_release(id);
+	ASSERT_EQ(gprof_export_window_wait(id, 20000), 0);
+	load_only_trace(dir, &t);
+
+	ev = sync_of(&t, 41);
+	ASSERT_STR_EQ(trace_str(ev, "name"), "Stream Sync");
+	ASSERT_STR_EQ(trace_str(json_object_get(ev, "args"), "cuda_sync_kind"), "Stream Sync");
+	ASSERT_EQ(arg_of(ev, "stream"), 13);
+	ASSERT_EQ(arg_of(ev, "device"), 2);
+	ASSERT_EQ(arg_of(ev, "context"), 7);
+	ASSERT_EQ(json_integer_value(json_object_get(ev, "pid")), 2);
+	ASSERT(json_integer_value(json_object_get(ev, "tid")) != 13); /* not the stream's track */
+	ASSERT(!json_object_get(json_object_get(ev, "args"), "wait_on_stream"));
+
+	ev = sync_of(&t, 43);
+	ASSERT_STR_EQ(trace_str(ev, "name"), "Stream Wait Event");
+	ASSERT_EQ(arg_of(ev, "wait_on_stream"), 14);
+	ASSERT_EQ(arg_of(ev, "wait_on_cuda_event_record_corr_id"), 42);
+	ASSERT_EQ(arg_of(ev, "wait_on_cuda_event_id"), 3);
+
+	ev = sync_of(&t, 44); /* its event's record never came */
+	ASSERT_STR_EQ(trace_str(ev, "name"), "Event Sync");
+	ASSERT_EQ(arg_of(ev, "wait_on_stream"), -1);
+	ASSERT_EQ(arg_of(ev, "wait_on_cuda_event_record_corr_id"), -1);
+	ASSERT_EQ(arg_of(ev, "stream"), -1);
+
+	ev = sync_of(&t, 45);
+	ASSERT_STR_EQ(trace_str(ev, "name"), "Context Sync");
+	ASSERT_EQ(arg_of(ev, "stream"), -1);
+	ASSERT_EQ(count_with(&t, "X", "cuda_sync", 46), 0); /* before the window */
+	trace_free(&t);
+	gprof_export_shutdown(5000);
+	rmdir(dir);
+}
+
 static CUpti_ActivityMemory4 memory_rec(bool alloc, uint64_t ts)
 {
 	return (CUpti_ActivityMemory4){

@@ -243,7 +243,8 @@ TEST(config_defaults)
 	ASSERT_STR_EQ(r.cfg.step_marker, "step");
 	ASSERT_STR_EQ(r.cfg.output, "./gprof_traces");
 	ASSERT_EQ(r.cfg.activities, GPROF_ACT_KERNEL | GPROF_ACT_MEMCPY | GPROF_ACT_MEMSET |
-					GPROF_ACT_MEMORY | GPROF_ACT_API | GPROF_ACT_NVTX);
+					GPROF_ACT_MEMORY | GPROF_ACT_API | GPROF_ACT_NVTX |
+					GPROF_ACT_SYNC);
 	ASSERT_EQ(r.cfg.gzip_level, 1);
 	ASSERT_EQ(r.cfg.buffer_mb, 64);
 	ASSERT_EQ(r.cfg.writer_threads, 1);
@@ -300,7 +301,7 @@ TEST(config_activity_forms)
 		const char *value;
 		unsigned want;
 	} t[] = {
-	    {"all", 0x3f},
+	    {"all", 0x7f},
 	    {"kernel", GPROF_ACT_KERNEL},
 	    {"memcpy", GPROF_ACT_MEMCPY},
 	    {"memset", GPROF_ACT_MEMSET},
@@ -309,6 +310,8 @@ TEST(config_activity_forms)
 	    {"nvtx", GPROF_ACT_NVTX},
 	    {"api,nvtx", GPROF_ACT_API | GPROF_ACT_NVTX},
 	    {"nvtx,kernel,memcpy,memset,memory,api", 0x3f},
+	    {"sync", GPROF_ACT_SYNC},
+	    {"nvtx,kernel,memcpy,memset,memory,api,sync", 0x7f},
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
@@ -791,7 +794,7 @@ TEST(config_print_table)
 	    "| `GPROF_SCHEDULE` | `wait=1,warmup=1,active=3,repeat=1` | ",
 	    "| `GPROF_STEP_MARKER` | `step` | ",
 	    "| `GPROF_OUTPUT` | `./gprof_traces` | ",
-	    "| `GPROF_ACTIVITIES` | `kernel,memcpy,memset,memory,api,nvtx` | ",
+	    "| `GPROF_ACTIVITIES` | `kernel,memcpy,memset,memory,api,nvtx,sync` | ",
 	    "| `GPROF_GZIP_LEVEL` | `1` | ",
 	    "| `GPROF_BUFFER_MB` | `64` | ",
 	    "| `GPROF_WRITER_THREADS` | `1` | ",

@@ -354,6 +354,7 @@ static const struct {
     {"gpu_user_annotation", false, false, {NULL}},
     {"cpu_op", false, true, {"External id"}},
     {"python_function", false, true, {"Python id", "Python parent id", "Python module id"}},
+    {"cuda_sync", false, false, {"cuda_sync_kind", "stream", "device", "context", "correlation"}},
 };
 
 static const char *const meta_names[] = {"process_name", "process_labels", "process_sort_index",
@@ -418,7 +419,8 @@ static int check_args(struct check *c, size_t i, const json_t *ev, const char *c
 			continue;
 		*gpu = cat_rules[r].gpu;
 		*host = cat_rules[r].host;
-		if (!*gpu && json_object_get(args, "stream"))
+		/* A host's wait names the stream it waits for, on a lane of its own. */
+		if (!*gpu && strcmp(cat, "cuda_sync") && json_object_get(args, "stream"))
 			return fail(c->why, c->why_len,
 				    "event %zu (%s): \"stream\" on a host event", i, cat);
 		for (const char *const *a = cat_rules[r].args; *a; a++)
