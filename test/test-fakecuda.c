@@ -225,6 +225,8 @@ static const char *const runtime_exports[] = {
     "cudaEventCreateWithFlags",
     "cudaEventRecord",
     "cudaEventRecord_ptsz",
+    "cudaEventRecordWithFlags",
+    "cudaEventRecordWithFlags_ptsz",
     "cudaEventSynchronize",
     "cudaEventQuery",
     "cudaEventElapsedTime",

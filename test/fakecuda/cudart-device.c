@@ -129,5 +129,7 @@ cudaError_t cudaDeviceSynchronize(void)
 
 	fakert_enter(&c, RT_CBID(cudaDeviceSynchronize_v3020), "cudaDeviceSynchronize", NULL, NULL);
 	fakecuda_sync(NULL, fakecuda_device_current());
+	fakecuda_sync_done(&c, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE,
+			   fakecuda_device_current(), NULL, NULL);
 	return fakert_exit(&c, cudaSuccess, NULL);
 }

@@ -63,6 +63,8 @@ static cudaError_t stream_sync(CUpti_CallbackId cbid, const char *name, const vo
 
 	fakert_enter(&c, cbid, name, params, NULL);
 	fakecuda_sync(s, 0);
+	fakecuda_sync_done(&c, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE,
+			   fakecuda_stream_device(s), s, NULL);
 	return fakert_exit(&c, cudaSuccess, "\"stream\":%u", fakecuda_stream_id(s));
 }
 
@@ -93,6 +95,8 @@ static cudaError_t stream_wait_event(CUpti_CallbackId cbid, const char *name, co
 		return fakert_exit(&c, cudaErrorInvalidResourceHandle, NULL);
 	if (EVENT(event)->stream)
 		fakecuda_stream_wait_until(s, EVENT(event)->time_ns);
+	fakecuda_sync_done(&c, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT,
+			   fakecuda_stream_device(s), s, EVENT(event));
 	return fakert_exit(&c, cudaSuccess, "\"stream\":%u", fakecuda_stream_id(s));
 }
 
@@ -123,10 +127,9 @@ static cudaError_t create_event(CUpti_CallbackId cbid, const char *name, const v
 	fakert_enter(&c, cbid, name, params, NULL);
 	if (!out)
 		return fakert_exit(&c, cudaErrorInvalidValue, NULL);
-	e = calloc(1, sizeof(*e));
+	e = fakecuda_event_create(flags);
 	if (!e)
 		return fakert_exit(&c, cudaErrorMemoryAllocation, NULL);
-	e->flags = flags;
 	*out = (cudaEvent_t)e;
 	return fakert_exit(&c, cudaSuccess, "\"flags\":%u", flags);
 }
@@ -188,6 +191,24 @@ cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream)
 			    stream, true);
 }
 
+/* Its flags (cudaEventRecordExternal) matter only in a stream capture, which this runtime lacks. */
+cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags)
+{
+	cudaEventRecordWithFlags_v11010_params p = {event, stream, flags};
+
+	return event_record(RT_CBID(cudaEventRecordWithFlags_v11010), "cudaEventRecordWithFlags",
+			    &p, event, stream, false);
+}
+
+cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream,
+					  unsigned int flags)
+{
+	cudaEventRecordWithFlags_ptsz_v11010_params p = {event, stream, flags};
+
+	return event_record(RT_CBID(cudaEventRecordWithFlags_ptsz_v11010),
+			    "cudaEventRecordWithFlags_ptsz", &p, event, stream, true);
+}
+
 cudaError_t cudaEventSynchronize(cudaEvent_t event)
 {
 	cudaEventSynchronize_v3020_params p = {event};
@@ -198,6 +219,9 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event)
 	if (!e)
 		return fakert_exit(&c, cudaErrorInvalidResourceHandle, NULL);
 	fakecuda_event_sync(e);
+	fakecuda_sync_done(
+	    &c, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE,
+	    e->stream ? fakecuda_stream_device(e->stream) : fakecuda_device_current(), NULL, e);
 	return fakert_exit(&c, cudaSuccess, NULL);
 }
 

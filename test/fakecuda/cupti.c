@@ -230,7 +230,7 @@ CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t
 	return from_errno(fakegpu_api_set_enabled(CUPTI_ACTIVITY_KIND_DRIVER, cbid, enable));
 }
 
-/* The simulation records no CUDA event activity, so there is nothing to stamp. */
+/* The simulation's CUDA event records carry no device timestamp (0): accepted, no effect. */
 CUptiResult CUPTIAPI cuptiActivityEnableCudaEventDeviceTimestamps(uint8_t enable)
 {
 	(void)enable;

@@ -322,8 +322,11 @@ CUresult cuCtxSynchronize_v2(CUcontext ctx)
 
 	if (!err && ctx_device(ctx) < 0)
 		err = CUDA_ERROR_INVALID_CONTEXT;
-	if (!err)
+	if (!err) {
 		fakecuda_sync(NULL, ctx_device(ctx));
+		fakecuda_sync_done(&c, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE,
+				   ctx_device(ctx), NULL, NULL);
+	}
 	return fakecuda_api_exit(&c, err, NULL);
 }
 

@@ -51,12 +51,17 @@ CUresult cuStreamDestroy(CUstream hStream)
 	return fakecuda_api_exit(&c, err, NULL);
 }
 
-static CUresult stream_sync(CUstream h, bool per_thread)
+static CUresult stream_sync(struct fakecuda_call *c, CUstream h, bool per_thread)
 {
+	struct fakecuda_stream *s;
 	CUresult err = fakecuda_drv_need_init();
 
-	if (!err)
-		fakecuda_sync(fakecuda_stream_get(h, per_thread), fakecuda_device_current());
+	if (err)
+		return err;
+	s = fakecuda_stream_get(h, per_thread);
+	fakecuda_sync(s, fakecuda_device_current());
+	fakecuda_sync_done(c, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE,
+			   fakecuda_stream_device(s), s, NULL);
 	return err;
 }
 
@@ -116,7 +121,7 @@ static CUresult capturing(CUstream h, bool per_thread, CUstreamCaptureStatus *st
 	return err;
 }
 
-DRV_PAIR(cuStreamSynchronize, (CUstream hStream), stream_sync(hStream, per_thread), hStream)
+DRV_PAIR(cuStreamSynchronize, (CUstream hStream), stream_sync(&c, hStream, per_thread), hStream)
 
 DRV_PAIR(cuStreamQuery, (CUstream hStream), stream_query(hStream, per_thread), hStream)
 
@@ -172,12 +177,10 @@ CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
 	struct fakecuda_event *e = NULL;
 	CUresult err = phEvent ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
 
-	if (!err && !(e = calloc(1, sizeof(*e))))
+	if (!err && !(e = fakecuda_event_create(Flags)))
 		err = CUDA_ERROR_OUT_OF_MEMORY;
-	if (!err) {
-		e->flags = Flags;
+	if (!err)
 		*phEvent = (CUevent)e;
-	}
 	return fakecuda_api_exit(&c, err, NULL);
 }
 
@@ -215,8 +218,13 @@ CUresult cuEventSynchronize(CUevent hEvent)
 	struct fakecuda_event *e = EVENT(hEvent);
 	CUresult err = e ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_HANDLE;
 
-	if (!err)
+	if (!err) {
 		fakecuda_event_sync(e);
+		fakecuda_sync_done(&c, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE,
+				   e->stream ? fakecuda_stream_device(e->stream)
+					     : fakecuda_device_current(),
+				   NULL, e);
+	}
 	return fakecuda_api_exit(&c, err, NULL);
 }
 
@@ -248,15 +256,22 @@ CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
 	return fakecuda_api_exit(&c, err, NULL);
 }
 
-static CUresult stream_wait_event(CUstream stream, CUevent h, bool per_thread)
+static CUresult stream_wait_event(struct fakecuda_call *c, CUstream stream, CUevent h,
+				  bool per_thread)
 {
 	struct fakecuda_event *e = EVENT(h);
+	struct fakecuda_stream *s;
 	CUresult err = e ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_HANDLE;
 
-	if (!err && e->stream)
-		fakecuda_stream_wait_until(fakecuda_stream_get(stream, per_thread), e->time_ns);
+	if (err)
+		return err;
+	s = fakecuda_stream_get(stream, per_thread);
+	if (e->stream)
+		fakecuda_stream_wait_until(s, e->time_ns);
+	fakecuda_sync_done(c, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT,
+			   fakecuda_stream_device(s), s, e);
 	return err;
 }
 
 DRV_PAIR(cuStreamWaitEvent, (CUstream hStream, CUevent hEvent, unsigned int Flags),
-	 stream_wait_event(hStream, hEvent, per_thread), hStream, hEvent, Flags)
+	 stream_wait_event(&c, hStream, hEvent, per_thread), hStream, hEvent, Flags)

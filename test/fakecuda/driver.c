@@ -133,8 +133,11 @@ CUresult cuCtxSynchronize(void)
 
 	drv_enter(&c, DRV_CBID(cuCtxSynchronize), "cuCtxSynchronize", NULL, NULL);
 	err = fakecuda_drv_need_init();
-	if (!err)
+	if (!err) {
 		fakecuda_sync(NULL, fakecuda_device_current());
+		fakecuda_sync_done(&c, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE,
+				   fakecuda_device_current(), NULL, NULL);
+	}
 	return fakecuda_api_exit(&c, err, NULL);
 }
 

@@ -47,6 +47,11 @@ static const struct layout layouts[N_KINDS] = {
     [CUPTI_ACTIVITY_KIND_DRIVER] = {.size = sizeof(CUpti_ActivityAPI), .ts = {API_TS}},
     [CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION] = {.size =
 						      sizeof(CUpti_ActivityExternalCorrelation)},
+    [CUPTI_ACTIVITY_KIND_SYNCHRONIZATION] = {.size = sizeof(CUpti_ActivitySynchronization2),
+					     .ts = {offsetof(CUpti_ActivitySynchronization2, start),
+						    offsetof(CUpti_ActivitySynchronization2, end)}},
+    /* Its deviceTimestamp stays 0 (cuptiActivityEnableCudaEventDeviceTimestamps is off). */
+    [CUPTI_ACTIVITY_KIND_CUDA_EVENT] = {.size = sizeof(CUpti_ActivityCudaEvent2)},
 };
 
 /* Fault injection, read from the environment when the library loads; read-only after. */

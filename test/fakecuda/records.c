@@ -1,6 +1,7 @@
 /*
  * Records of completed GPU operations: CUpti_ActivityKernel10, Memcpy6 and Memset4 in their
- * CUDA 13.0 layouts, and the matching ground-truth log lines.
+ * CUDA 13.0 layouts, and the matching ground-truth log lines; CudaEvent2 of event records and
+ * Synchronization2 of the calls that wait (with their log line).
  */
 #include <stdio.h>
 #include <unistd.h>
@@ -145,4 +146,65 @@ void fakecuda_emit_op(const struct fakecuda_op *op, int device, uint32_t stream_
 {
 	if (emitters[op->kind])
 		emitters[op->kind](op, device, stream_id);
+}
+
+void fakecuda_emit_event(const struct fakecuda_event *event, const struct fakecuda_stream *stream)
+{
+	int device = fakecuda_stream_device(stream);
+	CUpti_ActivityCudaEvent2 rec = {
+	    .kind = CUPTI_ACTIVITY_KIND_CUDA_EVENT,
+	    .correlationId = event->record_correlation,
+	    .contextId = fakecuda_context_id(device),
+	    .streamId = fakecuda_stream_id(stream),
+	    .eventId = event->id,
+	    .deviceId = (uint32_t)device,
+	    .cudaEventSyncId = event->sync_id,
+	};
+
+	if (fakegpu_activity_enabled(CUPTI_ACTIVITY_KIND_CUDA_EVENT))
+		emit(&rec, sizeof(rec));
+}
+
+/* What the log calls each CUpti_ActivitySynchronizationType. */
+static const char *const sync_kinds[] = {
+    [CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE] = "event",
+    [CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT] = "stream_wait_event",
+    [CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE] = "stream",
+    [CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE] = "context",
+};
+
+void fakecuda_sync_done(struct fakecuda_call *call, CUpti_ActivitySynchronizationType type,
+			int device, const struct fakecuda_stream *stream,
+			const struct fakecuda_event *event)
+{
+	/* A runtime call's record comes from the first driver call that waits for it. */
+	struct fakecuda_call *owner = call->nested ? call->outer : call;
+	/* An event never recorded has nothing to name: its sync id is not applicable either. */
+	const struct fakecuda_stream *recorded = event ? event->stream : NULL;
+	CUpti_ActivitySynchronization2 rec = {
+	    .kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+	    .type = type,
+	    .end = fakegpu_timestamp(),
+	    .correlationId = call->correlation,
+	    .contextId = fakecuda_context_id(device),
+	    .streamId = stream ? fakecuda_stream_id(stream) : CUPTI_SYNCHRONIZATION_INVALID_VALUE,
+	    .cudaEventId = event ? event->id : CUPTI_SYNCHRONIZATION_INVALID_VALUE,
+	    .cudaEventSyncId = recorded ? event->sync_id : CUPTI_SYNCHRONIZATION_INVALID_VALUE,
+	    .returnValue = 0, /* CUPTI reports failed ones only if asked (EnableAllSyncRecords) */
+	};
+
+	if (!owner || owner->synced)
+		return;
+	owner->synced = true;
+	rec.start = owner->start_ns;
+	if (fakegpu_activity_enabled(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION))
+		emit(&rec, sizeof(rec));
+	fakecuda_log("\"type\":\"sync\",\"pid\":%d,\"kind\":\"%s\",\"corr\":%u,\"device\":%d,"
+		     "\"stream\":%lld,\"event_record_corr\":%lld,\"event_record_stream\":%lld,"
+		     "\"start\":%llu,\"end\":%llu",
+		     (int)getpid(), sync_kinds[type], call->correlation, device,
+		     stream ? (long long)fakecuda_stream_id(stream) : -1LL,
+		     recorded ? (long long)event->record_correlation : -1LL,
+		     recorded ? (long long)fakecuda_stream_id(recorded) : -1LL,
+		     (unsigned long long)rec.start, (unsigned long long)rec.end);
 }

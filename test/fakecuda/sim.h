@@ -49,6 +49,7 @@ struct fakecuda_call {
 	 */
 	bool nested;
 	struct fakecuda_call *outer; /* the runtime call this one is made in, if any */
+	bool synced;		     /* its synchronisation record is out (fakecuda_sync_done) */
 };
 
 /*
@@ -216,11 +217,20 @@ FAKECUDA_API void fakecuda_stream_wait_until(struct fakecuda_stream *stream, uin
  */
 struct fakecuda_event {
 	unsigned int flags;		/* cudaEventDisableTiming (2) as CU_EVENT_DISABLE_TIMING */
+	uint32_t id;			/* CUPTI's eventId: one per event, for its whole life */
 	struct fakecuda_stream *stream; /* NULL until recorded */
 	uint64_t seq;			/* the marker's sequence number on `stream` */
 	uint64_t time_ns;		/* when the marker completes */
+	uint64_t sync_id;		/* cudaEventSyncId of the latest record, 0 before one */
+	uint32_t record_correlation;	/* the correlation id of the latest record call */
 };
 
+/* A new event with its own id (cudaEventCreate, cuEventCreate); NULL when out of memory. */
+FAKECUDA_API struct fakecuda_event *fakecuda_event_create(unsigned int flags);
+/*
+ * Queues the event's marker on `stream` for the call `correlation` and emits its CUDA_EVENT
+ * record: one per record call, with a new cudaEventSyncId that later waits on it name.
+ */
 FAKECUDA_API void fakecuda_event_record(struct fakecuda_event *event,
 					struct fakecuda_stream *stream, uint32_t correlation,
 					bool runtime);
@@ -251,9 +261,22 @@ FAKECUDA_API uint64_t fakecuda_graph_launch(const struct fakecuda_graph *graph,
 					    struct fakecuda_stream *stream, uint32_t correlation,
 					    bool runtime);
 
-/* ---- records of completed operations (records.c; inside libcuda.so.1 only) ---- */
+/* ---- records of completed operations and of synchronisation (records.c) ---- */
 
 /* Emits the activity record and the ground-truth log line of a completed operation. */
 void fakecuda_emit_op(const struct fakecuda_op *op, int device, uint32_t stream_id);
+/* The CUDA_EVENT record of a record call (fakecuda_event_record), on `stream`'s device. */
+void fakecuda_emit_event(const struct fakecuda_event *event, const struct fakecuda_stream *stream);
+/*
+ * After a synchronisation call `call` of `type` has waited and succeeded: its SYNCHRONIZATION
+ * record and ground-truth line. `stream` is the stream synchronised or made to wait (NULL for
+ * event and context syncs), `event` the event waited on (else NULL), `device` the context's.
+ * A driver call made inside a runtime call reports for it, once; one made by NVIDIA's runtime
+ * for itself (outside any call of the program) reports nothing.
+ */
+FAKECUDA_API void fakecuda_sync_done(struct fakecuda_call *call,
+				     CUpti_ActivitySynchronizationType type, int device,
+				     const struct fakecuda_stream *stream,
+				     const struct fakecuda_event *event);
 
 #endif

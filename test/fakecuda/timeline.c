@@ -487,6 +487,21 @@ uint64_t fakecuda_graph_launch(const struct fakecuda_graph *graph, struct fakecu
 	return seq;
 }
 
+/* Process-wide: an id per event from 1, and a new sync id per record call from 1. */
+static uint32_t next_event_id = 1;
+static uint64_t next_sync_id = 1;
+
+struct fakecuda_event *fakecuda_event_create(unsigned int flags)
+{
+	struct fakecuda_event *e = calloc(1, sizeof(*e));
+
+	if (e) {
+		e->flags = flags;
+		e->id = __atomic_fetch_add(&next_event_id, 1, __ATOMIC_RELAXED);
+	}
+	return e;
+}
+
 void fakecuda_event_record(struct fakecuda_event *event, struct fakecuda_stream *stream,
 			   uint32_t correlation, bool runtime)
 {
@@ -496,6 +511,9 @@ void fakecuda_event_record(struct fakecuda_event *event, struct fakecuda_stream 
 	event->seq = fakecuda_op_enqueue(stream, &marker);
 	event->stream = stream;
 	event->time_ns = marker.end_ns;
+	event->sync_id = __atomic_fetch_add(&next_sync_id, 1, __ATOMIC_RELAXED);
+	event->record_correlation = correlation;
+	fakecuda_emit_event(event, stream);
 }
 
 void fakecuda_event_sync(const struct fakecuda_event *event)

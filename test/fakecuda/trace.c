@@ -24,6 +24,7 @@ static void enter(struct fakecuda_call *call, CUpti_CallbackDomain domain, CUpti
 	call->domain = domain;
 	call->cbid = cbid;
 	call->outer = runtime_call;
+	call->synced = false;
 	call->nested = domain == CUPTI_CB_DOMAIN_DRIVER_API && (runtime_call || untraced);
 	call->correlation = runtime_call ? runtime_call->correlation : fakegpu_next_correlation();
 	if (call->nested)
