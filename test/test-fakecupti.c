@@ -13,8 +13,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/compiler.h"
 #include "task.h"
 #include "test/fakecuda/fakegpu.h"
+#include "util/gtlog.h"
+#include "util/proc.h"
 
 /* ---- loading the fake (and the real one) by path ---- */
 
@@ -270,6 +273,8 @@ static const struct {
     {CUPTI_ACTIVITY_KIND_RUNTIME, sizeof(CUpti_ActivityAPI)},
     {CUPTI_ACTIVITY_KIND_DRIVER, sizeof(CUpti_ActivityAPI)},
     {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, sizeof(CUpti_ActivityExternalCorrelation)},
+    {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, sizeof(CUpti_ActivitySynchronization2)},
+    {CUPTI_ACTIVITY_KIND_CUDA_EVENT, sizeof(CUpti_ActivityCudaEvent2)},
 };
 #define N_SAMPLE_KINDS (sizeof(sample_kinds) / sizeof(sample_kinds[0]))
 
@@ -1310,4 +1315,208 @@ TEST(fakecupti_finalize)
 	emit_api(2);
 	ASSERT_EQ(fk.cuptiActivityFlushAll(0), CUPTI_SUCCESS);
 	ASSERT_EQ(completed(), 2);
+}
+
+/* ---- the simulated driver's synchronisation and CUDA event records ---- */
+
+/* The records of `kind` in every completed buffer, in order; returns how many (at most max). */
+static int records_of(CUpti_ActivityKind kind, CUpti_Activity **out, int max)
+{
+	CUpti_Activity *recs[512];
+	CUptiResult end;
+	int n = 0;
+
+	for (int b = 0; b < completed(); b++) {
+		int k = walk(fk.cuptiActivityGetNextRecord, &cl.got[b], recs, 512, &end);
+
+		ASSERT_EQ(end, CUPTI_ERROR_MAX_LIMIT_REACHED);
+		for (int i = 0; i < k; i++)
+			if (recs[i]->kind == kind && n < max)
+				out[n++] = recs[i];
+	}
+	return n;
+}
+
+/* The successful DRIVER record of `cbid` (the first, if several). */
+static const CUpti_ActivityAPI *driver_call(CUpti_CallbackId cbid)
+{
+	CUpti_Activity *recs[64];
+	int n = records_of(CUPTI_ACTIVITY_KIND_DRIVER, recs, 64);
+
+	for (int i = 0; i < n; i++) {
+		const CUpti_ActivityAPI *a = (const CUpti_ActivityAPI *)recs[i];
+
+		if (a->cbid == cbid && a->returnValue == CUDA_SUCCESS)
+			return a;
+	}
+	ASSERT_MSG(0, "no DRIVER record of cbid %u", cbid);
+	return NULL;
+}
+
+#define INVALID CUPTI_SYNCHRONIZATION_INVALID_VALUE
+
+/* What one synchronisation record must say. */
+struct want_sync {
+	CUpti_CallbackId cbid; /* of its driver call */
+	CUpti_ActivitySynchronizationType type;
+	const char *log_kind;
+	uint32_t stream;
+	int event;	/* 0: e, 1: e2 (never recorded), -1: none */
+	int record;	/* the CUDA_EVENT record it waits on, -1: none */
+	bool after_set; /* it returned after the 2 ms memset ended */
+};
+
+static void *drv_sym(void *drv, const char *name)
+{
+	void *p = dlsym(drv, name);
+
+	ASSERT_MSG(p, "%s", name);
+	return p;
+}
+
+/* A synchronisation record and its ground-truth line say what `w` and the event records say. */
+static void check_sync(const CUpti_ActivitySynchronization2 *y, const struct want_sync *w,
+		       const CUpti_ActivityCudaEvent2 *const rec[2], uint64_t set_end, json_t *log)
+{
+	const CUpti_ActivityAPI *call = driver_call(w->cbid);
+	const CUpti_ActivityCudaEvent2 *r = w->record >= 0 ? rec[w->record] : NULL;
+	char match[512];
+
+	ASSERT_EQ(y->type, w->type);
+	ASSERT_EQ(y->correlationId, call->correlationId);
+	ASSERT_EQ(y->start, call->start);
+	ASSERT(y->end >= y->start && y->end <= call->end);
+	ASSERT(!w->after_set || y->end >= set_end);
+	ASSERT_EQ(y->contextId, 1);
+	ASSERT_EQ(y->streamId, w->stream);
+	ASSERT_EQ(y->returnValue, CUDA_SUCCESS);
+	if (w->event < 0)
+		ASSERT_EQ(y->cudaEventId, INVALID);
+	else if (w->event == 0)
+		ASSERT_EQ(y->cudaEventId, rec[0]->eventId);
+	else
+		ASSERT(y->cudaEventId != INVALID && y->cudaEventId != rec[0]->eventId);
+	ASSERT_EQ(y->cudaEventSyncId, r ? r->cudaEventSyncId : INVALID);
+	snprintf(match, sizeof(match),
+		 "{\"type\":\"sync\",\"kind\":\"%s\",\"corr\":%u,\"device\":0,\"stream\":%lld,"
+		 "\"event_record_corr\":%lld,\"event_record_stream\":%lld,\"start\":%llu,"
+		 "\"end\":%llu}",
+		 w->log_kind, y->correlationId, w->stream == INVALID ? -1LL : (long long)w->stream,
+		 r ? (long long)r->correlationId : -1LL, r ? (long long)r->streamId : -1LL,
+		 (unsigned long long)y->start, (unsigned long long)y->end);
+	ASSERT_MSG(gtlog_count(log, match) == 1, "%s", match);
+}
+
+/*
+ * The simulated driver called directly (not under a runtime): one SYNCHRONIZATION record per
+ * successful stream, event and context synchronisation and stream wait, one CUDA_EVENT record
+ * per event record, with the driver calls' correlation ids and times, their streams and event
+ * sync ids, and the same in the ground-truth log; none while the kinds are off (the log still
+ * has the call), none for a failed call.
+ */
+TEST(fakecupti_driver_sync_records)
+{
+	const char *log_path = proc_tmp_file();
+	CUstream s, pt = CU_STREAM_PER_THREAD;
+	unsigned long long s_id = 0, pt_id = 0;
+	CUpti_Activity *syncs[32], *events[8];
+	const CUpti_ActivityCudaEvent2 *rec[2];
+	char path[4096];
+	CUdeviceptr d;
+	CUevent e, e2;
+	uint64_t set_end;
+	json_t *log, *set;
+	void *drv;
+
+	setenv("FAKEGPU_LOG", log_path, 1);
+	setenv("FAKEGPU_COPY_NS", "2000000", 1);
+	snprintf(path, sizeof(path), "%s/fakecuda/libcuda.so.1", getenv("TEST_BUILD"));
+	drv = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+	ASSERT_MSG(drv, "%s", dlerror());
+	setup(1 << 16, CUPTI_ACTIVITY_KIND_RUNTIME);
+#define CU(name, type, ...) ((CUresult(*) type)drv_sym(drv, #name))(__VA_ARGS__)
+	ASSERT_EQ(CU(cuInit, (unsigned), 0), CUDA_SUCCESS);
+	ASSERT_EQ(CU(cuMemAlloc_v2, (CUdeviceptr *, size_t), &d, 4096), CUDA_SUCCESS);
+	ASSERT_EQ(CU(cuStreamCreate, (CUstream *, unsigned), &s, 0), CUDA_SUCCESS);
+	ASSERT_EQ(CU(cuEventCreate, (CUevent *, unsigned), &e, 0), CUDA_SUCCESS);
+	ASSERT_EQ(CU(cuEventCreate, (CUevent *, unsigned), &e2, 0), CUDA_SUCCESS);
+	ASSERT_EQ(CU(cuStreamGetId, (CUstream, unsigned long long *), s, &s_id), CUDA_SUCCESS);
+	ASSERT_EQ(CU(cuStreamGetId, (CUstream, unsigned long long *), pt, &pt_id), CUDA_SUCCESS);
+	/* The kinds are off: the log has these, CUPTI nothing. */
+	ASSERT_EQ(CU(cuEventRecord, (CUevent, CUstream), e, s), CUDA_SUCCESS);
+	ASSERT_EQ(CU(cuStreamSynchronize, (CUstream), s), CUDA_SUCCESS);
+
+	ASSERT_EQ(fk.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER), CUPTI_SUCCESS);
+	ASSERT_EQ(fk.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION), CUPTI_SUCCESS);
+	ASSERT_EQ(fk.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CUDA_EVENT), CUPTI_SUCCESS);
+	ASSERT_EQ(
+	    CU(cuMemsetD8Async, (CUdeviceptr, unsigned char, size_t, CUstream), d, 0, 4096, s),
+	    CUDA_SUCCESS);
+	ASSERT_EQ(CU(cuEventRecord, (CUevent, CUstream), e, s), CUDA_SUCCESS);
+	ASSERT_EQ(CU(cuStreamWaitEvent_ptsz, (CUstream, CUevent, unsigned), NULL, e, 0),
+		  CUDA_SUCCESS);
+	ASSERT_EQ(CU(cuEventRecordWithFlags_ptsz, (CUevent, CUstream, unsigned), e, NULL, 0),
+		  CUDA_SUCCESS);
+	ASSERT_EQ(CU(cuEventSynchronize, (CUevent), e), CUDA_SUCCESS);
+	ASSERT_EQ(CU(cuStreamSynchronize, (CUstream), s), CUDA_SUCCESS);
+	ASSERT_EQ(CU(cuStreamSynchronize_ptsz, (CUstream), NULL), CUDA_SUCCESS);
+	ASSERT_EQ(CU(cuStreamWaitEvent, (CUstream, CUevent, unsigned), NULL, e2, 0), CUDA_SUCCESS);
+	ASSERT_EQ(CU(cuCtxSynchronize, (void)), CUDA_SUCCESS);
+	ASSERT_EQ(CU(cuCtxSynchronize_v2, (CUcontext), NULL), CUDA_SUCCESS);
+	ASSERT_EQ(CU(cuEventSynchronize, (CUevent), NULL), CUDA_ERROR_INVALID_HANDLE);
+#undef CU
+	ASSERT_EQ(fk.cuptiActivityFlushAll(0), CUPTI_SUCCESS);
+
+	/* e on s, then on the per-thread stream: one event id, a newer sync id each time */
+	ASSERT_EQ(records_of(CUPTI_ACTIVITY_KIND_CUDA_EVENT, events, 8), 2);
+	for (int i = 0; i < 2; i++) {
+		rec[i] = (const CUpti_ActivityCudaEvent2 *)events[i];
+		ASSERT_EQ(rec[i]->correlationId,
+			  driver_call(i ? CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags_ptsz
+					: CUPTI_DRIVER_TRACE_CBID_cuEventRecord)
+			      ->correlationId);
+		ASSERT_EQ(rec[i]->streamId, i ? pt_id : s_id);
+		ASSERT_EQ(rec[i]->contextId, 1);
+		ASSERT_EQ(rec[i]->deviceId, 0);
+		ASSERT_EQ(rec[i]->eventId, rec[0]->eventId);
+	}
+	ASSERT_GT(rec[0]->cudaEventSyncId, 1); /* the record made while the kind was off had 1 */
+	ASSERT_GT(rec[1]->cudaEventSyncId, rec[0]->cudaEventSyncId);
+
+	const struct want_sync want[] = {
+	    {CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz,
+	     CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, "stream_wait_event",
+	     (uint32_t)pt_id, 0, 0, false},
+	    {CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize,
+	     CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, "event", INVALID, 0, 1, true},
+	    {CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,
+	     CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, "stream", (uint32_t)s_id, -1,
+	     -1, true},
+	    {CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz,
+	     CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, "stream", (uint32_t)pt_id, -1,
+	     -1, true},
+	    {CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent,
+	     CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, "stream_wait_event", 7, 1, -1,
+	     true},
+	    {CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,
+	     CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, "context", INVALID, -1, -1,
+	     true},
+	    {CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2,
+	     CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, "context", INVALID, -1, -1,
+	     true},
+	};
+
+	log = gtlog_load(log_path);
+	ASSERT(log);
+	/* one more in the log: the stream sync while the kinds were off */
+	ASSERT_EQ(gtlog_count(log, "{\"type\":\"sync\"}"), ARRAY_SIZE(want) + 1);
+	set = gtlog_filter(log, "{\"type\":\"gpu\",\"kind\":\"memset\"}");
+	ASSERT_EQ(json_array_size(set), 1);
+	set_end = (uint64_t)gtlog_int(json_array_get(set, 0), "end");
+	ASSERT_EQ(records_of(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, syncs, 32), ARRAY_SIZE(want));
+	for (size_t i = 0; i < ARRAY_SIZE(want); i++)
+		check_sync((const CUpti_ActivitySynchronization2 *)syncs[i], &want[i], rec, set_end,
+			   log);
+	json_decref(set);
+	json_decref(log);
 }

@@ -120,6 +120,7 @@ X(fakecupti_attributes)
 X(fakecupti_timestamp_version_errors)
 X(fakecupti_finalize)
 X(fakecupti_device_and_context_ids)
+X(fakecupti_driver_sync_records)
 
 /* fakecuda: runtime */
 X(fakecuda_exports)
