@@ -46,21 +46,34 @@ static void run_app(const char *const argv[], const char *const env[])
 	proc_result_free(&res);
 }
 
-/* Runs argv under cupti-dump (and FAKEGPU_LOG if log_path); returns the dump. */
-static json_t *run_dumped(const char *const argv[], const char *log_path)
+/*
+ * Runs argv under cupti-dump (and FAKEGPU_LOG if log_path), with the environment `extra` too
+ * (up to 4 "NAME=value", or NULL); returns the dump.
+ */
+static json_t *run_dumped_with(const char *const argv[], const char *log_path,
+			       const char *const extra[])
 {
 	const char *dump_path = proc_tmp_file();
 	char out_env[80], log_env[80];
-	const char *env[] = {proc_preload(proc_build_path("test/apps/cupti-dump.so")), out_env,
-			     "LD_BIND_NOW=1", log_path ? log_env : NULL, NULL};
+	const char *env[9] = {proc_preload(proc_build_path("test/apps/cupti-dump.so")), out_env,
+			      "LD_BIND_NOW=1", log_path ? log_env : NULL};
+	size_t n = log_path ? 4 : 3;
 	json_t *dump;
 
+	for (; extra && *extra && n < ARRAY_SIZE(env) - 1; extra++)
+		env[n++] = *extra;
 	snprintf(out_env, sizeof(out_env), "CUPTI_DUMP_OUT=%s", dump_path);
 	snprintf(log_env, sizeof(log_env), "FAKEGPU_LOG=%s", log_path ? log_path : "");
 	run_app(argv, env);
 	dump = gtlog_load_dump(dump_path);
 	ASSERT(dump);
 	return dump;
+}
+
+/* Runs argv under cupti-dump (and FAKEGPU_LOG if log_path); returns the dump. */
+static json_t *run_dumped(const char *const argv[], const char *log_path)
+{
+	return run_dumped_with(argv, log_path, NULL);
 }
 
 /* The record of type `type` ("RUNTIME", "DRIVER") with correlation `corr`, or NULL. */
@@ -372,6 +385,239 @@ TEST(fakecuda_device_variables_real_runtime)
 						  proc_build_path(images[i]), "counter", NULL},
 				 "symbol-app: counter 4 bytes\n");
 	}
+}
+
+/* ---- sync-app, 2 steps: what each wait waited for, in the log and in CUPTI's records ---- */
+
+static const struct expect sync_app_log[] = {
+    {"{\"type\":\"sync\"}", 11},
+    {"{\"type\":\"sync\",\"kind\":\"stream_wait_event\"}", 2},
+    {"{\"type\":\"sync\",\"kind\":\"event\",\"stream\":-1}", 4},
+    {"{\"type\":\"sync\",\"kind\":\"stream\",\"event_record_corr\":-1,"
+     "\"event_record_stream\":-1}",
+     4},
+    {"{\"type\":\"sync\",\"kind\":\"context\",\"stream\":-1,\"event_record_corr\":-1,"
+     "\"event_record_stream\":-1}",
+     1},
+    {"{\"type\":\"gpu\",\"kind\":\"kernel\",\"name\":\"_Z4spinPi\"}", 4},
+    {"{\"type\":\"gpu\",\"kind\":\"memset\",\"bytes\":4096}", 2},
+};
+
+/* CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_*: 1 event, 2 stream wait, 3 stream, 4 context */
+static const struct expect sync_app_records[] = {
+    {"{\"type\":\"SYNC\"}", 11},
+    {"{\"type\":\"SYNC\",\"sync_type\":2}", 2},
+    {"{\"type\":\"SYNC\",\"sync_type\":1,\"stream\":4294967295}", 4},
+    {"{\"type\":\"SYNC\",\"sync_type\":3,\"event\":4294967295,\"event_sync\":4294967295}", 4},
+    {"{\"type\":\"SYNC\",\"sync_type\":4,\"stream\":4294967295,\"event\":4294967295,"
+     "\"event_sync\":4294967295}",
+     1},
+    {"{\"type\":\"SYNC\",\"context\":1,\"ret\":0}", 11},
+    {"{\"type\":\"CUDA_EVENT\",\"context\":1,\"device\":0}", 6},
+    {"{\"type\":\"OTHER\"}", 0},
+};
+
+/* The log's API line of correlation id `corr`, whose name must start with `name`. */
+static json_t *api_of(json_t *log, long long corr, const char *name)
+{
+	json_t *e;
+	size_t i;
+
+	json_array_foreach(log, i, e)
+	{
+		if (!strcmp(gtlog_str(e, "type"), "api") && gtlog_int(e, "corr") == corr) {
+			ASSERT_MSG(!strncmp(gtlog_str(e, "name"), name, strlen(name)),
+				   "corr %lld is %s, not %s", corr, gtlog_str(e, "name"), name);
+			return e;
+		}
+	}
+	ASSERT_MSG(0, "no API call %s with corr %lld", name, corr);
+	return NULL;
+}
+
+/*
+ * One sync line: of kind `kind`, made by a call named `name` from the call's start to no later
+ * than its end, on `stream` (-1: none), waiting on an event recorded on `record_stream` (-1:
+ * none) by a cudaEventRecord* call, and returned after the end of `after` (NULL: anything).
+ */
+static void check_sync_line(json_t *log, json_t *y, const char *kind, const char *name,
+			    long long stream, long long record_stream, json_t *after)
+{
+	json_t *call = api_of(log, gtlog_int(y, "corr"), name);
+
+	ASSERT_STR_EQ(gtlog_str(y, "kind"), kind);
+	ASSERT_EQ(START(y), START(call));
+	ASSERT(END(y) >= START(y) && END(y) <= END(call));
+	ASSERT_EQ(gtlog_int(y, "stream"), stream);
+	ASSERT_EQ(gtlog_int(y, "event_record_stream"), record_stream);
+	if (record_stream >= 0)
+		api_of(log, gtlog_int(y, "event_record_corr"), "cudaEventRecord");
+	if (after)
+		ASSERT_GE(END(y), END(after));
+}
+
+/* The log says, step by step, what the program's header comment says each call waited on. */
+static void check_sync_app_log(json_t *log, bool per_thread)
+{
+	json_t *k = gtlog_sorted(log, "{\"type\":\"gpu\",\"kind\":\"kernel\"}", "corr");
+	json_t *set = gtlog_sorted(log, "{\"type\":\"gpu\",\"kind\":\"memset\"}", "corr");
+	json_t *y = gtlog_sorted(log, "{\"type\":\"sync\"}", "corr");
+	json_t *gpu = gtlog_filter(log, "{\"type\":\"gpu\"}"), *e;
+	size_t i;
+
+	CHECK_COUNTS(log, sync_app_log);
+	for (size_t step = 0; step < 2; step++) {
+		json_t *k1 = json_array_get(k, 2 * step), *k2 = json_array_get(k, 2 * step + 1);
+		json_t *m = json_array_get(set, step);
+		long long s1 = gtlog_int(k1, "stream"), s2 = gtlog_int(k2, "stream");
+		long long dflt = gtlog_int(m, "stream");
+
+		ASSERT(s1 != s2 && s1 != dflt && s2 != dflt);
+		ASSERT(per_thread ? dflt != 7 : dflt == 7);
+		ASSERT_GE(START(k2), END(k1)); /* s2 waited for s1's kernel */
+		check_sync_line(log, json_array_get(y, 5 * step), "stream_wait_event",
+				"cudaStreamWaitEvent", s2, s1, NULL);
+		check_sync_line(log, json_array_get(y, 5 * step + 1), "event",
+				"cudaEventSynchronize", -1, s2, k2);
+		check_sync_line(log, json_array_get(y, 5 * step + 2), "event",
+				"cudaEventSynchronize", -1, dflt, m);
+		check_sync_line(log, json_array_get(y, 5 * step + 3), "stream",
+				"cudaStreamSynchronize", s1, -1, k1);
+		check_sync_line(log, json_array_get(y, 5 * step + 4), "stream",
+				"cudaStreamSynchronize", dflt, -1, m);
+	}
+	json_array_foreach(gpu, i, e)
+	{
+		check_sync_line(log, json_array_get(y, 10), "context", "cudaDeviceSynchronize", -1,
+				-1, e);
+	}
+	json_decref(gpu);
+	json_decref(y);
+	json_decref(set);
+	json_decref(k);
+}
+
+/* The dump's entry of `type` with correlation id `corr`: there must be exactly one. */
+static json_t *one_of(json_t *dump, const char *type, long long corr)
+{
+	char match[96];
+	json_t *hits, *e;
+
+	snprintf(match, sizeof(match), "{\"type\":\"%s\",\"corr\":%lld}", type, corr);
+	hits = gtlog_filter(dump, match);
+	ASSERT_MSG(json_array_size(hits) == 1, "%zu entries %s", json_array_size(hits), match);
+	e = json_array_get(hits, 0);
+	json_decref(hits);
+	return e; /* still held by the dump */
+}
+
+/*
+ * Every SYNC record is its log line (type, stream, times) within its RUNTIME record; one that
+ * waits on an event names the CUDA_EVENT record of the call the log says it waits on (event id,
+ * sync id, stream). CUDA_EVENT records: one per record call, sync ids increasing, one event id
+ * per event (a is recorded twice a step, b once).
+ */
+static void check_sync_app_records(json_t *dump, json_t *log)
+{
+	static const char *const kinds[] = {"", "event", "stream_wait_event", "stream", "context"};
+	json_t *ev = gtlog_sorted(dump, "{\"type\":\"CUDA_EVENT\"}", "corr");
+	json_t *syncs = gtlog_filter(dump, "{\"type\":\"SYNC\"}"), *y, *e;
+	long long a_id = gtlog_int(json_array_get(ev, 0), "event");
+	size_t i;
+
+	CHECK_COUNTS(dump, sync_app_records);
+	json_array_foreach(ev, i, e)
+	{
+		json_t *call = api_of(log, gtlog_int(e, "corr"), "cudaEventRecord");
+
+		ASSERT_EQ(gtlog_int(one_of(dump, "RUNTIME", gtlog_int(e, "corr")), "cbid"),
+			  gtlog_int(call, "cbid"));
+		ASSERT_EQ(gtlog_int(e, "event") == a_id, i % 3 != 1);
+		if (i)
+			ASSERT_GT(gtlog_int(e, "event_sync"),
+				  gtlog_int(json_array_get(ev, i - 1), "event_sync"));
+	}
+	json_array_foreach(syncs, i, y)
+	{
+		long long corr = gtlog_int(y, "corr"), type = gtlog_int(y, "sync_type");
+		json_t *line = one_of(log, "sync", corr), *api = one_of(dump, "RUNTIME", corr);
+		long long stream = gtlog_int(line, "stream");
+
+		ASSERT(type >= 1 && type <= 4);
+		ASSERT_STR_EQ(gtlog_str(line, "kind"), kinds[type]);
+		ASSERT_EQ(gtlog_int(y, "stream"), stream < 0 ? 4294967295LL : stream);
+		ASSERT_EQ(START(y), START(line));
+		ASSERT_EQ(END(y), END(line));
+		ASSERT_EQ(START(y), START(api));
+		ASSERT_LE(END(y), END(api));
+		if (gtlog_int(line, "event_record_corr") < 0)
+			continue;
+		e = one_of(dump, "CUDA_EVENT", gtlog_int(line, "event_record_corr"));
+		ASSERT_EQ(gtlog_int(y, "event"), gtlog_int(e, "event"));
+		ASSERT_EQ(gtlog_int(y, "event_sync"), gtlog_int(e, "event_sync"));
+		ASSERT_EQ(gtlog_int(e, "stream"), gtlog_int(line, "event_record_stream"));
+	}
+	json_decref(syncs);
+	json_decref(ev);
+}
+
+/*
+ * sync-app (legacy and per-thread default stream) with 2 ms kernels: one sync line per sync call
+ * saying what it waited on, and with CUDA_EVENT and SYNCHRONIZATION enabled the records that
+ * say the same; with them off (cupti-dump's default kinds) no such record, the log unchanged.
+ */
+static void check_sync_apps(const char *const apps[2], bool real)
+{
+	/* CUDA_EVENT 36, SYNCHRONIZATION 38, RUNTIME 5 */
+	const char *const on[] = {"FAKEGPU_KERNEL_TABLE=spin=2000000", "CUPTI_DUMP_KINDS=36,38,5",
+				  "CUPTI_DUMP_CALLBACKS=0", NULL};
+	const char *const off[] = {"FAKEGPU_KERNEL_TABLE=spin=2000000", NULL};
+
+	for (size_t a = 0; a < 2; a++) {
+		const char *argv[] = {proc_build_path(apps[a]), "2", NULL};
+		const char *log_path = proc_tmp_file(), *off_log_path = proc_tmp_file();
+		json_t *dump, *log;
+
+		if (real)
+			e2e_need_real_runtime(argv[0]);
+		dump = run_dumped_with(argv, log_path, on);
+		log = gtlog_load(log_path);
+		ASSERT(log);
+		check_sync_app_log(log, a == 1);
+		check_sync_app_records(dump, log);
+		json_decref(dump);
+		json_decref(log);
+
+		dump = run_dumped_with(argv, off_log_path, off);
+		log = gtlog_load(off_log_path);
+		ASSERT(log);
+		check_sync_app_log(log, a == 1);
+		ASSERT_EQ(gtlog_count(dump, "{\"type\":\"SYNC\"}"), 0);
+		ASSERT_EQ(gtlog_count(dump, "{\"type\":\"CUDA_EVENT\"}"), 0);
+		ASSERT_EQ(gtlog_count(dump, "{\"type\":\"OTHER\"}"), 0);
+		ASSERT_GT(gtlog_count(dump, "{\"type\":\"RUNTIME\"}"), 0);
+		json_decref(dump);
+		json_decref(log);
+	}
+}
+
+/* On the fake runtime, whose calls report their waits themselves. */
+TEST(fakecuda_sync_app_records)
+{
+	const char *const apps[] = {"test/apps/sync-app", "test/apps/sync-app-pt"};
+
+	check_sync_apps(apps, false);
+}
+
+/*
+ * On NVIDIA's runtime over the simulated driver: the driver calls it makes inside each of its
+ * calls report that call's wait, once.
+ */
+TEST(fakecuda_sync_real_records)
+{
+	const char *const apps[] = {"test/apps/sync-real", "test/apps/sync-real-pt"};
+
+	check_sync_apps(apps, true);
 }
 
 /* ---- rt-app -s 4 -t 3, through the ground-truth log ---- */

@@ -114,6 +114,14 @@ APPS += nvcc-plain
 APPS_OF_OTHER += nvcc-plain
 $(APPS_OUT)/nvcc-plain: $(APPS_OUT)/nvcc-app.o
 $(APPS_OUT)/nvcc-plain: APP_LIBS = -L$(CUDA_HOME)/lib64 -l:libcudart_static.a -lrt -lstdc++
+# Stream, event and device syncs and stream waits, on both runtimes, legacy and per-thread.
+APPS += sync-app sync-app-pt sync-real sync-real-pt
+APPS_OF_OTHER += sync-real sync-real-pt
+$(APPS_OUT)/sync-app $(APPS_OUT)/sync-app-pt: APP_LIBS += -lstdc++
+$(APPS_OUT)/sync-app-pt.o: NVCC_FLAGS := --default-stream per-thread
+$(APPS_OUT)/sync-real: $(APPS_OUT)/sync-app.o
+$(APPS_OUT)/sync-real-pt: $(APPS_OUT)/sync-app-pt.o
+$(APPS_OUT)/sync-real $(APPS_OUT)/sync-real-pt: APP_LIBS = $(REAL_CUDART)
 # A CUDA graph and cuBLAS (the toolkit's) on the same.
 APPS += graph-app blas-app
 $(APPS_OUT)/graph-app: APP_LIBS = $(REAL_CUDART)
@@ -146,7 +154,7 @@ $(APPS_OUT)/link-more.ptx: test/apps/link-more.cu
 	$(call quiet,NVCC,$@)
 	$(Q)$(NVCC) -ptx -arch=sm_90 -o $@ $<
 $(addprefix $(APPS_OUT)/,nvcc-real nvcc-real-static nvcc-real-pt graph-app blas-app symbol-real \
-	symbol-real-static zero-app): $(FAKE_DRIVER)
+	symbol-real-static zero-app sync-real sync-real-pt): $(FAKE_DRIVER)
 endif
 
 # The same code on another runtime: a program linked from another one's object, which no

@@ -77,6 +77,24 @@ static void print_api(const CUpti_ActivityAPI *a)
 		a->cbid, a->start, a->end, a->processId, a->threadId, a->returnValue);
 }
 
+static void print_sync(const CUpti_ActivitySynchronization2 *y)
+{
+	fprintf(out,
+		"SYNC corr=%u sync_type=%d start=%" PRIu64 " end=%" PRIu64
+		" context=%u stream=%u event=%u event_sync=%" PRIu64 " ret=%u\n",
+		y->correlationId, (int)y->type, y->start, y->end, y->contextId, y->streamId,
+		y->cudaEventId, y->cudaEventSyncId, y->returnValue);
+}
+
+static void print_cuda_event(const CUpti_ActivityCudaEvent2 *e)
+{
+	fprintf(out,
+		"CUDA_EVENT corr=%u device=%u context=%u stream=%u event=%u event_sync=%" PRIu64
+		"\n",
+		e->correlationId, e->deviceId, e->contextId, e->streamId, e->eventId,
+		e->cudaEventSyncId);
+}
+
 static void print_record(const CUpti_Activity *r)
 {
 	switch (r->kind) {
@@ -92,6 +110,10 @@ static void print_record(const CUpti_Activity *r)
 	case CUPTI_ACTIVITY_KIND_RUNTIME:
 	case CUPTI_ACTIVITY_KIND_DRIVER:
 		return print_api((const CUpti_ActivityAPI *)r);
+	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+		return print_sync((const CUpti_ActivitySynchronization2 *)r);
+	case CUPTI_ACTIVITY_KIND_CUDA_EVENT:
+		return print_cuda_event((const CUpti_ActivityCudaEvent2 *)r);
 	default:
 		fprintf(out, "OTHER kind=%d\n", (int)r->kind);
 	}
