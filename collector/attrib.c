@@ -761,7 +761,7 @@ static void on_record(const CUpti_Activity *rec)
 		on_memory(&r);
 		break;
 	case GPROF_COLL_EXTERNAL:
-		gprof_coll_external_note(r.ev.correlation, r.external);
+		gprof_coll_external_note(r.ev.correlation, r.annotation, r.external);
 		break;
 	case GPROF_COLL_OTHER:
 	case GPROF_COLL_UNKNOWN:
@@ -821,11 +821,17 @@ static bool sweep(uint64_t corr, uint64_t link, void *arg)
 		}
 		return false;
 	case LINK_GPU:
-		/* Its launch record is lost (or not one we know): placed by correlation order. */
+		/*
+		 * Its launch record is lost (or not one we know): placed by correlation order.
+		 * Below the window's, its launch came before it (in warmup): work that ran in
+		 * a window's span is written there as earlier work, as when the launch's record
+		 * comes first.
+		 */
 		if (!mine && !(w->hi && corr < w->lo))
 			return true;
-		*(mine ? &w->unlinked : &w->orphans) += chain_length(LINK_HELD(link));
-		chain_release(LINK_HELD(link), mine ? w : NULL, NULL, false);
+		if (mine)
+			w->unlinked += chain_length(LINK_HELD(link));
+		chain_release(LINK_HELD(link), mine ? w : NULL, NULL, !mine);
 		return false;
 	case LINK_OUTSIDE:
 		return !(w->hi && corr <= w->hi);
@@ -884,18 +890,18 @@ struct expiry {
 static bool expire(uint64_t corr, uint64_t link, void *arg)
 {
 	struct expiry *e = arg;
-	struct gprof_coll_win *w, *orphan_to;
+	struct gprof_coll_win *w;
 
 	if (corr >= (LINK_KIND(link) == LINK_GPU ? e->gpu_before : e->api_before))
 		return true;
 	e->gone++;
 	switch (LINK_KIND(link)) {
 	case LINK_GPU:
-		/* Its launch record was lost: placed by correlation order, or dropped. */
+		/* Its launch record was lost: placed by correlation order, or as earlier work. */
 		w = window_of_corr((uint32_t)corr);
-		if (w || (orphan_to = collecting()))
-			*(w ? &w->unlinked : &orphan_to->orphans) += chain_length(LINK_HELD(link));
-		chain_release(LINK_HELD(link), w, NULL, false);
+		if (w)
+			w->unlinked += chain_length(LINK_HELD(link));
+		chain_release(LINK_HELD(link), w, NULL, !w);
 		return false;
 	case LINK_API:
 		w = &wins[LINK_SLOT(link)];

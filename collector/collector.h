@@ -94,9 +94,11 @@ void gprof_collector_own_calls(bool begin);
  * Around the real call of a CPU operator (an NCCL collective) on the calling thread: the
  * runtime calls made inside, and their GPU work, carry External id `id` (> 0). begin is false
  * when CUPTI is not recording (nothing to end then); end only after a begin that was true.
+ * annotation: `id` is a user annotation's (an NVTX range, PyTorch's record_function scope),
+ * on a stack of its own, which only the GPU work carries (written as gpu_user_annotation).
  */
-bool gprof_collector_external_begin(uint32_t id);
-void gprof_collector_external_end(void);
+bool gprof_collector_external_begin(bool annotation, uint32_t id);
+void gprof_collector_external_end(bool annotation);
 
 /* What the runtime said (versions, devices) for every later trace header; CUPTI's part is ours. */
 void gprof_collector_set_runtime_info(const struct gprof_export_process_info *rt);

@@ -341,22 +341,27 @@ void gprof_collector_window_end(uint32_t id, uint64_t end_ns)
 	gprof_coll_kick();
 }
 
-bool gprof_collector_external_begin(uint32_t id)
+static CUpti_ExternalCorrelationKind external_kind(bool annotation)
+{
+	return annotation ? GPROF_COLL_ANNOTATION_KIND : GPROF_COLL_EXTERNAL_KIND;
+}
+
+bool gprof_collector_external_begin(bool annotation, uint32_t id)
 {
 	struct gprof_coll *c = &gprof_coll;
 
 	if (gprof_coll_state(c) != GPROF_COLL_ENABLED || !c->cupti.push_external ||
 	    !c->cupti.pop_external)
 		return false;
-	return c->cupti.push_external(GPROF_COLL_EXTERNAL_KIND, id) == CUPTI_SUCCESS;
+	return c->cupti.push_external(external_kind(annotation), id) == CUPTI_SUCCESS;
 }
 
-void gprof_collector_external_end(void)
+void gprof_collector_external_end(bool annotation)
 {
 	struct gprof_coll *c = &gprof_coll;
 	uint64_t id;
 
-	c->cupti.pop_external(GPROF_COLL_EXTERNAL_KIND, &id);
+	c->cupti.pop_external(external_kind(annotation), &id);
 }
 
 unsigned gprof_collector_covers(void)

@@ -1,8 +1,9 @@
 /*
- * CPU operators' External ids. Around an operator's real call the application's thread pushes
- * its id onto CUPTI's external correlation stack (gprof_collector_external_begin, cupti.c);
- * CUPTI then writes an EXTERNAL_CORRELATION record before the record of every API call made
- * inside, and the collector thread keeps correlation id -> External id here until the call's
+ * CPU operators' and user annotations' External ids. Around an operator's real call the
+ * application's thread pushes its id onto CUPTI's external correlation stack
+ * (gprof_collector_external_begin, cupti.c), an annotation's on a stack of its own; CUPTI then
+ * writes an EXTERNAL_CORRELATION record of each stack before the record of every API call made
+ * inside, and the collector thread keeps correlation id -> both ids here until the call's
  * events and their GPU work are written.
  */
 #include "collector/internal.h"
@@ -11,19 +12,23 @@
 #define SLOTS GPROF_COLL_EXTERNAL_SLOTS
 
 static struct {
-	uint32_t corr, id;
+	uint32_t corr, id, annotation;
 } slots[SLOTS];
 
-void gprof_coll_external_note(uint32_t corr, uint32_t id)
+void gprof_coll_external_note(uint32_t corr, bool annotation, uint32_t id)
 {
+	if (slots[corr % SLOTS].corr != corr)
+		slots[corr % SLOTS].id = slots[corr % SLOTS].annotation = 0;
 	slots[corr % SLOTS].corr = corr;
-	slots[corr % SLOTS].id = id;
+	*(annotation ? &slots[corr % SLOTS].annotation : &slots[corr % SLOTS].id) = id;
 }
 
 void gprof_coll_external_apply(struct gprof_export_event *ev)
 {
 	uint32_t corr = ev->correlation;
-	uint32_t id = corr && slots[corr % SLOTS].corr == corr ? slots[corr % SLOTS].id : 0;
+	bool known = corr && slots[corr % SLOTS].corr == corr;
+	uint32_t id = known ? slots[corr % SLOTS].id : 0,
+		 annotation = known ? slots[corr % SLOTS].annotation : 0;
 
 	switch (ev->kind) {
 	case GPROF_EXPORT_RUNTIME:
@@ -32,10 +37,12 @@ void gprof_coll_external_apply(struct gprof_export_event *ev)
 		break;
 	case GPROF_EXPORT_KERNEL:
 		ev->u.kernel.external = id;
+		ev->u.kernel.annotation = annotation;
 		break;
 	case GPROF_EXPORT_MEMCPY:
 	case GPROF_EXPORT_MEMSET:
 		ev->u.copy.external = id;
+		ev->u.copy.annotation = annotation;
 		break;
 	}
 }

@@ -60,8 +60,12 @@ enum gprof_coll_class {
 	GPROF_COLL_EVENT,    /* a CUDA event recorded: ev.stream, ev.correlation, event_sync */
 };
 
-/* The external correlation kind libgprof's CPU operators push (Kineto uses CUSTOM0 and 1). */
-#define GPROF_COLL_EXTERNAL_KIND CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2
+/*
+ * The external correlation kinds libgprof pushes: CPU operators' (Kineto's is CUSTOM0) and
+ * user annotations' (CUSTOM1, as Kineto's).
+ */
+#define GPROF_COLL_EXTERNAL_KIND   CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2
+#define GPROF_COLL_ANNOTATION_KIND CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1
 
 struct gprof_coll_rec {
 	enum gprof_coll_class cls;
@@ -69,7 +73,8 @@ struct gprof_coll_rec {
 	uint32_t thread;     /* API: CUPTI's threadId (gettid(), or pthread_self() cut) */
 	int64_t delta;	     /* MEMORY: +bytes allocated, -bytes released */
 	uint64_t address;    /* MEMORY */
-	uint32_t external;   /* EXTERNAL: the operator's id */
+	uint32_t external;   /* EXTERNAL: the operator's, or the annotation's, id */
+	bool annotation;     /* EXTERNAL: of GPROF_COLL_ANNOTATION_KIND */
 	uint64_t event_sync; /* SYNC, EVENT: CUPTI's id of one record of an event; 0: none */
 	/* Every field but window (and, for MEMORY, u.memory.allocated); API's tid is `thread`. */
 	struct gprof_export_event ev;
@@ -223,7 +228,7 @@ bool gprof_coll_capture_made(uint32_t tid, uint64_t begin_ns, uint64_t end_ns);
  * slot, far longer than a launch waits for its GPU record.
  */
 #define GPROF_COLL_EXTERNAL_SLOTS 16384
-void gprof_coll_external_note(uint32_t corr, uint32_t id);
+void gprof_coll_external_note(uint32_t corr, bool annotation, uint32_t id);
 void gprof_coll_external_apply(struct gprof_export_event *ev);
 
 /* attrib.c: records -> events of windows (collector thread only). */
@@ -247,7 +252,6 @@ struct gprof_coll_win {
 	uint64_t untimed;  /* records with zero timestamps */
 	uint64_t unknown;  /* buffers cut at a record of a kind CUPTI did not know */
 	uint64_t unlinked; /* GPU records written without their launch record */
-	uint64_t orphans;  /* GPU records left out: no launch record, no window of theirs */
 	uint64_t unheld;   /* events written without their link: the held table was full */
 	uint64_t no_gpu;   /* launches written without their GPU record, which took too long */
 	/* The device memory counter: what the driver said was in use at the opening, and on. */

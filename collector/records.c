@@ -155,14 +155,16 @@ static void decode_external(const CUpti_Activity *rec, struct gprof_coll_rec *ou
 {
 	const CUpti_ActivityExternalCorrelation *x = (const CUpti_ActivityExternalCorrelation *)rec;
 
-	if (x->externalKind != GPROF_COLL_EXTERNAL_KIND || !x->externalId ||
-	    x->externalId > UINT32_MAX) {
+	if ((x->externalKind != GPROF_COLL_EXTERNAL_KIND &&
+	     x->externalKind != GPROF_COLL_ANNOTATION_KIND) ||
+	    !x->externalId || x->externalId > UINT32_MAX) {
 		out->cls = GPROF_COLL_OTHER;
 		return;
 	}
 	out->cls = GPROF_COLL_EXTERNAL;
 	out->ev.correlation = x->correlationId;
 	out->external = (uint32_t)x->externalId;
+	out->annotation = x->externalKind == GPROF_COLL_ANNOTATION_KIND;
 }
 
 /* What CUPTI says of a field that does not apply to a synchronisation record. */

@@ -74,10 +74,6 @@ static void report(const struct gprof_coll *c, const struct gprof_coll_win *w)
 			"what GPROF_BUFFER_MB gives the collector); raise GPROF_BUFFER_MB",
 			num, (unsigned long long)w->unheld,
 			(double)gprof_coll_mem_cap() / 2 / (1 << 20));
-	if (w->orphans)
-		pr_warn("window %llu: %llu GPU records left out: their launch records never came "
-			"and no window of theirs is known",
-			num, (unsigned long long)w->orphans);
 	if (w->unlinked)
 		pr_info("window %llu: %llu GPU records without their launch record", num,
 			(unsigned long long)w->unlinked);
@@ -90,8 +86,8 @@ static void finish(const struct gprof_coll *c, struct gprof_coll_win *w)
 {
 	gprof_coll_attrib_finish(w);
 	report(c, w);
-	if (w->dropped + w->orphans)
-		gprof_export_window_add_cupti_dropped(w->id, w->dropped + w->orphans);
+	if (w->dropped)
+		gprof_export_window_add_cupti_dropped(w->id, w->dropped);
 	gprof_coll_win_release(w);
 }
 

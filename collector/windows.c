@@ -45,7 +45,7 @@ void gprof_coll_win_release(struct gprof_coll_win *w)
 	uint32_t id = w->id;
 
 	w->ended_ms = w->pending = w->dropped = w->untimed = w->unknown = w->unlinked = 0;
-	w->unheld = w->no_gpu = w->orphans = 0;
+	w->unheld = w->no_gpu = 0;
 	w->lo = w->hi = 0;
 	__atomic_store_n(&w->id, 0, __ATOMIC_RELEASE);
 	gprof_export_window_release(id);

@@ -160,16 +160,18 @@ struct gprof_export_kernel {
 	uint32_t registers;    /* per thread */
 	uint32_t shared_bytes; /* static + dynamic, per block */
 	uint32_t context;
-	uint32_t external; /* as in gprof_export_api */
+	uint32_t external;   /* as in gprof_export_api */
+	uint32_t annotation; /* the innermost user annotation's External id; 0: none */
 };
 
 struct gprof_export_copy {
 	uint64_t bytes;
 	uint32_t context;
-	uint32_t external; /* as in gprof_export_api */
-	uint8_t copy_kind; /* MEMCPY: enum gprof_export_copy_kind */
-	uint8_t src_kind;  /* MEMCPY: enum gprof_export_mem_kind */
-	uint8_t dst_kind;  /* MEMCPY and MEMSET: enum gprof_export_mem_kind */
+	uint32_t external;   /* as in gprof_export_api */
+	uint32_t annotation; /* as in gprof_export_kernel */
+	uint8_t copy_kind;   /* MEMCPY: enum gprof_export_copy_kind */
+	uint8_t src_kind;    /* MEMCPY: enum gprof_export_mem_kind */
+	uint8_t dst_kind;    /* MEMCPY and MEMSET: enum gprof_export_mem_kind */
 };
 
 /* One event, 128 bytes. Fields a kind does not use are ignored. */
@@ -185,11 +187,14 @@ struct gprof_export_event {
 	uint16_t kind;			     /* enum gprof_export_kind */
 	uint16_t flags;			     /* enum gprof_export_flag */
 	union {
-		uint64_t step;			       /* STEP: the step number */
-		const struct gprof_export_str *domain; /* NVTX kinds: NULL for the default */
-		struct gprof_export_api api;	       /* RUNTIME, DRIVER */
-		struct gprof_export_kernel kernel;     /* KERNEL */
-		struct gprof_export_copy copy;	       /* MEMCPY, MEMSET */
+		uint64_t step; /* STEP: the step number */
+		struct {
+			const struct gprof_export_str *domain; /* NULL for the default */
+			uint32_t external;	   /* a range's External id as an annotation; 0 */
+		} nvtx;				   /* NVTX kinds */
+		struct gprof_export_api api;	   /* RUNTIME, DRIVER */
+		struct gprof_export_kernel kernel; /* KERNEL */
+		struct gprof_export_copy copy;	   /* MEMCPY, MEMSET */
 		struct {
 			uint64_t count;			     /* elements of the operator's input */
 			const struct gprof_export_str *type; /* their type, as PyTorch names it */

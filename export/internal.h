@@ -262,6 +262,31 @@ void gprof_tracks_free(struct gprof_tracks *k);
 /* /proc/self/task/<tid>/comm, or "" when the thread is gone. */
 void gprof_tracks_comm(uint32_t tid, char out[16]);
 
+/* annotations.c: user annotations' spans on the GPU's streams (gpu_user_annotation). */
+struct gprof_annotation_span {
+	uint64_t start, end;
+	uint32_t id, device, stream;
+	const struct gprof_export_str *name; /* after finish: NULL for one not to write */
+};
+
+struct gprof_annotations {
+	struct gprof_map names; /* External id -> its name (a gprof_export_str pointer) */
+	struct gprof_map spans; /* (id, device, stream) -> index in v */
+	struct gprof_annotation_span *v;
+	size_t n, cap;
+	bool failed; /* out of memory: some are missing */
+};
+
+/* An annotation's host event: its External id and name. */
+void gprof_annotations_name(struct gprof_annotations *a, uint32_t id,
+			    const struct gprof_export_str *name);
+/* GPU work (ts_ns, dur_ns, device, stream) of annotation id. */
+void gprof_annotations_work(struct gprof_annotations *a, uint32_t id,
+			    const struct gprof_export_event *ev);
+/* Sorts v by track and nesting, names each, NULL for those not to write; how many to write. */
+size_t gprof_annotations_finish(struct gprof_annotations *a);
+void gprof_annotations_free(struct gprof_annotations *a);
+
 /*
  * Output formats: what the writer calls to turn a window's events into a file, over a sink it
  * made (a gzip file; tests make memory ones). A second format is one new file defining its ops.

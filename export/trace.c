@@ -31,6 +31,7 @@ struct gprof_trace {
 	uint64_t left_out;  /* GPROF_EXPORT_QUIET calls */
 	bool tensor_memory; /* [memory] events for tensors only */
 	struct gprof_tracks tracks;
+	struct gprof_annotations annotations;
 };
 
 static void note_thread(struct gprof_trace *t, uint32_t tid)
@@ -163,21 +164,36 @@ static void emit_step(struct gprof_trace *t, const struct gprof_export_event *ev
 	put_end(t, ev, true);
 }
 
-static void put_domain(struct gprof_jbuf *b, const struct gprof_export_event *ev)
+/* A range's or mark's args: its domain, and a range's External id as an annotation. */
+static void put_nvtx_args(struct gprof_jbuf *b, const struct gprof_export_event *ev)
 {
-	if (ev->u.domain && ev->u.domain->len) {
-		gprof_jbuf_lit(b, ",\"args\":{\"domain\":\"");
-		put_text(b, ev->u.domain);
-		gprof_jbuf_lit(b, "\"}");
+	const struct gprof_export_str *d = ev->u.nvtx.domain;
+
+	if (!(d && d->len) && !ev->u.nvtx.external)
+		return;
+	gprof_jbuf_lit(b, ",\"args\":{");
+	if (ev->u.nvtx.external) {
+		gprof_jbuf_lit(b, "\"External id\":");
+		gprof_jbuf_u64(b, ev->u.nvtx.external);
 	}
+	if (d && d->len) {
+		if (ev->u.nvtx.external)
+			gprof_jbuf_lit(b, ",");
+		gprof_jbuf_lit(b, "\"domain\":\"");
+		put_text(b, d);
+		gprof_jbuf_lit(b, "\"");
+	}
+	gprof_jbuf_lit(b, "}");
 }
 
 static void emit_nvtx_range(struct gprof_trace *t, const struct gprof_export_event *ev)
 {
+	if (ev->u.nvtx.external)
+		gprof_annotations_name(&t->annotations, ev->u.nvtx.external, ev->name);
 	gprof_jbuf_lit(&t->out, "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"");
 	put_text(&t->out, ev->name);
 	host_track(t, ev);
-	put_domain(&t->out, ev);
+	put_nvtx_args(&t->out, ev);
 	put_end(t, ev, true);
 }
 
@@ -187,7 +203,7 @@ static void emit_nvtx_mark(struct gprof_trace *t, const struct gprof_export_even
 	put_text(&t->out, ev->name);
 	host_track(t, ev);
 	gprof_jbuf_lit(&t->out, ",\"s\":\"t\"");
-	put_domain(&t->out, ev);
+	put_nvtx_args(&t->out, ev);
 	put_end(t, ev, false);
 }
 
@@ -366,6 +382,8 @@ static void emit_kernel(struct gprof_trace *t, const struct gprof_export_event *
 	gprof_jbuf_u64(b, ev->u.kernel.shared_bytes);
 	put_kernel_load(t, ev);
 	put_external(b, ev->u.kernel.external);
+	if (ev->u.kernel.annotation)
+		gprof_annotations_work(&t->annotations, ev->u.kernel.annotation, ev);
 	put_correlation_end(t, ev);
 	put_flow(t, ev, true);
 }
@@ -396,6 +414,8 @@ static void emit_copy(struct gprof_trace *t, const struct gprof_export_event *ev
 	gprof_jbuf_lit(b, ",\"memory bandwidth (GB/s)\":");
 	gprof_jbuf_ratio(b, c->bytes, (int64_t)ev->dur_ns > 0 ? ev->dur_ns : 0, 4);
 	put_external(b, c->external);
+	if (c->annotation)
+		gprof_annotations_work(&t->annotations, c->annotation, ev);
 	put_correlation_end(t, ev);
 	put_flow(t, ev, true);
 }
@@ -473,9 +493,10 @@ static void emit_cpu_op(struct gprof_trace *t, const struct gprof_export_event *
 {
 	struct gprof_jbuf *b = &t->out;
 
-	if (ev->flags & GPROF_EXPORT_OP_USER)
+	if (ev->flags & GPROF_EXPORT_OP_USER) {
+		gprof_annotations_name(&t->annotations, ev->u.op.external, ev->name);
 		gprof_jbuf_lit(b, "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"");
-	else
+	} else
 		gprof_jbuf_lit(b, "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"");
 	put_text(b, ev->name);
 	host_track(t, ev);
@@ -691,6 +712,32 @@ static void put_processes(struct gprof_trace *t)
 	}
 }
 
+/* Each user annotation's span on each stream its GPU work ran on, as Kineto writes them. */
+static void put_gpu_annotations(struct gprof_trace *t)
+{
+	struct gprof_annotations *a = &t->annotations;
+	struct gprof_jbuf *b = &t->out;
+
+	gprof_annotations_finish(a);
+	for (size_t i = 0; i < a->n; i++) {
+		const struct gprof_annotation_span *s = &a->v[i];
+		struct gprof_export_event ev = {.ts_ns = s->start,
+						.dur_ns = s->end - s->start,
+						.device = s->device,
+						.stream = s->stream};
+
+		if (!s->name)
+			continue;
+		gprof_jbuf_lit(b, "{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":\"");
+		put_text(b, s->name);
+		gpu_track(t, &ev);
+		gprof_jbuf_lit(b, ",\"args\":{\"External id\":");
+		gprof_jbuf_u64(b, s->id);
+		gprof_jbuf_lit(b, "}");
+		put_end(t, &ev, true);
+	}
+}
+
 /* Names and order of the tracks: host threads, then GPU streams. */
 static void put_tracks(struct gprof_trace *t)
 {
@@ -728,6 +775,7 @@ static int trace_close(struct gprof_format *f, struct gprof_trace_meta *m)
 	struct gprof_trace *t = (struct gprof_trace *)f;
 	struct gprof_jbuf head;
 
+	put_gpu_annotations(t);
 	put_processes(t);
 	put_tracks(t);
 	/* Every line so far ends with ",\n"; the array's last element must not. */
@@ -757,6 +805,7 @@ static void trace_free(struct gprof_format *f)
 		return;
 	gprof_jbuf_free(&t->out);
 	gprof_tracks_free(&t->tracks);
+	gprof_annotations_free(&t->annotations);
 	free(t);
 }
 

@@ -59,7 +59,8 @@ void gprof_events_step(uint32_t window, const struct gprof_sched_event *ev)
 }
 
 void gprof_events_nvtx(uint32_t window, uint32_t tid, const char *domain, const char *msg,
-		       size_t len, uint64_t start_ns, uint64_t end_ns, bool is_mark)
+		       size_t len, uint64_t start_ns, uint64_t end_ns, bool is_mark,
+		       uint32_t external)
 {
 	struct gprof_export_event e = {
 	    .kind = is_mark ? GPROF_EXPORT_NVTX_MARK : GPROF_EXPORT_NVTX_RANGE,
@@ -70,7 +71,8 @@ void gprof_events_nvtx(uint32_t window, uint32_t tid, const char *domain, const 
 	};
 
 	e.name = gprof_export_intern_n(msg, len);
-	e.u.domain = domain ? gprof_export_intern(domain) : NULL;
+	e.u.nvtx.domain = domain ? gprof_export_intern(domain) : NULL;
+	e.u.nvtx.external = external;
 	gprof_export_push(&e);
 }
 

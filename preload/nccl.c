@@ -109,7 +109,7 @@ static bool op_begin(struct gprof_nccl_call *c, enum nccl_op op, size_t count, i
 	    .external = gprof_events_next_external(),
 	    .start_ns = gprof_realtime_ns(),
 	};
-	c->pushed = gprof_collector_external_begin(c->external);
+	c->pushed = gprof_collector_external_begin(false, c->external);
 	gprof_set_current_op(c->external);
 	return true;
 }
@@ -119,7 +119,7 @@ static nccl_result op_end(struct gprof_nccl_call *c, nccl_result result)
 	int saved_errno = errno;
 
 	if (c->pushed)
-		gprof_collector_external_end();
+		gprof_collector_external_end(false);
 	gprof_set_current_op(0);
 	c->end_ns = gprof_realtime_ns();
 	gprof_session_nccl(c);

@@ -9,6 +9,7 @@
 #include <wchar.h>
 
 #define PR_FMT "nvtx: "
+#include "collector/collector.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "preload/preload.h"
@@ -48,6 +49,7 @@ struct nvtx_frame {
 	size_t len;
 	char *text;		     /* NULL: opened outside a window, not written */
 	struct gprof_torch_frame op; /* op.external: the range is PyTorch's operator */
+	uint32_t annotation;	     /* else its External id as a user annotation; 0: none */
 };
 
 struct nvtx_thread {
@@ -235,7 +237,7 @@ static void do_mark(const struct nvtx_domain *d, const struct nvtx_msg *m)
 
 	check_step(d, m, ts);
 	if (gprof_session_recording())
-		gprof_session_nvtx(0, domain_name(d), m->s, m->len, ts, ts, true);
+		gprof_session_nvtx(0, domain_name(d), m->s, m->len, ts, ts, true, 0);
 }
 
 static int do_push(const struct nvtx_domain *d, const struct nvtx_msg *m)
@@ -253,12 +255,18 @@ static int do_push(const struct nvtx_domain *d, const struct nvtx_msg *m)
 		f->domain = d;
 		f->len = m->len;
 		f->text = gprof_session_recording() ? copy_text(m) : NULL;
-		f->op.external = f->op.py_id = 0;
+		f->op.external = f->op.py_id = f->annotation = 0;
 		if (f->text && !d) {
 			struct nvtx_frame *up = t->depth ? &t->frames[t->depth - 1] : NULL;
 
 			gprof_torch_open(&f->op, f->text, f->len, up ? &up->op : NULL,
 					 up ? up->text : NULL, ts);
+		}
+		/* Any other range is a user annotation: its GPU work is projected on its streams. */
+		if (f->text && !f->op.external && !f->op.py_id) {
+			f->annotation = gprof_events_next_external();
+			if (!gprof_collector_external_begin(true, f->annotation))
+				f->annotation = 0;
 		}
 	}
 	return t->depth++;
@@ -274,11 +282,13 @@ static int do_pop(void)
 	if (t->depth < NVTX_DEPTH) {
 		struct nvtx_frame *f = &t->frames[t->depth];
 
+		if (f->annotation)
+			gprof_collector_external_end(true);
 		if (f->op.external || f->op.py_id)
 			gprof_torch_close(&f->op, f->text, f->start_ns, gprof_realtime_ns());
 		else if (f->text && gprof_session_recording())
 			gprof_session_nvtx(0, domain_name(f->domain), f->text, f->len, f->start_ns,
-					   gprof_realtime_ns(), false);
+					   gprof_realtime_ns(), false, f->annotation);
 		free(f->text);
 		f->text = NULL;
 	}
@@ -324,7 +334,7 @@ static void do_end(nvtxRangeId_t id)
 	pthread_mutex_unlock(&ranges_lock);
 	if (r.text && gprof_session_recording())
 		gprof_session_nvtx(lane, domain_name(r.domain), r.text, r.len, r.start_ns, ts,
-				   false);
+				   false, 0);
 	free(r.text);
 }
 

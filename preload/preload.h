@@ -185,6 +185,7 @@ struct gprof_torch_frame {
 	uint32_t py_id;		  /* a module's forward ("nn.Module: ..."): its Python id; 0: not */
 	uint32_t py_parent;	  /* the innermost module's forward it is in; 0: none */
 	bool pushed;		  /* CUPTI ties the calls made inside to `external` */
+	bool annotated;		  /* a user scope: its GPU work carries `external` too */
 	bool flow;		  /* a backward node: linked to its forward operator */
 	uint32_t fwd_tid;	  /* backward: its forward operator's thread; 0: forward */
 	uint64_t fwd_ns;	  /* backward: when its forward operator began */
@@ -268,9 +269,9 @@ void gprof_session_tensor_memory(uint64_t ts_ns, uint64_t address, int64_t bytes
 /* A PyTorch operator recorded by torch.c, at its end. */
 void gprof_session_torch_op(const struct gprof_torch_frame *f, const char *msg, uint64_t start_ns,
 			    uint64_t end_ns);
-/* An NVTX event on thread tid (0: the calling thread). */
+/* An NVTX event on thread tid (0: the calling thread); a range's External id, or 0. */
 void gprof_session_nvtx(int tid, const char *domain, const char *msg, size_t len, uint64_t start_ns,
-			uint64_t end_ns, bool is_mark);
+			uint64_t end_ns, bool is_mark, uint32_t external);
 /*
  * GPROF_TRIGGER=cuda-profiler-api: cudaProfilerStart (start true) or cudaProfilerStop was
  * called; from their hooks, before the call is forwarded, whatever gprof_hot holds.
@@ -342,7 +343,8 @@ void gprof_events_torch_op(uint32_t window, uint32_t tid, const struct gprof_tor
 void gprof_events_nccl(uint32_t window, uint32_t tid, const struct gprof_nccl_call *call);
 /* An NVTX mark or range. */
 void gprof_events_nvtx(uint32_t window, uint32_t tid, const char *domain, const char *msg,
-		       size_t len, uint64_t start_ns, uint64_t end_ns, bool is_mark);
+		       size_t len, uint64_t start_ns, uint64_t end_ns, bool is_mark,
+		       uint32_t external);
 
 /*
  * Slots of memory.c's and kernels.c's maps, which the program's threads fill without a lock

@@ -547,7 +547,7 @@ bool gprof_session_recording(void)
 }
 
 void gprof_session_nvtx(int tid, const char *domain, const char *msg, size_t len, uint64_t start_ns,
-			uint64_t end_ns, bool is_mark)
+			uint64_t end_ns, bool is_mark, uint32_t external)
 {
 	uint32_t window;
 
@@ -557,7 +557,8 @@ void gprof_session_nvtx(int tid, const char *domain, const char *msg, size_t len
 		tid = gprof_tid();
 		gprof_collector_note_thread((uint32_t)tid);
 	}
-	gprof_events_nvtx(window, (uint32_t)tid, domain, msg, len, start_ns, end_ns, is_mark);
+	gprof_events_nvtx(window, (uint32_t)tid, domain, msg, len, start_ns, end_ns, is_mark,
+			  external);
 }
 
 struct gprof_export_event *gprof_session_api(const struct gprof_hooked_call *c, const void *mem_ptr,

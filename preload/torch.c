@@ -63,7 +63,10 @@ void gprof_torch_open(struct gprof_torch_frame *f, const char *msg, size_t len,
 	if (!gprof_torch_op_parse(msg, len, &f->op))
 		return;
 	f->external = gprof_events_next_external();
-	f->pushed = gprof_collector_external_begin(f->external);
+	f->pushed = gprof_collector_external_begin(false, f->external);
+	/* record_function's scopes are user annotations too, on the GPU's streams. */
+	if (f->pushed && gprof_torch_op_user_scope(msg, f->op.name_len))
+		f->annotated = gprof_collector_external_begin(true, f->external);
 	if (f->op.seq < 0)
 		return;
 	/*
@@ -83,8 +86,10 @@ void gprof_torch_open(struct gprof_torch_frame *f, const char *msg, size_t len,
 void gprof_torch_close(struct gprof_torch_frame *f, const char *msg, uint64_t start_ns,
 		       uint64_t end_ns)
 {
+	if (f->annotated)
+		gprof_collector_external_end(true);
 	if (f->pushed)
-		gprof_collector_external_end();
+		gprof_collector_external_end(false);
 	if (gprof_session_recording())
 		gprof_session_torch_op(f, msg, start_ns, end_ns);
 	f->external = f->py_id = 0;

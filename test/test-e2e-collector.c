@@ -1588,3 +1588,93 @@ TEST(e2e_collector_cross_thread_ranges)
 	ASSERT_LE(across, 4);
 	e2e_free(&r);
 }
+
+/* A span of GPU work in ns, on a stream, under a user annotation's name. */
+struct gpu_span {
+	const char *name;
+	long long stream, start, end;
+};
+
+static bool same_span(const struct gpu_span *a, const struct gpu_span *b)
+{
+	return !strcmp(a->name, b->name) && a->stream == b->stream && a->start == b->start &&
+	       a->end == b->end;
+}
+
+/*
+ * NVTX ranges on the GPU's streams (gpu_user_annotation), against the simulated GPU's log: in
+ * each step of steps-app, "inner" holds the kernel alone; "forward" the copy to the device
+ * (on the legacy stream), and the memset and the copy back on the worker's stream (the
+ * kernel's work is inner's, the innermost range's, as Kineto's annotations are).
+ */
+TEST(e2e_collector_gpu_annotations)
+{
+	enum {
+		STEPS = 4,
+		WANT = 3 * STEPS
+	};
+	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "4", NULL};
+	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
+	struct gpu_span want[WANT], got[WANT + 1];
+	int n_got = 0;
+	struct e2e_run r;
+	json_t *ops, *g, *ev;
+	long long base;
+	size_t i;
+
+	e2e_run(&r, argv, e2e_cupti(true), env, true);
+	ASSERT_EQ(r.res.status, 0);
+	ASSERT_EQ(r.n_traces, 1);
+	ops = gtlog_filter(r.gt, "{\"type\":\"gpu\"}");
+	ASSERT_EQ(json_array_size(ops), 4 * STEPS); /* HtoD, kernel, memset, DtoH a step */
+	for (int k = 0; k < STEPS; k++) {
+		json_t *h = json_array_get(ops, 4 * k), *kern = json_array_get(ops, 4 * k + 1),
+		       *set = json_array_get(ops, 4 * k + 2),
+		       *back = json_array_get(ops, 4 * k + 3);
+
+		ASSERT_STR_EQ(gtlog_str(kern, "kind"), "kernel");
+		want[3 * k] = (struct gpu_span){"forward", gtlog_int(h, "stream"),
+						gtlog_int(h, "start"), gtlog_int(h, "end")};
+		want[3 * k + 1] =
+		    (struct gpu_span){"inner", gtlog_int(kern, "stream"), gtlog_int(kern, "start"),
+				      gtlog_int(kern, "end")};
+		want[3 * k + 2] =
+		    (struct gpu_span){"forward", gtlog_int(set, "stream"), gtlog_int(set, "start"),
+				      gtlog_int(back, "end")};
+	}
+	base = json_integer_value(json_object_get(r.traces[0].root, "baseTimeNanoseconds"));
+	json_array_foreach(r.traces[0].events, i, ev)
+	{
+		const json_t *args = json_object_get(ev, "args");
+		long long ts =
+		    base + (long long)(json_number_value(json_object_get(ev, "ts")) * 1000 + 0.5);
+
+		if (strcmp(trace_str(ev, "cat"), "gpu_user_annotation"))
+			continue;
+		ASSERT_LT(n_got, WANT + 1);
+		ASSERT(json_integer_value(json_object_get(args, "External id")) > 0);
+		got[n_got++] = (struct gpu_span){
+		    trace_str(ev, "name"), json_integer_value(json_object_get(ev, "tid")), ts,
+		    ts + (long long)(json_number_value(json_object_get(ev, "dur")) * 1000 + 0.5)};
+	}
+	ASSERT_EQ(n_got, WANT);
+	for (int w = 0; w < WANT; w++) {
+		int found = 0;
+
+		for (int k = 0; k < n_got; k++)
+			found += same_span(&want[w], &got[k]);
+		ASSERT_MSG(found == 1, "%s on stream %lld, %lld..%lld: %d in the trace",
+			   want[w].name, want[w].stream, want[w].start, want[w].end, found);
+	}
+	/* Each annotation's host event names it by the same External id. */
+	json_array_foreach(r.traces[0].events, i, g)
+	{
+		if (!strcmp(trace_str(g, "cat"), "user_annotation") &&
+		    (!strcmp(trace_str(g, "name"), "inner") ||
+		     !strcmp(trace_str(g, "name"), "forward")))
+			ASSERT(json_integer_value(
+				   json_object_get(json_object_get(g, "args"), "External id")) > 0);
+	}
+	json_decref(ops);
+	e2e_free(&r);
+}

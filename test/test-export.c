@@ -192,13 +192,14 @@ static size_t every_kind(uint32_t w, uint32_t tid, struct gprof_export_event *ev
 					      .ts_ns = BASE_NS + US(1001000),
 					      .dur_ns = US(900),
 					      .u.step = 12};
-	ev[n++] = (struct gprof_export_event){.kind = GPROF_EXPORT_NVTX_RANGE,
-					      .window = w,
-					      .tid = tid,
-					      .ts_ns = BASE_NS + US(1001005),
-					      .dur_ns = US(600),
-					      .name = gprof_export_intern("forward"),
-					      .u.domain = gprof_export_intern("my \"domain\"")};
+	ev[n++] =
+	    (struct gprof_export_event){.kind = GPROF_EXPORT_NVTX_RANGE,
+					.window = w,
+					.tid = tid,
+					.ts_ns = BASE_NS + US(1001005),
+					.dur_ns = US(600),
+					.name = gprof_export_intern("forward"),
+					.u.nvtx.domain = gprof_export_intern("my \"domain\"")};
 	ev[n++] = (struct gprof_export_event){.kind = GPROF_EXPORT_NVTX_MARK,
 					      .window = w,
 					      .tid = tid,

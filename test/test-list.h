@@ -214,6 +214,7 @@ X(e2e_collector_cupti_found_next_to_runtime)
 X(e2e_collector_activities)
 X(e2e_collector_back_to_back_windows)
 X(e2e_collector_cross_thread_ranges)
+X(e2e_collector_gpu_annotations)
 
 /* test-e2e-nccl: NCCL collectives as CPU operators */
 X(torch_op_parse)
