@@ -49,6 +49,12 @@ static inline void gprof_jbuf_put(struct gprof_jbuf *b, const void *s, size_t n)
 }
 
 #define gprof_jbuf_lit(b, s) gprof_jbuf_put((b), "" s, sizeof(s) - 1)
+/* `,"key":v` with v written by gprof_jbuf_<kind> (u64, i64). */
+#define gprof_jbuf_arg(b, key, kind, v)               \
+	do {                                          \
+		gprof_jbuf_lit((b), ",\"" key "\":"); \
+		gprof_jbuf_##kind((b), (v));          \
+	} while (0)
 
 void gprof_jbuf_u64(struct gprof_jbuf *b, uint64_t v);
 void gprof_jbuf_i64(struct gprof_jbuf *b, int64_t v);

@@ -94,6 +94,17 @@ static uint32_t sync_lane(uint32_t stream)
 	return stream == SYNC_NO_STREAM ? SYNC_LANE_DEVICE : SYNC_LANE | stream;
 }
 
+/* `{"ph":"X","cat":"<cat>","name":"<name>","pid":P,"tid":T` of an X event on a GPU's track. */
+static void gpu_x_begin(struct gprof_trace *t, const char *cat, const struct gprof_export_str *name,
+			const struct gprof_export_event *track)
+{
+	gprof_jbuf_lit(&t->out, "{\"ph\":\"X\",\"cat\":\"");
+	gprof_jbuf_put(&t->out, cat, strlen(cat));
+	gprof_jbuf_lit(&t->out, "\",\"name\":\"");
+	put_text(&t->out, name);
+	gpu_track(t, track);
+}
+
 /* `,"ts":T}` or `,"ts":T,"dur":D}` and the line's end. */
 static void put_end(struct gprof_trace *t, const struct gprof_export_event *ev, bool dur)
 {
@@ -370,9 +381,7 @@ static void emit_kernel(struct gprof_trace *t, const struct gprof_export_event *
 {
 	struct gprof_jbuf *b = &t->out;
 
-	gprof_jbuf_lit(b, "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"");
-	put_text(b, ev->name);
-	gpu_track(t, ev);
+	gpu_x_begin(t, "kernel", ev->name, ev);
 	/* Latency timestamps are not collected, so "queued" is always 0 (as in Kineto). */
 	gprof_jbuf_lit(b, ",\"args\":{\"queued\":0,");
 	put_gpu_ids(b, ev, ev->u.kernel.context);
@@ -424,9 +433,7 @@ static void emit_earlier(struct gprof_trace *t, const struct gprof_export_event 
 {
 	struct gprof_jbuf *b = &t->out;
 
-	gprof_jbuf_lit(b, "{\"ph\":\"X\",\"cat\":\"gpu_earlier\",\"name\":\"");
-	put_text(b, ev->name);
-	gpu_track(t, ev);
+	gpu_x_begin(t, "gpu_earlier", ev->name, ev);
 	gprof_jbuf_lit(b, ",\"args\":{\"device\":");
 	gprof_jbuf_u64(b, ev->device);
 	gprof_jbuf_lit(b, ",\"launched\":\"before the window\"}");
@@ -443,26 +450,18 @@ static void emit_sync(struct gprof_trace *t, const struct gprof_export_event *ev
 	on_lane.stream = sync_lane(ev->stream == SYNC_NO_STREAM && ev->u.sync.wait_stream >= 0
 				       ? (uint32_t)ev->u.sync.wait_stream
 				       : ev->stream);
-	gprof_jbuf_lit(b, "{\"ph\":\"X\",\"cat\":\"cuda_sync\",\"name\":\"");
-	put_text(b, ev->name);
-	gpu_track(t, &on_lane);
+	gpu_x_begin(t, "cuda_sync", ev->name, &on_lane);
 	gprof_jbuf_lit(b, ",\"args\":{\"cuda_sync_kind\":\"");
 	put_text(b, ev->name);
 	gprof_jbuf_lit(b, "\"");
 	if (ev->u.sync.on_event) {
-		gprof_jbuf_lit(b, ",\"wait_on_stream\":");
-		gprof_jbuf_i64(b, ev->u.sync.wait_stream);
-		gprof_jbuf_lit(b, ",\"wait_on_cuda_event_record_corr_id\":");
-		gprof_jbuf_i64(b, ev->u.sync.wait_corr);
-		gprof_jbuf_lit(b, ",\"wait_on_cuda_event_id\":");
-		gprof_jbuf_u64(b, ev->u.sync.event);
+		gprof_jbuf_arg(b, "wait_on_stream", i64, ev->u.sync.wait_stream);
+		gprof_jbuf_arg(b, "wait_on_cuda_event_record_corr_id", i64, ev->u.sync.wait_corr);
+		gprof_jbuf_arg(b, "wait_on_cuda_event_id", u64, ev->u.sync.event);
 	}
-	gprof_jbuf_lit(b, ",\"stream\":");
-	gprof_jbuf_i64(b, ev->stream == SYNC_NO_STREAM ? -1 : (int64_t)ev->stream);
-	gprof_jbuf_lit(b, ",\"device\":");
-	gprof_jbuf_u64(b, ev->device);
-	gprof_jbuf_lit(b, ",\"context\":");
-	gprof_jbuf_u64(b, ev->u.sync.context);
+	gprof_jbuf_arg(b, "stream", i64, ev->stream == SYNC_NO_STREAM ? -1 : (int64_t)ev->stream);
+	gprof_jbuf_arg(b, "device", u64, ev->device);
+	gprof_jbuf_arg(b, "context", u64, ev->u.sync.context);
 	put_correlation_end(t, ev);
 }
 
@@ -582,14 +581,11 @@ static void emit_memory(struct gprof_trace *t, const struct gprof_export_event *
 	host_track(t, ev);
 	gprof_jbuf_lit(b, ",\"s\":\"t\",\"args\":{\"Device Type\":1,\"Device Id\":");
 	gprof_jbuf_u64(b, ev->device);
-	gprof_jbuf_lit(b, ",\"Addr\":");
-	gprof_jbuf_u64(b, ev->u.memory.address);
-	gprof_jbuf_lit(b, ",\"Bytes\":");
-	gprof_jbuf_i64(b, ev->u.memory.bytes);
-	gprof_jbuf_lit(b, ",\"Total Allocated\":");
-	gprof_jbuf_u64(b, ev->u.memory.allocated);
-	gprof_jbuf_lit(b, ",\"Total Reserved\":");
-	gprof_jbuf_u64(b, tensor ? ev->u.memory.reserved : ev->u.memory.allocated);
+	gprof_jbuf_arg(b, "Addr", u64, ev->u.memory.address);
+	gprof_jbuf_arg(b, "Bytes", i64, ev->u.memory.bytes);
+	gprof_jbuf_arg(b, "Total Allocated", u64, ev->u.memory.allocated);
+	gprof_jbuf_arg(b, "Total Reserved", u64,
+		       tensor ? ev->u.memory.reserved : ev->u.memory.allocated);
 	gprof_jbuf_lit(b, "}");
 	put_end(t, ev, false);
 }
@@ -728,9 +724,7 @@ static void put_gpu_annotations(struct gprof_trace *t)
 
 		if (!s->name)
 			continue;
-		gprof_jbuf_lit(b, "{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":\"");
-		put_text(b, s->name);
-		gpu_track(t, &ev);
+		gpu_x_begin(t, "gpu_user_annotation", s->name, &ev);
 		gprof_jbuf_lit(b, ",\"args\":{\"External id\":");
 		gprof_jbuf_u64(b, s->id);
 		gprof_jbuf_lit(b, "}");
