@@ -109,10 +109,12 @@ static const struct var vars[] = {
     {
 	.name = "GPROF_ACTIVITIES",
 	.type = VAR_ACTIVITIES,
-	.dflt = "kernel,memcpy,memset,memory,api,nvtx,sync",
+	.dflt = "kernel,memcpy,memset,memory,api,nvtx",
 	.help = "what to record",
-	.form = "all, or comma-separated kernel, memcpy, memset, memory, api, nvtx, sync (the "
-		"host's waits for the GPU: cuda_sync events)",
+	.form =
+	    "all, or comma-separated kernel, memcpy, memset, memory, api, nvtx, sync (the "
+	    "host's waits for the GPU as cuda_sync events, which HTA's critical path needs; off "
+	    "by default as in torch.profiler: HTA's temporal breakdown counts them as GPU time)",
 	FIELD(activities),
     },
     {

@@ -40,9 +40,9 @@ static const char *client_python(void)
 	return python;
 }
 
-/* rt-app under libgprof as rank `rank` of `world` (0: no rank variables). */
+/* rt-app under libgprof as rank `rank` of `world` (0: no rank variables), with extra (or NULL). */
 static void run_rank(struct e2e_run *r, int rank, int world, const char *threads,
-		     const char *kernels)
+		     const char *kernels, const char *extra)
 {
 	static const char *app; /* kept: LeakSanitizer reads a lost pointer as a leak */
 	const char *argv[] = {app ? app : (app = proc_build_path("test/apps/rt-app")),
@@ -54,7 +54,7 @@ static void run_rank(struct e2e_run *r, int rank, int world, const char *threads
 	char rank_env[32], world_env[32];
 	/* times HTA's whole microseconds can tell apart: no time scale, kernels of 25-100 us */
 	const char *env[] = {
-	    "GPROF_SUMMARY=off", "FAKEGPU_TIME_SCALE=1", kernels, rank_env, world_env, NULL};
+	    "GPROF_SUMMARY=off", "FAKEGPU_TIME_SCALE=1", kernels, rank_env, world_env, extra, NULL};
 
 	snprintf(rank_env, sizeof(rank_env), world ? "RANK=%d" : "RANK", rank);
 	snprintf(world_env, sizeof(world_env), world ? "WORLD_SIZE=%d" : "WORLD_SIZE", world);
@@ -130,7 +130,7 @@ TEST(clients_hta_one_rank)
 {
 	struct e2e_run r;
 
-	run_rank(&r, 0, 0, "2", KERNELS);
+	run_rank(&r, 0, 0, "2", KERNELS, NULL);
 	run_client("hta_check.py", (const char *[]){r.dir, trace_file(&r), r.gt_path, NULL});
 	e2e_free(&r);
 }
@@ -139,8 +139,8 @@ TEST(clients_hta_two_ranks)
 {
 	struct e2e_run r0, r1;
 
-	run_rank(&r0, 0, 2, "2", KERNELS);
-	run_rank(&r1, 1, 2, "2", LONG_RELU);
+	run_rank(&r0, 0, 2, "2", KERNELS, NULL);
+	run_rank(&r1, 1, 2, "2", LONG_RELU, NULL);
 	share_folder(&r1, &r0);
 	run_client("hta_check.py", (const char *[]){r0.dir, trace_file(&r0), r0.gt_path,
 						    trace_file(&r1), r1.gt_path, NULL});
@@ -153,8 +153,8 @@ TEST(clients_hta_trace_diff)
 {
 	struct e2e_run a, b;
 
-	run_rank(&a, 0, 0, "2", KERNELS);
-	run_rank(&b, 0, 0, "1", LONG_RELU);
+	run_rank(&a, 0, 0, "2", KERNELS, NULL);
+	run_rank(&b, 0, 0, "1", LONG_RELU, NULL);
 	run_client("hta_check.py", (const char *[]){"--diff", a.dir, trace_file(&a), a.gt_path,
 						    b.dir, trace_file(&b), b.gt_path, NULL});
 	e2e_free(&a);
@@ -165,9 +165,9 @@ TEST(clients_tensorboard)
 {
 	struct e2e_run r0, r1;
 
-	run_rank(&r0, 0, 2, "2", KERNELS);
+	run_rank(&r0, 0, 2, "2", KERNELS, NULL);
 	run_client("tb_check.py", (const char *[]){r0.dir, trace_file(&r0), r0.gt_path, NULL});
-	run_rank(&r1, 1, 2, "1", LONG_RELU);
+	run_rank(&r1, 1, 2, "1", LONG_RELU, NULL);
 	share_folder(&r1, &r0);
 	run_client("tb_check.py", (const char *[]){r0.dir, trace_file(&r0), r0.gt_path,
 						   trace_file(&r1), r1.gt_path, NULL});
@@ -199,12 +199,23 @@ TEST(clients_trace_viewer)
 {
 	struct e2e_run r[4];
 
-	run_rank(&r[0], 0, 2, "2", KERNELS);
-	run_rank(&r[1], 1, 2, "1", LONG_RELU);
+	run_rank(&r[0], 0, 2, "2", KERNELS, NULL);
+	run_rank(&r[1], 1, 2, "1", LONG_RELU, NULL);
 	run_nccl_rank(&r[2], 0, "80000");
 	run_nccl_rank(&r[3], 1, "60000");
 	run_client("viewer_check.py", (const char *[]){trace_file(&r[0]), trace_file(&r[1]), NULL});
 	run_client("viewer_check.py", (const char *[]){trace_file(&r[2]), trace_file(&r[3]), NULL});
 	for (int i = 0; i < 4; i++)
 		e2e_free(&r[i]);
+}
+
+/* With the host's waits recorded (cuda_sync): HTA's critical path finds each of them. */
+TEST(clients_hta_critical_path)
+{
+	struct e2e_run r;
+
+	run_rank(&r, 0, 0, "2", KERNELS, "GPROF_ACTIVITIES=all");
+	run_client("hta_check.py",
+		   (const char *[]){"--critical-path", r.dir, trace_file(&r), r.gt_path, NULL});
+	e2e_free(&r);
 }

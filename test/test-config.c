@@ -243,8 +243,7 @@ TEST(config_defaults)
 	ASSERT_STR_EQ(r.cfg.step_marker, "step");
 	ASSERT_STR_EQ(r.cfg.output, "./gprof_traces");
 	ASSERT_EQ(r.cfg.activities, GPROF_ACT_KERNEL | GPROF_ACT_MEMCPY | GPROF_ACT_MEMSET |
-					GPROF_ACT_MEMORY | GPROF_ACT_API | GPROF_ACT_NVTX |
-					GPROF_ACT_SYNC);
+					GPROF_ACT_MEMORY | GPROF_ACT_API | GPROF_ACT_NVTX);
 	ASSERT_EQ(r.cfg.gzip_level, 1);
 	ASSERT_EQ(r.cfg.buffer_mb, 64);
 	ASSERT_EQ(r.cfg.writer_threads, 1);
@@ -794,7 +793,7 @@ TEST(config_print_table)
 	    "| `GPROF_SCHEDULE` | `wait=1,warmup=1,active=3,repeat=1` | ",
 	    "| `GPROF_STEP_MARKER` | `step` | ",
 	    "| `GPROF_OUTPUT` | `./gprof_traces` | ",
-	    "| `GPROF_ACTIVITIES` | `kernel,memcpy,memset,memory,api,nvtx,sync` | ",
+	    "| `GPROF_ACTIVITIES` | `kernel,memcpy,memset,memory,api,nvtx` | ",
 	    "| `GPROF_GZIP_LEVEL` | `1` | ",
 	    "| `GPROF_BUFFER_MB` | `64` | ",
 	    "| `GPROF_WRITER_THREADS` | `1` | ",

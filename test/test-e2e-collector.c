@@ -1683,3 +1683,83 @@ TEST(e2e_collector_gpu_annotations)
 	json_decref(ops);
 	e2e_free(&r);
 }
+
+/* The cuda_sync event of correlation corr in t: one, or the test fails. */
+static const json_t *sync_event(const struct trace *t, long long corr)
+{
+	const json_t *found = NULL;
+	json_t *ev;
+	size_t i;
+
+	json_array_foreach(t->events, i, ev)
+	{
+		if (strcmp(trace_str(ev, "cat"), "cuda_sync") ||
+		    e2e_arg_int(ev, "correlation") != corr)
+			continue;
+		ASSERT_MSG(!found, "two cuda_sync events of call %lld", corr);
+		found = ev;
+	}
+	ASSERT_MSG(found, "no cuda_sync event of call %lld", corr);
+	return found;
+}
+
+/*
+ * With sync in GPROF_ACTIVITIES, every wait of sync-app (each kind, on the fake runtime and on
+ * NVIDIA's, legacy and per-thread default stream) is one cuda_sync event: its call's, with the
+ * time, stream and, for an event, the stream and call that recorded it, as the simulated GPU's
+ * log says.
+ */
+TEST(e2e_collector_sync_events)
+{
+	static const char *const apps[] = {"test/apps/sync-app", "test/apps/sync-app-pt",
+					   "test/apps/sync-real", "test/apps/sync-real-pt"};
+	static const char *const kinds[][2] = {{"stream", "Stream Sync"},
+					       {"event", "Event Sync"},
+					       {"context", "Context Sync"},
+					       {"stream_wait_event", "Stream Wait Event"}};
+	const char *env[] = {"GPROF_SCHEDULE=all", "GPROF_ACTIVITIES=all", "GPROF_SUMMARY=off",
+			     NULL};
+
+	for (size_t a = 0; a < ARRAY_SIZE(apps); a++) {
+		const char *argv[] = {proc_build_path(apps[a]), "4", NULL};
+		struct e2e_run r;
+		json_t *syncs, *g;
+		long long base;
+		size_t i;
+
+		if (strstr(apps[a], "real"))
+			e2e_need_real_runtime(argv[0]);
+		e2e_run(&r, argv, e2e_cupti(true), env, true);
+		ASSERT_MSG(r.res.status == 0, "%s: status %d: %s", apps[a], r.res.status,
+			   r.res.err);
+		ASSERT_EQ(r.n_traces, 1);
+		base = json_integer_value(json_object_get(r.traces[0].root, "baseTimeNanoseconds"));
+		syncs = gtlog_filter(r.gt, "{\"type\":\"sync\"}");
+		ASSERT_EQ(json_array_size(syncs), 4 * 5 + 1); /* 5 a step, 1 device sync */
+		ASSERT_EQ(e2e_count(&r.traces[0], "cuda_sync", NULL), (int)json_array_size(syncs));
+		json_array_foreach(syncs, i, g)
+		{
+			const json_t *ev = sync_event(&r.traces[0], gtlog_int(g, "corr"));
+			const char *name = NULL;
+			double ts = json_number_value(json_object_get(ev, "ts"));
+
+			for (size_t k = 0; k < ARRAY_SIZE(kinds); k++)
+				if (!strcmp(gtlog_str(g, "kind"), kinds[k][0]))
+					name = kinds[k][1];
+			ASSERT_STR_EQ(trace_str(ev, "name"), name);
+			ASSERT_EQ(e2e_arg_int(ev, "stream"), gtlog_int(g, "stream"));
+			ASSERT_EQ(base + (long long)(ts * 1000 + 0.5), gtlog_int(g, "start"));
+			ASSERT_EQ(
+			    (long long)(json_number_value(json_object_get(ev, "dur")) * 1000 + 0.5),
+			    gtlog_int(g, "end") - gtlog_int(g, "start"));
+			if (gtlog_int(g, "event_record_corr") < 0)
+				continue;
+			ASSERT_EQ(e2e_arg_int(ev, "wait_on_cuda_event_record_corr_id"),
+				  gtlog_int(g, "event_record_corr"));
+			ASSERT_EQ(e2e_arg_int(ev, "wait_on_stream"),
+				  gtlog_int(g, "event_record_stream"));
+		}
+		json_decref(syncs);
+		e2e_free(&r);
+	}
+}

@@ -75,6 +75,7 @@ class Window:
                             "correlation" in e.get("args", {})}
         corrs = {g["corr"] for g in self.calls}
         self.ops = [g for g in ops if g["corr"] in corrs]
+        self.syncs = [g for g in log if g["type"] == "sync" and g["corr"] in corrs]
         self.kernels = [g for g in self.ops if g["kind"] == "kernel"]
         self.call_of = {g["corr"]: g for g in self.calls}
         self.step_spans = sorted((int(e["name"].split("#")[1]), base + round(e["ts"] * 1000),

@@ -3,14 +3,18 @@ Holistic Trace Analysis on libgprof's traces, its figures against the simulated 
 truth:
 
     hta_check.py DIR TRACE GTLOG [TRACE GTLOG ...]
+    hta_check.py --critical-path DIR TRACE GTLOG [TRACE GTLOG ...]
     hta_check.py --diff DIR_A TRACE_A GTLOG_A DIR_B TRACE_B GTLOG_B
 
 DIR holds one trace per rank (the TRACE files); each GTLOG is the FAKEGPU_LOG of that rank's
-process. --diff runs TraceDiff from run A to run B over the steps each recorded. HTA reads times as whole microseconds (it rounds ns-resolution events, "Rounding down
+process. --critical-path checks HTA's critical path alone (traces with cuda_sync events, which
+its temporal breakdown counts as GPU time). --diff runs TraceDiff from run A to run B over the
+steps each recorded. HTA reads times as whole microseconds (it rounds ns-resolution events, "Rounding down
 ns resolution events": a start up, an end down), so a figure may differ by up to 2 us per
 event it adds up.
 """
 
+import logging
 import sys
 import tempfile
 import warnings
@@ -135,6 +139,55 @@ def check_rank(c, a, w):
     print(f"info rank {r}: frequent kernel sequences under ProfilerStep: {len(seq)} rows")
 
 
+class Said(logging.Handler):
+    """What HTA logs, kept."""
+
+    def __init__(self):
+        super().__init__()
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
+def check_critical_path(c, a, w):
+    """HTA's critical path over the window's steps, which it builds from cuda_sync events: no
+    word of their absence, and each stream sync the ground truth has in the window waits (a
+    GPU -> CPU sync edge) on its stream's work, and no other call does. HTA leaves out calls
+    (and the work of calls) that its rounding to whole microseconds leaves without duration,
+    and the work of calls made before the window."""
+    from hta.analyzers.critical_path_analysis import CPEdgeType
+
+    said = Said()
+    logging.getLogger().addHandler(said)
+    try:
+        cp, ok = a.critical_path_analysis(rank=w.rank, annotation="ProfilerStep",
+                                          instance_id=(0, len(w.steps) - 1))
+    finally:
+        logging.getLogger().removeHandler(said)
+    c.equal(f"rank {w.rank} critical path found", ok, True)
+    c.equal(f"rank {w.rank} critical path without a word on missing syncs",
+            [m for m in said.lines if "Synchronization" in m], [])
+    df = a.t.get_trace(w.rank)
+    waited = set()
+    for _, _, d in cp.edges(data=True):
+        e = d["object"]
+        src, dst = cp.node_list[e.begin], cp.node_list[e.end]
+        if e.type == CPEdgeType.SYNC_DEPENDENCY and df.loc[src.ev_idx, "stream"] >= 0 and \
+                df.loc[dst.ev_idx, "stream"] < 0:
+            waited.add(int(df.loc[dst.ev_idx, "correlation"]))
+    calls = {g["corr"]: g for g in w.calls}
+
+    def lasts(corr):
+        g = calls[corr]
+        return g["end"] // US > -(-g["start"] // US)
+
+    syncs = {s["corr"] for s in w.syncs if s["kind"] == "stream" and lasts(s["corr"]) and
+             any(o["stream"] == s["stream"] and o["end"] <= s["end"] and lasts(o["corr"])
+                 for o in w.ops)}
+    c.equal(f"rank {w.rank} calls that wait on the GPU", sorted(waited), sorted(syncs))
+
+
 def check_one_clock(c, a, windows):
     """HTA lines ranks up by their raw ts: each rank's first GPU operation is as far from rank
     0's as the ground truth says (HTA rounds each start up to the us)."""
@@ -169,14 +222,16 @@ def check_diff(argv):
 def main():
     if sys.argv[1] == "--diff":
         return check_diff(sys.argv[2:])
-    trace_dir, pairs = sys.argv[1], sys.argv[2:]
+    critical = sys.argv[1] == "--critical-path"
+    trace_dir, pairs = sys.argv[1 + critical], sys.argv[2 + critical:]
     windows = [Window(pairs[i], pairs[i + 1]) for i in range(0, len(pairs), 2)]
     c = Checks("HTA")
     a = TraceAnalysis(trace_dir=trace_dir, include_last_profiler_step=True)
     c.equal("ranks", sorted(a.t.get_ranks()), sorted(w.rank for w in windows))
     for w in windows:
-        check_rank(c, a, w)
-    check_one_clock(c, a, windows)
+        (check_critical_path if critical else check_rank)(c, a, w)
+    if not critical:
+        check_one_clock(c, a, windows)
     c.done(windows)
 
 
