@@ -21,6 +21,9 @@ else
 	export GPROF_CUPTI_LIB="$PWD/$build/fakecuda/libcupti.so.13"
 fi
 GPROF_OUTPUT="$out" LD_PRELOAD="$PWD/$build/libgprof.so" "$app" 20
+if [ "$app" = "$build/demo/train-sim" ]; then
+	echo "demo: (the simulated GPU runs no kernel code, so the loss read back is 0)"
+fi
 trace=$(ls "$out"/*.pt.trace.json.gz 2>/dev/null | head -n 1)
 if [ -z "$trace" ]; then
 	echo "demo: no trace was written" >&2
