@@ -32,14 +32,8 @@ __global__ void scale(float *x, float a, int n)
 		x[i] *= a;
 }
 
-#define CHECK(call)                                                                                \
-	do {                                                                                       \
-		cudaError_t err_ = (call);                                                         \
-		if (err_ != cudaSuccess) {                                                         \
-			fprintf(stderr, "graph-app: %s: %s\n", #call, cudaGetErrorString(err_));   \
-			return 1;                                                                  \
-		}                                                                                  \
-	} while (0)
+#define APP "graph-app"
+#include "check.cuh"
 
 int main(int argc, char **argv)
 {

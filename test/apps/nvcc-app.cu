@@ -40,14 +40,8 @@ __global__ void fill(float *x, float v, int n)
 		launches++;
 }
 
-#define CHECK(call)                                                                                \
-	do {                                                                                       \
-		cudaError_t err_ = (call);                                                         \
-		if (err_ != cudaSuccess) {                                                         \
-			fprintf(stderr, "nvcc-app: %s: %s\n", #call, cudaGetErrorString(err_));    \
-			return 1;                                                                  \
-		}                                                                                  \
-	} while (0)
+#define APP "nvcc-app"
+#include "check.cuh"
 
 int main(int argc, char **argv)
 {

@@ -29,14 +29,8 @@ __global__ void touch(int n)
 	big[n] = (float)counter;
 }
 
-#define CHECK(call)                                                                                \
-	do {                                                                                       \
-		cudaError_t err_ = (call);                                                         \
-		if (err_ != cudaSuccess) {                                                         \
-			fprintf(stderr, "symbol-app: %s: %s\n", #call, cudaGetErrorString(err_));  \
-			return 1;                                                                  \
-		}                                                                                  \
-	} while (0)
+#define APP "symbol-app"
+#include "check.cuh"
 
 #define EXPECT(cond)                                                                               \
 	do {                                                                                       \

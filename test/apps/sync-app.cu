@@ -28,14 +28,8 @@ __global__ void spin(int *x)
 		x[0]++;
 }
 
-#define CHECK(call)                                                                                \
-	do {                                                                                       \
-		cudaError_t err_ = (call);                                                         \
-		if (err_ != cudaSuccess) {                                                         \
-			fprintf(stderr, "sync-app: %s: %s\n", #call, cudaGetErrorString(err_));    \
-			return 1;                                                                  \
-		}                                                                                  \
-	} while (0)
+#define APP "sync-app"
+#include "check.cuh"
 
 int main(int argc, char **argv)
 {

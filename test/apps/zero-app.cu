@@ -15,14 +15,8 @@ __global__ void fill(float *x)
 	x[threadIdx.x] = 1.0f;
 }
 
-#define CHECK(call)                                                                                \
-	do {                                                                                       \
-		cudaError_t err_ = (call);                                                         \
-		if (err_ != cudaSuccess) {                                                         \
-			fprintf(stderr, "zero-app: %s: %s\n", #call, cudaGetErrorString(err_));    \
-			return 1;                                                                  \
-		}                                                                                  \
-	} while (0)
+#define APP "zero-app"
+#include "check.cuh"
 
 int main(int argc, char **argv)
 {
