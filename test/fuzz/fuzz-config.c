@@ -34,7 +34,8 @@ static void check_fields(const struct gprof_config *c)
 {
 	if ((!c->schedule.all && !c->schedule.active) || c->gzip_level < 0 || c->gzip_level > 9 ||
 	    c->buffer_mb < 1 || c->buffer_mb > 65536 || c->log_level < GPROF_LOG_ERROR ||
-	    c->log_level > GPROF_LOG_DEBUG || (c->activities & ~0x3fu) || !c->step_marker[0] ||
+	    c->log_level > GPROF_LOG_DEBUG || (c->activities & ~((1u << GPROF_ACT_BITS) - 1)) ||
+	    !c->step_marker[0] ||
 	    strnlen(c->step_marker, sizeof(c->step_marker)) == sizeof(c->step_marker) ||
 	    !c->output[0] || strnlen(c->output, sizeof(c->output)) == sizeof(c->output) ||
 	    strnlen(c->cupti_lib, sizeof(c->cupti_lib)) == sizeof(c->cupti_lib))
