@@ -81,6 +81,8 @@ size_t gprof_annotations_finish(struct gprof_annotations *a)
 	uint64_t open[64]; /* ends of the spans that enclose the one at hand, on its track */
 	size_t depth = 0, kept = 0;
 
+	if (!a->n)
+		return 0;
 	qsort(a->v, a->n, sizeof(*a->v), by_track_then_nesting);
 	for (size_t i = 0; i < a->n; i++) {
 		struct gprof_annotation_span *s = &a->v[i];
