@@ -25,6 +25,10 @@ CAT_ARGS = {
     "cuda_driver": (False, ["correlation", "cbid"]),
     "user_annotation": (False, []),
     "gpu_user_annotation": (False, []),
+    "gpu_earlier": (False, ["device", "launched"]),
+    "cpu_op": (False, ["External id"]),
+    "python_function": (False, ["Python id", "Python parent id", "Python module id"]),
+    "cuda_sync": (False, ["cuda_sync_kind", "stream", "device", "context", "correlation"]),
 }
 META_NAMES = {"process_name", "process_labels", "process_sort_index", "thread_name",
               "thread_sort_index"}
@@ -138,7 +142,7 @@ def _x_problem(i, ev, spans, streams):
     if cat not in CAT_ARGS:
         return 'event %d: unknown cat "%s"' % (i, cat)
     gpu, need = CAT_ARGS[cat]
-    if not gpu and "stream" in args:
+    if not gpu and "stream" in args and cat != "cuda_sync":  # a wait names its stream
         return 'event %d (%s): "stream" on a host event' % (i, cat)
     missing = [a for a in need if a not in args]
     if missing:
