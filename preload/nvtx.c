@@ -263,7 +263,7 @@ static int do_push(const struct nvtx_domain *d, const struct nvtx_msg *m)
 					 up ? up->text : NULL, ts);
 		}
 		/* Any other range is a user annotation: its GPU work is projected on its streams. */
-		if (f->text && !f->op.external && !f->op.py_id) {
+		if (f->text && !f->op.external && !f->op.py_id && gprof_session_nvtx_recorded()) {
 			f->annotation = gprof_events_next_external();
 			if (!gprof_collector_external_begin(true, f->annotation))
 				f->annotation = 0;

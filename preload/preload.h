@@ -246,6 +246,8 @@ void gprof_session_cuda_call(void);
 int gprof_session_call(enum gprof_hook h);
 void gprof_session_step_marker(uint64_t ts_ns);
 bool gprof_session_recording(void);
+/* GPROF_ACTIVITIES has nvtx: NVTX ranges and marks are written (and ranges annotate the GPU). */
+bool gprof_session_nvtx_recorded(void);
 /*
  * A hooked call while recording, after the real call returned. With GPROF_ACT_MEMORY in
  * c->writes, mem_ptr is what a successful allocation returned or a successful free released

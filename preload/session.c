@@ -537,6 +537,11 @@ int gprof_session_call(enum gprof_hook h)
 }
 
 /* While recording or warming up: NVTX keeps copies of messages for ranges still open. */
+bool gprof_session_nvtx_recorded(void)
+{
+	return cfg && (cfg->activities & GPROF_ACT_NVTX);
+}
+
 bool gprof_session_recording(void)
 {
 	if (is_inert())
