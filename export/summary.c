@@ -55,12 +55,18 @@ struct tally {
 	struct name_total others;
 };
 
+struct memory_point {
+	uint64_t ts_ns, bytes;
+};
+
 struct device {
 	uint32_t id;
 	struct gprof_spans busy; /* the union of the GPU intervals */
 	uint64_t folded_ns;	 /* the time of spans retired to bound memory */
 	uint64_t peak_bytes;
-	uint64_t first_ts_ns, first_bytes; /* the counter's earliest value */
+	struct memory_point *points; /* the counter's values, in the order written */
+	size_t n_points, cap_points;
+	bool points_cut; /* more than OPS_MAX: the value at the steps' start is unknown */
 	bool has_memory;
 	uint64_t tensor_peak, reserved_peak; /* PyTorch's allocator: tensors, its reserve */
 	bool has_tensors;
@@ -126,8 +132,10 @@ void gprof_summary_free(struct gprof_export_summary *s)
 {
 	if (!s)
 		return;
-	for (unsigned i = 0; i < s->n_dev; i++)
+	for (unsigned i = 0; i < s->n_dev; i++) {
 		gprof_spans_free(&s->dev[i].busy);
+		free(s->dev[i].points);
+	}
 	tally_free(&s->kernels);
 	tally_free(&s->calls);
 	tally_free(&s->ranges);
@@ -268,11 +276,13 @@ static void add_memory(struct gprof_export_summary *s, const struct gprof_export
 		return;
 	if (!d->has_memory || ev->u.memory.allocated > d->peak_bytes)
 		d->peak_bytes = ev->u.memory.allocated;
-	if (!d->has_memory || ev->ts_ns < d->first_ts_ns) {
-		d->first_ts_ns = ev->ts_ns;
-		d->first_bytes = ev->u.memory.allocated;
-	}
 	d->has_memory = true;
+	if (d->points_cut || gprof_array_room((void **)&d->points, &d->cap_points, d->n_points,
+					      sizeof(*d->points), 64, OPS_MAX)) {
+		d->points_cut = true;
+		return;
+	}
+	d->points[d->n_points++] = (struct memory_point){ev->ts_ns, ev->u.memory.allocated};
 }
 
 static void add_op(struct gprof_export_summary *s, const struct gprof_export_event *ev,
@@ -458,19 +468,38 @@ char *gprof_summary_fmt_stats(char *out, size_t len, const struct gprof_stats *s
 }
 
 /*
- * "peak device memory in use 3.00 MiB, 1.00 MiB at the start": the counter's highest value, and its value at
- * the steps' start when it has one (what was in use when the window opened).
+ * The counter's value at `ts_ns`: its latest point there or before (points may come out of time
+ * order: the session's and the collector's); false when it has none then.
+ */
+static bool memory_at(const struct device *d, uint64_t ts_ns, uint64_t *bytes)
+{
+	const struct memory_point *at = NULL;
+
+	if (d->points_cut)
+		return false;
+	for (size_t i = 0; i < d->n_points; i++)
+		if (d->points[i].ts_ns <= ts_ns && (!at || d->points[i].ts_ns >= at->ts_ns))
+			at = &d->points[i];
+	if (at)
+		*bytes = at->bytes;
+	return at != NULL;
+}
+
+/*
+ * "peak device memory in use 3.00 MiB, 1.00 MiB at the start": the counter's highest value, and
+ * its value where the steps start when it has one then (what was in use before the first step).
  */
 static void put_memory(struct gprof_jbuf *b, const struct gprof_export_summary *s,
 		       const struct device *d, const char *sep)
 {
 	char t[2][32];
+	uint64_t start;
 
 	if (!d->has_memory)
 		return;
 	putf(b, "%speak device memory in use %s", sep, fmt_bytes(t[0], d->peak_bytes));
-	if (s->steps && d->first_ts_ns <= s->step_begin)
-		putf(b, ", %s at the start", fmt_bytes(t[1], d->first_bytes));
+	if (s->steps && memory_at(d, s->step_begin, &start))
+		putf(b, ", %s at the start", fmt_bytes(t[1], start));
 	if (d->has_tensors)
 		putf(b, "; PyTorch's tensors: peak %s allocated, %s reserved by its allocator",
 		     fmt_bytes(t[0], d->tensor_peak), fmt_bytes(t[1], d->reserved_peak));

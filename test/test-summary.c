@@ -368,7 +368,7 @@ struct truth {
 	long long gpu_ns; /* every GPU event's duration, all devices */
 	int devices[MAX_ROWS], n_devices;
 	long long kind_ns[MAX_ROWS][3], peak[MAX_ROWS];
-	long long first_ts[MAX_ROWS], first[MAX_ROWS]; /* each gpu_memory counter's first value */
+	long long start_ts[MAX_ROWS], start[MAX_ROWS]; /* each gpu_memory counter's at step_b */
 	struct span *spans[MAX_ROWS];		       /* per device, every GPU interval */
 	size_t n_spans[MAX_ROWS];
 	long long dropped_buffer, dropped_cupti;
@@ -395,7 +395,7 @@ static int device_index(struct truth *t, int dev)
 	ASSERT(t->n_devices < MAX_ROWS);
 	t->devices[t->n_devices] = dev;
 	t->peak[t->n_devices] = -1;
-	t->first[t->n_devices] = -1;
+	t->start[t->n_devices] = -1;
 	return t->n_devices++;
 }
 
@@ -483,10 +483,21 @@ static void truth_event(struct truth *t, const json_t *ev)
 		long long v = arg_int(ev, "allocated");
 
 		t->peak[d] = v > t->peak[d] ? v : t->peak[d];
-		if (t->first[d] < 0 || ns_of(ev, "ts") < t->first_ts[d]) {
-			t->first_ts[d] = ns_of(ev, "ts");
-			t->first[d] = v;
-		}
+	}
+}
+
+/* Each counter's value where the steps start: its latest point there or before. */
+static void truth_start(struct truth *t, const json_t *ev)
+{
+	long long ts = ns_of(ev, "ts");
+	int d;
+
+	if (strcmp(trace_str(ev, "cat"), "gpu_memory") || !t->steps || ts > t->step_b)
+		return;
+	d = device_index(t, (int)json_integer_value(json_object_get(ev, "pid")));
+	if (t->start[d] < 0 || ts >= t->start_ts[d]) {
+		t->start_ts[d] = ts;
+		t->start[d] = arg_int(ev, "allocated");
 	}
 }
 
@@ -497,6 +508,7 @@ static void truth_of(const struct trace *tr, struct truth *t)
 
 	memset(t, 0, sizeof(*t));
 	json_array_foreach(tr->events, i, ev) truth_event(t, ev);
+	json_array_foreach(tr->events, i, ev) truth_start(t, ev);
 	t->dropped_buffer = json_integer_value(json_object_get(dropped, "buffer_full"));
 	t->dropped_cupti = json_integer_value(json_object_get(dropped, "cupti"));
 }
@@ -570,9 +582,9 @@ static void compare_devices(const struct summary *s, struct truth *t)
 		if (t->peak[k] >= 0)
 			check_qty(d->peak, (double)t->peak[k], "peak device memory in use");
 		/* what was in use at the start: the counter's value there, if it has one */
-		ASSERT_EQ(d->start.v >= 0, t->first[k] >= 0 && t->first_ts[k] <= t->step_b);
+		ASSERT_EQ(d->start.v >= 0, t->start[k] >= 0);
 		if (d->start.v >= 0)
-			check_qty(d->start, (double)t->first[k], "memory at the start");
+			check_qty(d->start, (double)t->start[k], "memory at the start");
 	}
 }
 
@@ -919,39 +931,44 @@ TEST(summary_unwritable_file)
 static const char *const copy_names[] = {"Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
 					 "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP"};
 
-/* What the trace would say about ev, into t (as truth_event does from JSON). */
-static void truth_add(struct truth *t, const struct gprof_export_event *ev)
+/* What the trace would say about ev, as JSON. */
+static json_t *event_json(const struct gprof_export_event *ev)
 {
 	long long b = (long long)ev->ts_ns, e = b + (long long)ev->dur_ns;
 	int k = ev->kind == GPROF_EXPORT_KERNEL ? 0 : ev->kind == GPROF_EXPORT_MEMCPY ? 1 : 2;
-	json_t *j;
 	char name[64];
 
-	if (ev->kind == GPROF_EXPORT_STEP || ev->kind == GPROF_EXPORT_MEMORY) {
-		j = json_pack("{s:s, s:s, s:I, s:f, s:f, s:{s:I}}", "cat",
-			      ev->kind == GPROF_EXPORT_STEP ? "user_annotation" : "gpu_memory",
-			      "name", "ProfilerStep#1", "pid", (json_int_t)ev->device, "ts",
-			      (double)b / 1000.0, "dur", (double)(e - b) / 1000.0, "args",
-			      "allocated", (json_int_t)ev->u.memory.allocated);
-		truth_event(t, j);
-		json_decref(j);
-		return;
-	}
+	if (ev->kind == GPROF_EXPORT_STEP || ev->kind == GPROF_EXPORT_MEMORY)
+		return json_pack("{s:s, s:s, s:I, s:f, s:f, s:{s:I}}", "cat",
+				 ev->kind == GPROF_EXPORT_STEP ? "user_annotation" : "gpu_memory",
+				 "name", "ProfilerStep#1", "pid", (json_int_t)ev->device, "ts",
+				 (double)b / 1000.0, "dur", (double)(e - b) / 1000.0, "args",
+				 "allocated", (json_int_t)ev->u.memory.allocated);
 	snprintf(
 	    name, sizeof(name), "Memcpy %s (Device -> Device)",
 	    copy_names[ev->u.copy.copy_kind < ARRAY_SIZE(copy_names) ? ev->u.copy.copy_kind : 0]);
-	j = json_pack("{s:s, s:s, s:s, s:I, s:f, s:f, s:{s:I, s:I}}", "ph", "X", "cat",
-		      k == 0   ? "kernel"
-		      : k == 1 ? "gpu_memcpy"
-			       : "gpu_memset",
-		      "name", k == 0 ? ev->name->raw : name, "pid", (json_int_t)ev->device, "ts",
-		      (double)b / 1000.0, "dur", (double)(e - b) / 1000.0, "args", "device",
-		      (json_int_t)ev->device, "bytes", (json_int_t)ev->u.copy.bytes);
-	truth_event(t, j);
-	json_decref(j);
+	return json_pack("{s:s, s:s, s:s, s:I, s:f, s:f, s:{s:I, s:I}}", "ph", "X", "cat",
+			 k == 0	  ? "kernel"
+			 : k == 1 ? "gpu_memcpy"
+				  : "gpu_memset",
+			 "name", k == 0 ? ev->name->raw : name, "pid", (json_int_t)ev->device, "ts",
+			 (double)b / 1000.0, "dur", (double)(e - b) / 1000.0, "args", "device",
+			 (json_int_t)ev->device, "bytes", (json_int_t)ev->u.copy.bytes);
 }
 
-/* Feeds ev[0..n) in chunks of random size, parses the text, compares it with the truth. */
+/* What the trace would say about the n events, into t (as truth_of does from the file). */
+static void truth_add(struct truth *t, const struct gprof_export_event *ev, size_t n)
+{
+	json_t *j;
+
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < n; i++) {
+			j = event_json(&ev[i]);
+			(pass ? truth_start : truth_event)(t, j);
+			json_decref(j);
+		}
+}
+
 static void feed_and_compare(const struct gprof_export_event *ev, size_t n)
 {
 	struct gprof_export_summary *sum = gprof_summary_new();
@@ -967,8 +984,7 @@ static void feed_and_compare(const struct gprof_export_event *ev, size_t n)
 		run = run < n - i ? run : n - i;
 		gprof_summary_events(sum, ev + i, run);
 	}
-	for (size_t i = 0; i < n; i++)
-		truth_add(&t, &ev[i]);
+	truth_add(&t, ev, n);
 	r.summary = sum;
 	text = gprof_export_summary_text(&r);
 	ASSERT(text);
