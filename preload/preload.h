@@ -215,6 +215,11 @@ GPROF_EXPORT void gprof_torch_memory(uint64_t ts_ns, uint64_t address, int64_t b
  * so when a hook's had counted).
  */
 bool gprof_torch_step_counts(const char *marker);
+/*
+ * Whether the steps are the hook's: its markers end steps (after an optimizer's step), so the
+ * step in progress at exit is what ran after the last one, not a step.
+ */
+bool gprof_torch_steps_hooked(void);
 
 /* ---- resolve.c ---- */
 

@@ -128,6 +128,12 @@ bool gprof_torch_step_counts(const char *marker)
 	return true;
 }
 
+bool gprof_torch_steps_hooked(void)
+{
+	return __atomic_load_n(&hook_marked, __ATOMIC_RELAXED) &&
+	       !__atomic_load_n(&program_marks, __ATOMIC_RELAXED);
+}
+
 /* For the start-up hook, through ctypes: the calling thread's next step marker is its own. */
 GPROF_EXPORT void gprof_torch_marks(void)
 {

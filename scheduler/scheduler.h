@@ -212,7 +212,8 @@ void gprof_stepper_finish(struct gprof_stepper *s, uint64_t ts_ns);
 /*
  * The same, by thread tid (the one that runs the process's exit): the step in progress is kept
  * only when tid began it, as for a trigger, since another thread may be inside a call that
- * outlasts ts_ns on the step's track.
+ * outlasts ts_ns on the step's track. tid 0: it is left out (it is no step: markers that end
+ * steps, as --torch-steps' after each optimizer step, leave only what followed the last one).
  */
 void gprof_stepper_finish_on(struct gprof_stepper *s, uint64_t ts_ns, pid_t tid);
 

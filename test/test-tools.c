@@ -756,10 +756,11 @@ static bool call_of(const json_t *ev, int optimizers, int *k, int *j)
 }
 
 /*
- * train.py's documented work against the steps: one step per iteration, each call exactly
- * once, and where the marks after the first optimizer's steps put them: iteration k's forward
- * copy and first update come before its mark, in step k - 1 (iteration 0: before step 0); the
- * other optimizers' updates come after it, in step k.
+ * train.py's documented work against the steps: each call exactly once, and where the marks
+ * after the first optimizer's steps put them: iteration k's forward copy and first update come
+ * before its mark, in step k - 1 (iteration 0: before step 0); the other optimizers' updates
+ * come after it, in step k. What follows the last mark runs to the exit and is no step (it
+ * would inflate the longest): the last iteration's other updates come after the last step.
  */
 static void check_steps(const struct trace *t, int iters, int optimizers)
 {
@@ -768,7 +769,7 @@ static void check_steps(const struct trace *t, int iters, int optimizers)
 	size_t i;
 	json_t *ev;
 
-	step_spans(t, steps, iters);
+	step_spans(t, steps, iters - 1);
 	json_array_foreach(t->events, i, ev)
 	{
 		double ts = num(ev, "ts"), end = ts + num(ev, "dur");
@@ -782,6 +783,9 @@ static void check_steps(const struct trace *t, int iters, int optimizers)
 		step = j == 0 || j == optimizers ? k - 1 : k;
 		if (step < 0)
 			ASSERT_MSG(ts < steps[0].ts, "iteration %d, %d before step 0", k, j);
+		else if (step == iters - 1)
+			ASSERT_MSG(ts >= steps[step - 1].end, "iteration %d, %d after the steps", k,
+				   j);
 		else
 			ASSERT_MSG(ts >= steps[step].ts && end <= steps[step].end,
 				   "iteration %d, %d outside step %d", k, j, step);
