@@ -78,6 +78,13 @@ void gprof_collector_window_end(uint32_t id, uint64_t end_ns);
 unsigned gprof_collector_covers(void);
 
 /*
+ * Whether the process made a CUDA context since CUPTI was set up (at its first CUDA call,
+ * before any context): 1 yes, 0 no (it only asked what devices there are, as torchrun's
+ * launcher does), -1 unknown (no CUPTI).
+ */
+int gprof_collector_contexts_made(void);
+
+/*
  * The calling thread's kernel thread id, so CUPTI's records land on the same track as the
  * thread's other events where CUPTI names threads by pthread_self() (one that refuses
  * cuptiSetThreadIdType's system ids); nothing otherwise. Cheap after the first call on a thread.

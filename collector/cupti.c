@@ -153,9 +153,9 @@ int gprof_collector_init(const struct gprof_collector_config *cfg)
 }
 
 /*
- * Subscribing claims CUPTI: a second client (torch.profiler, nsys, ncu) would get 39. The one
- * callback taken: a graph node that stream capture made (capture.c), not one a graph's
- * instantiation copied from another.
+ * Subscribing claims CUPTI: a second client (torch.profiler, nsys, ncu) would get 39. The
+ * callbacks taken: a graph node that stream capture made (capture.c), not one a graph's
+ * instantiation copied from another; a context made (the process does GPU work).
  */
 static void CUPTIAPI on_callback(void *arg, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 				 const void *data)
@@ -164,9 +164,24 @@ static void CUPTIAPI on_callback(void *arg, CUpti_CallbackDomain domain, CUpti_C
 	const CUpti_GraphData *gd = rd ? rd->resourceDescriptor : NULL;
 
 	(void)arg;
-	if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED &&
-	    gd && !gd->originalNode)
+	if (domain != CUPTI_CB_DOMAIN_RESOURCE)
+		return;
+	if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED && gd && !gd->originalNode)
 		gprof_coll_capture_note((uint32_t)syscall(SYS_gettid), gprof_realtime_ns());
+	else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED)
+		__atomic_store_n(&gprof_coll.contexts, 1, __ATOMIC_RELAXED);
+}
+
+/* The resource callbacks on_callback takes; a context made is known only when its is on. */
+static void enable_callbacks(struct gprof_coll *c)
+{
+	if (!c->cupti.enable_callback)
+		return;
+	c->cupti.enable_callback(1, c->sub, CUPTI_CB_DOMAIN_RESOURCE,
+				 CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
+	if (c->cupti.enable_callback(1, c->sub, CUPTI_CB_DOMAIN_RESOURCE,
+				     CUPTI_CBID_RESOURCE_CONTEXT_CREATED) == CUPTI_SUCCESS)
+		__atomic_store_n(&c->contexts, 0, __ATOMIC_RELAXED);
 }
 
 /* Without the lock: may re-enter CUDA's initialisation, which may call start() again. */
@@ -186,9 +201,8 @@ static int attach(struct gprof_coll *c, char *why, size_t len)
 			 gprof_coll_strerror(&c->cupti, r, err, sizeof(err)));
 		return -EBUSY;
 	}
-	if (r == CUPTI_SUCCESS && c->cupti.enable_callback)
-		c->cupti.enable_callback(1, c->sub, CUPTI_CB_DOMAIN_RESOURCE,
-					 CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
+	if (r == CUPTI_SUCCESS)
+		enable_callbacks(c);
 	if (r == CUPTI_SUCCESS)
 		r = c->cupti.register_callbacks(gprof_coll_buffer_request,
 						gprof_coll_buffer_complete);
@@ -362,6 +376,11 @@ void gprof_collector_external_end(bool annotation)
 	uint64_t id;
 
 	c->cupti.pop_external(external_kind(annotation), &id);
+}
+
+int gprof_collector_contexts_made(void)
+{
+	return __atomic_load_n(&gprof_coll.contexts, __ATOMIC_RELAXED);
 }
 
 unsigned gprof_collector_covers(void)

@@ -363,6 +363,7 @@ struct gprof_coll {
 	bool thread_running;
 	pthread_t thread;
 	CUpti_SubscriberHandle sub; /* libgprof's, while it holds CUPTI */
+	int contexts;		    /* gprof_collector_contexts_made(); atomic */
 	struct gprof_collector_config cfg;
 	char lib[PATH_MAX];
 	unsigned drain_ms;

@@ -5,7 +5,7 @@
  */
 #include "collector/internal.h"
 
-struct gprof_coll gprof_coll = {.lock = PTHREAD_MUTEX_INITIALIZER};
+struct gprof_coll gprof_coll = {.lock = PTHREAD_MUTEX_INITIALIZER, .contexts = -1};
 
 enum gprof_coll_state gprof_coll_state(const struct gprof_coll *c)
 {

@@ -661,7 +661,8 @@ void gprof_session_fini(int tid)
 			(unsigned long long)(wait_slot.merged + wait_slot.busy),
 			GPROF_EXPORT_WINDOWS, (unsigned long long)wait_slot.merged,
 			(unsigned long long)wait_slot.late, (unsigned long long)wait_slot.lost);
-	if (!__atomic_load_n(&cuda_used, __ATOMIC_RELAXED))
+	/* A process that made no context (a launcher that counts devices) did no GPU work. */
+	if (!__atomic_load_n(&cuda_used, __ATOMIC_RELAXED) || !gprof_collector_contexts_made())
 		return;
 	report = (struct gprof_report_exit){
 	    .markers = gprof_stepper_markers(&stepper),

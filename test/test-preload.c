@@ -411,6 +411,39 @@ TEST(preload_nvtx_path_taken)
 	e2e_free(&r);
 }
 
+/*
+ * Why nothing was recorded is said by a process that did GPU work: one that never marked a step
+ * says so in one line; one that only asked how many devices there are (torchrun's launcher)
+ * made no CUDA context and says nothing (issue #28). On our runtime, then on NVIDIA's (static).
+ */
+TEST(preload_never_marked_a_step)
+{
+	const char *const apps[] = {"test/apps/nvcc-app", "test/apps/nvcc-real-static"};
+	const char *env[] = {"GPROF_STEP_MARKER=nomark", NULL};
+
+	for (size_t a = 0; a < ARRAY_SIZE(apps); a++) {
+		const char *work[] = {proc_build_path(apps[a]), NULL};
+		const char *count[] = {proc_build_path(apps[a]), "-q", NULL};
+		struct e2e_run r;
+
+		if (access(work[0], X_OK))
+			SKIP("no %s (nvcc missing)", work[0]);
+		if (a)
+			e2e_need_real_runtime(work[0]);
+		e2e_run(&r, work, e2e_cupti(true), env, true);
+		ASSERT_MSG(r.res.status == 0 && r.n_traces == 0, "%s", r.res.err);
+		ASSERT_STR_CONTAINS(r.res.err, "gprof: the program used CUDA but never marked a "
+					       "step ('nomark'), so nothing was recorded");
+		ASSERT_MSG(text_one_line(r.res.err), "%s", r.res.err);
+		e2e_free(&r);
+		e2e_run(&r, count, e2e_cupti(true), env, true);
+		ASSERT_EQ(r.res.status, 0);
+		ASSERT_STR_CONTAINS(r.res.out, "nvcc-app: 1 devices");
+		ASSERT_MSG(!strstr(r.res.err, "gprof:"), "%s", r.res.err);
+		e2e_free(&r);
+	}
+}
+
 /* A program that ends before the schedule's first active step: one line saying so (issue #15). */
 TEST(preload_ends_before_first_active_step)
 {

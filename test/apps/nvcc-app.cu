@@ -1,7 +1,8 @@
 /*
  * A real CUDA program, built by nvcc with -cudart shared, that runs unmodified on the fake
  * runtime: <<<>>> launches (templated kernels too), copies in every direction, a memset, two
- * streams and NVTX marks. Usage: nvcc-app [steps] (default 3). apps.mk also builds it with
+ * streams and NVTX marks. Usage: nvcc-app [steps] (default 3), or nvcc-app -q: it only asks
+ * how many devices there are (as a launcher such as torchrun does). apps.mk also builds it with
  * --default-stream per-thread as nvcc-app-pt: then "legacy" below is the per-thread stream.
  *
  * Before the loop: 3 cudaMalloc of 4 KiB, 1 cudaMallocHost of 4 KiB, 2 streams.
@@ -45,12 +46,18 @@ __global__ void fill(float *x, float v, int n)
 
 int main(int argc, char **argv)
 {
-	int steps = argc > 1 ? atoi(argv[1]) : 3;
+	int steps = argc > 1 ? atoi(argv[1]) : 3, devices = 0;
 	size_t bytes = N * sizeof(float);
 	float *x, *y, *pinned, page[N];
 	double *z;
 	cudaStream_t s1, s2;
 	const char *name = NULL;
+
+	if (argc > 1 && !strcmp(argv[1], "-q")) {
+		CHECK(cudaGetDeviceCount(&devices));
+		printf("nvcc-app: %d devices\n", devices);
+		return 0;
+	}
 
 	CHECK(cudaMalloc(&x, bytes));
 	CHECK(cudaMalloc(&y, bytes));

@@ -28,10 +28,33 @@ void fakert_enter(struct fakecuda_call *call, CUpti_CallbackId cbid, const char 
 	fakecuda_api_enter(call, CUPTI_CB_DOMAIN_RUNTIME_API, cbid, name, params, symbol);
 }
 
+/* The calls that need no context: asking what there is, and the errors' state and names. */
+static bool makes_context(CUpti_CallbackId cbid)
+{
+	static const CUpti_CallbackId queries[] = {
+	    RT_CBID(cudaGetDeviceCount_v3020),	     RT_CBID(cudaGetDevice_v3020),
+	    RT_CBID(cudaGetDeviceProperties_v12000), RT_CBID(cudaDriverGetVersion_v3020),
+	    RT_CBID(cudaRuntimeGetVersion_v3020),    RT_CBID(cudaGetLastError_v3020),
+	    RT_CBID(cudaPeekAtLastError_v3020),	     RT_CBID(cudaGetErrorString_v3020),
+	    RT_CBID(cudaGetErrorName_v6050),
+	};
+
+	for (size_t i = 0; i < sizeof(queries) / sizeof(queries[0]); i++)
+		if (cbid == queries[i])
+			return false;
+	return true;
+}
+
+/*
+ * A call's end. Any other call than a query makes the current device's primary context, as
+ * the runtime's lazy initialisation does (cudaSetDevice too, since CUDA 12).
+ */
 cudaError_t fakert_exit(struct fakecuda_call *call, cudaError_t err, const char *args_fmt, ...)
 {
 	va_list ap;
 
+	if (err == cudaSuccess && makes_context(call->cbid))
+		fakecuda_context_make(fakecuda_device_current());
 	va_start(ap, args_fmt);
 	fakecuda_api_vexit(call, err, args_fmt, ap);
 	va_end(ap);

@@ -12,6 +12,7 @@
 /* A primary context; CUcontext values point at one. */
 struct fakecuda_context {
 	int device;
+	bool made; /* initialised: cuDevicePrimaryCtxRetain, or a runtime call that needs it */
 };
 
 /* Written once by init_once(); read by everyone after fakecuda_init(). */
@@ -101,6 +102,26 @@ void *fakecuda_context_current(void)
 	if (!__atomic_load_n(&initialised, __ATOMIC_ACQUIRE))
 		return NULL;
 	return &contexts[current_device];
+}
+
+/*
+ * The first time: CUPTI's resource callback CONTEXT_CREATED, on the calling thread inside the
+ * call that made it, as a driver gives it.
+ */
+void fakecuda_context_make(int device)
+{
+	CUpti_ResourceData rd = {0};
+
+	if (device < 0 || device >= fakecuda_device_count() ||
+	    __atomic_exchange_n(&contexts[device].made, true, __ATOMIC_ACQ_REL))
+		return;
+	rd.context = (CUcontext)&contexts[device];
+	fakegpu_callback(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, &rd);
+}
+
+bool fakecuda_context_made(int device)
+{
+	return __atomic_load_n(&contexts[device].made, __ATOMIC_ACQUIRE);
 }
 
 uint32_t fakecuda_context_id(int device)

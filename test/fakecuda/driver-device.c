@@ -204,7 +204,7 @@ CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDe
 	return fakecuda_api_exit(&c, err, NULL);
 }
 
-/* ---- contexts: the primary context of each device, retained for ever ---- */
+/* ---- contexts: the primary context of each device, made once, retained for ever ---- */
 
 CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
 {
@@ -218,7 +218,7 @@ CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *acti
 	CUresult err = flags && active ? valid_device(dev) : CUDA_ERROR_INVALID_VALUE;
 
 	if (!err)
-		*flags = 0, *active = 1;
+		*flags = 0, *active = fakecuda_context_made(dev);
 	return fakecuda_api_exit(&c, err, NULL);
 }
 

@@ -92,8 +92,10 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 	err = pctx ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
 	if (!err && (dev < 0 || dev >= fakecuda_device_count()))
 		err = CUDA_ERROR_INVALID_DEVICE;
-	if (!err)
+	if (!err) {
+		fakecuda_context_make(dev);
 		*pctx = fakecuda_context(dev);
+	}
 	return fakecuda_api_exit(&c, err, "\"device\":%d", dev);
 }
 

@@ -26,6 +26,12 @@ FAKECUDA_API int fakecuda_device_set(int device);
 /* The primary context of a device (a CUcontext), its CUPTI contextId, and its device. */
 FAKECUDA_API void *fakecuda_context(int device);
 FAKECUDA_API uint32_t fakecuda_context_id(int device);
+/*
+ * Whether the device's primary context is made (initialised), and making it: what
+ * cuDevicePrimaryCtxRetain and a runtime's first call that needs a context do.
+ */
+FAKECUDA_API void fakecuda_context_make(int device);
+FAKECUDA_API bool fakecuda_context_made(int device);
 /* The current device's context, or NULL before initialisation (registration at start-up). */
 FAKECUDA_API void *fakecuda_context_current(void);
 FAKECUDA_API int fakecuda_context_device(const void *context);

@@ -284,6 +284,21 @@ GRAPH_KERNELS = {"stage_a(float*, int)": 2, "void stage_b<float>(float*, float, 
                  "stage_c(float*, int)": 2}
 
 
+def case_launcher(ctx, cd):
+    """Why nothing was recorded comes from a process that did GPU work only: gpu-app with a
+    step marker it never makes says "never marked a step"; counting the devices alone, as
+    torchrun's launcher does, makes no context (CUPTI's CONTEXT_CREATED) and says no such line."""
+    exe, out = ctx.build("gpu-app"), os.path.join(cd, "traces")
+    env = ctx.gprof_env(out, GPROF_STEP_MARKER="nomark")
+    r = ctx.run(cd, "nomark", [exe, "2"] + (["0"] if ctx.sim else []), env)
+    expect(r.rc == 0 and "never marked a step ('nomark')" in r.err,
+           "no step marked: exited %s: %s", r.rc, r.tail())
+    r = ctx.run(cd, "count", [exe, "-q"], env)
+    expect(r.rc == 0 and "nothing was recorded" not in r.err, "counting devices: exited %s: %s",
+           r.rc, r.tail())
+    return "a program that never marks says so; one that only counts devices does not"
+
+
 def case_graph(ctx, cd):
     exe, out = ctx.build("graph-app"), os.path.join(cd, "traces")
     r = ctx.run(cd, "app", [exe, str(APP_STEPS)], ctx.gprof_env(out))

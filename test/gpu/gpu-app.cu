@@ -1,6 +1,7 @@
 /*
- * GPU suite cases 1, 2 and 8: a CUDA C program with known work per step, built with
- * -cudart shared (case 1) and with nvcc's default static cudart (case 2). Usage: gpu-app [steps].
+ * GPU suite cases 1, 2, 8 and 9: a CUDA C program with known work per step, built with
+ * -cudart shared (case 1) and with nvcc's default static cudart (case 2). Usage: gpu-app [steps],
+ * or gpu-app -q: it only asks how many devices there are, as torchrun's launcher does (case 9).
  *
  * Each step (the figures cases.py expects, derived from this list):
  *   nvtxMarkA("step")
@@ -138,10 +139,15 @@ static void step(struct bufs *b)
 
 int main(int argc, char **argv)
 {
-	int steps = argc > 1 ? atoi(argv[1]) : 8;
+	int steps = argc > 1 ? atoi(argv[1]) : 8, devices = 0;
 	bool verify = argc > 2 ? atoi(argv[2]) != 0 : true;
 	struct bufs b;
 
+	if (argc > 1 && !strcmp(argv[1], "-q")) {
+		CHECK(cudaGetDeviceCount(&devices));
+		printf("gpu-app: %d devices\n", devices);
+		return 0;
+	}
 	setup(&b);
 	for (int s = 0; s < steps; s++)
 		step(&b);

@@ -2,7 +2,7 @@
 #   make test-gpu      runs it on this machine's GPU; without one prints "skipped: no GPU" only
 #   make gpu-carry     libgprof.so and the libjansson.so.4 it needs, in build/gpu-carry/, to
 #                      carry to a GPU machine that has no jansson
-#   make test-gpu-sim  cases 1 and 8 on the simulated GPU: tries the suite's checks without one
+#   make test-gpu-sim  cases 1, 8 and 9 on the simulated GPU: tries the suite's checks without one
 
 GPU_SUITE := test/gpu/run.py
 GPU_CARRY := build/gpu-carry
@@ -31,5 +31,5 @@ test-gpu-sim: $(LIB) $(FAKE_CUDART_LIB) $(FAKECUPTI_LIB)
 		-o $(BUILD)/gpu-sim/$$(basename $$f .cu).o $$f || exit 1; done
 	$(Q)python3 -c 'import sys; [compile(open(f).read(), f, "exec") for f in sys.argv[1:]]' \
 		test/gpu/*.py
-	$(Q)python3 $(GPU_SUITE) --lib $(LIB) --out $(BUILD)/gpu-sim --sim $(BUILD) --only 1,8
+	$(Q)python3 $(GPU_SUITE) --lib $(LIB) --out $(BUILD)/gpu-sim --sim $(BUILD) --only 1,8,9
 	$(Q)python3 test/gpu/selftest.py $(BUILD)/gpu-sim/case-1/traces

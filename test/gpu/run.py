@@ -2,7 +2,7 @@
 """The GPU suite's runner (test/gpu/README.md): builds the case programs with nvcc, runs each
 case of cases.py, prints one line per case and then "N passed, N failed[, N skipped]". Exits 0
 when no case failed, 1 when one did, and 77 after the one line "skipped: no GPU" when
-`nvidia-smi -L` finds none. --sim BUILD runs cases 1 and 8 on the simulated GPU of
+`nvidia-smi -L` finds none. --sim BUILD runs cases 1, 8 and 9 on the simulated GPU of
 test/fakecuda instead, to try the checks on a machine without one.
 """
 import argparse
@@ -32,10 +32,11 @@ CASES = [
     ("5", "cuda-graph", cases.case_graph),
     ("6", "torch-compare", cases.case_torch),
     ("8", "two-ranks", cases.case_ranks),
+    ("9", "launcher", cases.case_launcher),
     ("7a", "torch-profiler-first", cases.case_both_start),
     ("7b", "torch-profiler-late", cases.case_both_late),
 ]
-SIM_CASES = ("1", "8")
+SIM_CASES = ("1", "8", "9")
 
 # nvcc programs: source, nvcc options, libraries beyond the runtime.
 PROGRAMS = {
