@@ -835,3 +835,112 @@ TEST(fakecuda_injection_at_cuinit)
 	CHECK_COUNTS(dump, injected_records);
 	json_decref(dump);
 }
+
+/* ---- pool-app: stream-ordered allocation (its header comment says what it does) ---- */
+
+/* The largest value of integer member `key` over the ground truth's entries matching `match`. */
+static long long log_max(json_t *log, const char *match, const char *key)
+{
+	json_t *hits = gtlog_filter(log, match), *e;
+	long long max = 0;
+	size_t i;
+
+	json_array_foreach(hits, i, e) max = gtlog_int(e, key) > max ? gtlog_int(e, key) : max;
+	json_decref(hits);
+	return max;
+}
+
+/*
+ * Each MEMORY2 record of a pool's allocation or free is the ground truth's line of the same
+ * call, with the pool as that operation left it; each MEMORY_POOL record one of its pool lines.
+ */
+static void check_pool_records(json_t *dump, json_t *log)
+{
+	static const char *const ops[] = {"", "create", "destroy", "trim"};
+	json_t *recs = gtlog_filter(dump, "{\"type\":\"MEMORY2\",\"async\":1}"), *e;
+	char match[512];
+	size_t i;
+
+	ASSERT_EQ(json_array_size(recs), 16); /* 4 steps x 2 allocations, each freed */
+	json_array_foreach(recs, i, e)
+	{
+		snprintf(match, sizeof(match),
+			 "{\"type\":\"memory\",\"op\":\"%s\",\"corr\":%lld,\"address\":%lld,"
+			 "\"bytes\":%lld,\"pool_handle\":%lld,\"pool_reserved\":%lld,"
+			 "\"pool_used\":%lld,\"time\":%lld}",
+			 gtlog_int(e, "op") == 1 ? "alloc" : "free", gtlog_int(e, "corr"),
+			 gtlog_int(e, "address"), gtlog_int(e, "bytes"), gtlog_int(e, "pool"),
+			 gtlog_int(e, "pool_size"), gtlog_int(e, "pool_used"),
+			 gtlog_int(e, "timestamp"));
+		ASSERT_MSG(gtlog_count(log, match) == 1, "%s", match);
+	}
+	json_decref(recs);
+	recs = gtlog_filter(dump, "{\"type\":\"MEMORY_POOL\"}");
+	ASSERT_EQ(json_array_size(recs), 3);
+	json_array_foreach(recs, i, e)
+	{
+		long long op = gtlog_int(e, "op");
+
+		ASSERT(op >= 1 && op <= 3);
+		snprintf(match, sizeof(match),
+			 "{\"type\":\"pool\",\"op\":\"%s\",\"corr\":%lld,\"pool_handle\":%lld,"
+			 "\"reserved\":%lld,\"used\":%lld,\"threshold\":%lld,\"time\":%lld}",
+			 ops[op], gtlog_int(e, "corr"), gtlog_int(e, "pool"), gtlog_int(e, "size"),
+			 gtlog_int(e, "used"), gtlog_int(e, "threshold"),
+			 gtlog_int(e, "timestamp"));
+		ASSERT_MSG(gtlog_count(log, match) == 1, "%s", match);
+	}
+	json_decref(recs);
+}
+
+/*
+ * pool-app on NVIDIA's runtime, shared and static, 4 steps. The pools grow by 2 MiB granules:
+ * the default one (id 1) reserves at most 4 MiB (step 3's 4 MiB) and gives all back at each
+ * stream synchronisation (threshold 0); the program's own (id 2, 64 MiB threshold) keeps its
+ * 4 MiB for 3 MiB used until trimmed. What the program reads of its pools is the ground truth's.
+ */
+TEST(fakecuda_pool_app)
+{
+	const char *const apps[] = {"test/apps/pool-real", "test/apps/pool-real-static"};
+
+	for (size_t a = 0; a < ARRAY_SIZE(apps); a++) {
+		const char *log_path = proc_tmp_file(), *dump_path = proc_tmp_file();
+		const char *argv[] = {proc_build_path(apps[a]), NULL};
+		char out_env[80], log_env[80], line[512];
+		const char *env[] = {proc_preload(proc_build_path("test/apps/cupti-dump.so")),
+				     out_env, log_env, "CUPTI_DUMP_KINDS=49,50", NULL};
+		struct proc_result res;
+		json_t *log, *dump;
+
+		if (access(argv[0], X_OK))
+			SKIP("%s was not built (no nvcc?)", argv[0]);
+		snprintf(out_env, sizeof(out_env), "CUPTI_DUMP_OUT=%s", dump_path);
+		snprintf(log_env, sizeof(log_env), "FAKEGPU_LOG=%s", log_path);
+		ASSERT_EQ(proc_run(argv, env, 60, &res), 0);
+		ASSERT_MSG(res.status == 0, "%s exited %d: %s", argv[0], res.status, res.err);
+		log = gtlog_load(log_path);
+		dump = gtlog_load_dump(dump_path);
+		ASSERT(log && dump);
+		ASSERT_EQ(log_max(log, "{\"type\":\"memory\",\"pool\":1}", "pool_reserved"),
+			  4 << 20);
+		ASSERT_EQ(log_max(log, "{\"type\":\"memory\",\"pool\":2}", "pool_reserved"),
+			  4 << 20);
+		ASSERT_EQ(gtlog_count(log, "{\"type\":\"pool\",\"op\":\"release\",\"pool\":1,"
+					   "\"reserved\":0}"),
+			  4);
+		ASSERT_EQ(gtlog_count(log, "{\"type\":\"pool\",\"op\":\"release\",\"pool\":2}"), 0);
+		snprintf(line, sizeof(line),
+			 "pool-app: default pool: reserved 0 (at most %lld), used at most %lld\n"
+			 "pool-app: own pool: reserved %lld (at most %lld), used at most %lld\n",
+			 log_max(log, "{\"type\":\"memory\",\"pool\":1}", "pool_reserved"),
+			 log_max(log, "{\"type\":\"memory\",\"pool\":1}", "pool_used"),
+			 log_max(log, "{\"type\":\"memory\",\"pool\":2}", "pool_reserved"),
+			 log_max(log, "{\"type\":\"memory\",\"pool\":2}", "pool_reserved"),
+			 log_max(log, "{\"type\":\"memory\",\"pool\":2}", "pool_used"));
+		ASSERT_STR_CONTAINS(res.out, line);
+		check_pool_records(dump, log);
+		proc_result_free(&res);
+		json_decref(dump);
+		json_decref(log);
+	}
+}

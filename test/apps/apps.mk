@@ -122,6 +122,12 @@ $(APPS_OUT)/sync-app-pt.o: NVCC_FLAGS := --default-stream per-thread
 $(APPS_OUT)/sync-real: $(APPS_OUT)/sync-app.o
 $(APPS_OUT)/sync-real-pt: $(APPS_OUT)/sync-app-pt.o
 $(APPS_OUT)/sync-real $(APPS_OUT)/sync-real-pt: APP_LIBS = $(REAL_CUDART)
+# Stream-ordered allocation from memory pools, on NVIDIA's runtime, shared and static.
+APPS += pool-real pool-real-static
+APPS_OF_OTHER += pool-real pool-real-static
+$(APPS_OUT)/pool-real $(APPS_OUT)/pool-real-static: $(APPS_OUT)/pool-app.o
+$(APPS_OUT)/pool-real: APP_LIBS = $(REAL_CUDART)
+$(APPS_OUT)/pool-real-static: APP_LIBS = $(REAL_CUDART_STATIC)
 # A CUDA graph and cuBLAS (the toolkit's) on the same.
 APPS += graph-app blas-app
 $(APPS_OUT)/graph-app: APP_LIBS = $(REAL_CUDART)
@@ -154,7 +160,7 @@ $(APPS_OUT)/link-more.ptx: test/apps/link-more.cu
 	$(call quiet,NVCC,$@)
 	$(Q)$(NVCC) -ptx -arch=sm_90 -o $@ $<
 $(addprefix $(APPS_OUT)/,nvcc-real nvcc-real-static nvcc-real-pt graph-app blas-app symbol-real \
-	symbol-real-static zero-app sync-real sync-real-pt): $(FAKE_DRIVER)
+	symbol-real-static zero-app sync-real sync-real-pt pool-real pool-real-static): $(FAKE_DRIVER)
 endif
 
 # The same code on another runtime: a program linked from another one's object, which no

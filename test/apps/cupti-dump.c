@@ -65,9 +65,22 @@ static void print_memory(const CUpti_ActivityMemory4 *m)
 {
 	fprintf(out,
 		"MEMORY2 corr=%u op=%d memory_kind=%d address=%" PRIu64 " bytes=%" PRIu64
-		" timestamp=%" PRIu64 " device=%u context=%u stream=%u async=%u\n",
+		" timestamp=%" PRIu64 " device=%u context=%u stream=%u async=%u pool_type=%d"
+		" pool=%" PRIu64 " pool_size=%" PRIu64 " pool_used=%" PRIu64 "\n",
 		m->correlationId, (int)m->memoryOperationType, (int)m->memoryKind, m->address,
-		m->bytes, m->timestamp, m->deviceId, m->contextId, m->streamId, m->isAsync);
+		m->bytes, m->timestamp, m->deviceId, m->contextId, m->streamId, m->isAsync,
+		(int)m->memoryPoolConfig.memoryPoolType, m->memoryPoolConfig.address,
+		m->memoryPoolConfig.pool.size, m->memoryPoolConfig.utilizedSize);
+}
+
+static void print_pool(const CUpti_ActivityMemoryPool3 *p)
+{
+	fprintf(out,
+		"MEMORY_POOL corr=%u op=%d pool_type=%d device=%u keep=%zu pool=%" PRIu64
+		" size=%" PRIu64 " threshold=%" PRIu64 " used=%" PRIu64 " timestamp=%" PRIu64 "\n",
+		p->correlationId, (int)p->memoryPoolOperationType, (int)p->memoryPoolType,
+		p->deviceId, p->minBytesToKeep, p->address, p->size, p->releaseThreshold,
+		p->utilizedSize, p->timestamp);
 }
 
 static void print_api(const CUpti_ActivityAPI *a)
@@ -107,6 +120,8 @@ static void print_record(const CUpti_Activity *r)
 		return print_memset((const CUpti_ActivityMemset4 *)r);
 	case CUPTI_ACTIVITY_KIND_MEMORY2:
 		return print_memory((const CUpti_ActivityMemory4 *)r);
+	case CUPTI_ACTIVITY_KIND_MEMORY_POOL:
+		return print_pool((const CUpti_ActivityMemoryPool3 *)r);
 	case CUPTI_ACTIVITY_KIND_RUNTIME:
 	case CUPTI_ACTIVITY_KIND_DRIVER:
 		return print_api((const CUpti_ActivityAPI *)r);

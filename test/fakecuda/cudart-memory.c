@@ -33,8 +33,12 @@ static cudaError_t do_alloc(const struct alloc_call *a, void **ptr, size_t size)
 	fakert_enter(&c, a->cbid, a->name, a->params, NULL);
 	if (!ptr)
 		return fakert_exit(&c, cudaErrorInvalidValue, NULL);
-	err = fakecuda_mem_alloc(ptr, size, a->kind, fakecuda_device_current(), c.correlation,
-				 async_stream_id(a));
+	/* cudaMallocAsync takes from the device's current pool, as NVIDIA's does */
+	err = a->async
+		  ? fakecuda_pool_alloc(ptr, size, fakecuda_pool_current(fakecuda_device_current()),
+					c.correlation, async_stream_id(a))
+		  : fakecuda_mem_alloc(ptr, size, a->kind, fakecuda_device_current(), c.correlation,
+				       CUPTI_INVALID_STREAM_ID);
 	return fakert_exit(&c, fakert_error(err), "\"bytes\":%zu,\"ptr\":%llu", size,
 			   (unsigned long long)(uintptr_t)*ptr);
 }

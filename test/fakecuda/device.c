@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "test/fakecuda/fakegpu.h"
 #include "test/fakecuda/sim.h"
 
 /* A primary context; CUcontext values point at one. */

@@ -167,6 +167,10 @@ FAKECUDA_ACOPY_DECL(cuMemcpyAsync_ptsz, CUdeviceptr, CUdeviceptr);
 CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n);
 CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n);
 CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream s);
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+				      CUstream hStream);
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
 CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, CUstream s);
 CUresult cuStreamSynchronize_ptsz(CUstream hStream);
 CUresult cuStreamQuery_ptsz(CUstream hStream);

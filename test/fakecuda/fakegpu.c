@@ -43,6 +43,8 @@ static const struct layout layouts[N_KINDS] = {
 					   offsetof(CUpti_ActivityMemset4, end)}},
     [CUPTI_ACTIVITY_KIND_MEMORY2] = {.size = sizeof(CUpti_ActivityMemory4),
 				     .ts = {offsetof(CUpti_ActivityMemory4, timestamp)}},
+    [CUPTI_ACTIVITY_KIND_MEMORY_POOL] = {.size = sizeof(CUpti_ActivityMemoryPool3),
+					 .ts = {offsetof(CUpti_ActivityMemoryPool3, timestamp)}},
     [CUPTI_ACTIVITY_KIND_RUNTIME] = {.size = sizeof(CUpti_ActivityAPI), .ts = {API_TS}},
     [CUPTI_ACTIVITY_KIND_DRIVER] = {.size = sizeof(CUpti_ActivityAPI), .ts = {API_TS}},
     [CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION] = {.size =

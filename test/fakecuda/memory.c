@@ -1,10 +1,12 @@
 /*
  * Simulated device and pinned host memory: real host memory, so copies move real bytes. A
- * sorted table of allocations tells device, pinned and pageable addresses apart; MEMORY2
- * records and FAKEGPU_MALLOC_FAIL_ABOVE fault injection happen here.
+ * sorted table of allocations tells device, pinned and pageable addresses apart; MEMORY2 and
+ * MEMORY_POOL records and FAKEGPU_MALLOC_FAIL_ABOVE fault injection happen here, and the
+ * stream-ordered allocator's pools (a device's default one and those cuMemPoolCreate makes).
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,18 +17,42 @@
 /* Real cudaMalloc returns 256-byte aligned (or better) addresses. */
 #define ALIGN 256
 
+/*
+ * A stream-ordered memory pool. It reserves device memory in whole granules as its allocations
+ * need it, keeps what they free, and gives back what is unused above its release threshold
+ * when the program synchronises (or trims it): reserved counts as in use on the device, used
+ * is what its allocations hold.
+ */
+#define POOL_GRANULE (2ull << 20)
+#define POOLS_MAX    64
+
+struct fakecuda_pool {
+	int device;
+	unsigned id; /* the ground truth's name: 1, 2, ... in the order made */
+	bool made, destroyed;
+	uint64_t threshold, reserved, used, reserved_high, used_high;
+	uint64_t reuse[3]; /* the REUSE_* attributes, kept as set */
+};
+
 struct alloc {
 	uintptr_t addr;
 	size_t bytes;
 	CUpti_ActivityMemoryKind kind;
 	int device;
+	struct fakecuda_pool *pool; /* a stream-ordered allocation's */
 };
 
-/* The allocation table, sorted by address, and per-device bytes in use; under mem_lock. */
+/*
+ * The allocation table, sorted by address, per-device bytes in use and the pools (the first
+ * FAKECUDA_MAX_DEVICES are the devices' default ones); under mem_lock.
+ */
 static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct alloc *allocs;
 static size_t n_allocs, cap_allocs;
 static uint64_t in_use[FAKECUDA_MAX_DEVICES];
+static struct fakecuda_pool pools[POOLS_MAX];
+static struct fakecuda_pool *current_pool[FAKECUDA_MAX_DEVICES];
+static unsigned n_pools = FAKECUDA_MAX_DEVICES, pool_ids;
 
 /* Index of the first allocation whose address is > addr. */
 static size_t upper_bound(uintptr_t addr)
@@ -100,29 +126,116 @@ static void emit_memory(const struct alloc *a, CUpti_ActivityMemoryOperationType
 	    .isAsync = stream_id != CUPTI_INVALID_STREAM_ID,
 	};
 
+	const struct fakecuda_pool *pool = a->pool;
+	char pool_text[160] = "";
+
 	if (rec.isAsync)
 		rec.memoryPoolConfig.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL;
+	if (pool) { /* the pool as this operation leaves it */
+		rec.memoryPoolConfig.address = (uintptr_t)pool;
+		rec.memoryPoolConfig.releaseThreshold = pool->threshold;
+		rec.memoryPoolConfig.pool.size = pool->reserved;
+		rec.memoryPoolConfig.utilizedSize = pool->used;
+		snprintf(pool_text, sizeof(pool_text),
+			 ",\"pool\":%u,\"pool_handle\":%llu,\"pool_reserved\":%llu,"
+			 "\"pool_used\":%llu",
+			 pool->id, (unsigned long long)(uintptr_t)pool,
+			 (unsigned long long)pool->reserved, (unsigned long long)pool->used);
+	}
 	if (fakegpu_activity_enabled(CUPTI_ACTIVITY_KIND_MEMORY2))
 		fakegpu_activity_emit((const CUpti_Activity *)&rec, sizeof(rec));
 	fakecuda_log("\"type\":\"memory\",\"pid\":%d,\"op\":\"%s\",\"memory_kind\":\"%s\","
 		     "\"address\":%llu,\"bytes\":%llu,\"device\":%d,\"stream\":%d,\"corr\":%u,"
-		     "\"time\":%llu",
+		     "\"time\":%llu%s",
 		     (int)getpid(),
 		     op == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION ? "alloc" : "free",
 		     a->kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE ? "device" : "pinned",
 		     (unsigned long long)a->addr, (unsigned long long)a->bytes, a->device,
 		     stream_id == CUPTI_INVALID_STREAM_ID ? -1 : (int)stream_id, correlation,
+		     (unsigned long long)rec.timestamp, pool_text);
+}
+
+/*
+ * What happened to a pool as a whole ("create", "release" at a synchronisation, "trim",
+ * "destroy"): the ground-truth line, and for what a program asked (all but a release) CUPTI's
+ * MEMORY_POOL record. Under mem_lock.
+ */
+static void emit_pool(const struct fakecuda_pool *p, const char *op,
+		      CUpti_ActivityMemoryPoolOperationType type, uint64_t keep,
+		      uint32_t correlation)
+{
+	CUpti_ActivityMemoryPool3 rec = {
+	    .kind = CUPTI_ACTIVITY_KIND_MEMORY_POOL,
+	    .memoryPoolOperationType = type,
+	    .memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL,
+	    .correlationId = correlation,
+	    .processId = (uint32_t)getpid(),
+	    .deviceId = (uint32_t)p->device,
+	    .minBytesToKeep = keep,
+	    .address = (uintptr_t)p,
+	    .size = p->reserved,
+	    .releaseThreshold = p->threshold,
+	    .timestamp = fakegpu_timestamp(),
+	    .utilizedSize = p->used,
+	};
+
+	if (type != CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_INVALID &&
+	    fakegpu_activity_enabled(CUPTI_ACTIVITY_KIND_MEMORY_POOL))
+		fakegpu_activity_emit((const CUpti_Activity *)&rec, sizeof(rec));
+	fakecuda_log("\"type\":\"pool\",\"pid\":%d,\"op\":\"%s\",\"pool\":%u,\"pool_handle\":%llu,"
+		     "\"device\":%d,\"reserved\":%llu,\"used\":%llu,\"threshold\":%llu,"
+		     "\"corr\":%u,\"time\":%llu",
+		     (int)getpid(), op, p->id, (unsigned long long)(uintptr_t)p, p->device,
+		     (unsigned long long)p->reserved, (unsigned long long)p->used,
+		     (unsigned long long)p->threshold, correlation,
 		     (unsigned long long)rec.timestamp);
 }
 
-/* An allocation; with `record` false, one that no record reports (a module's variables). */
-static int mem_alloc(void **out, size_t bytes, CUpti_ActivityMemoryKind kind, int device,
-		     uint32_t correlation, uint32_t stream_id, bool record)
+static uint64_t granules(uint64_t bytes)
 {
-	struct alloc a = {.bytes = bytes, .kind = kind, .device = device};
+	return (bytes + POOL_GRANULE - 1) / POOL_GRANULE * POOL_GRANULE;
+}
+
+/* What the device gives a pool for `bytes` more: the granules its free reserve lacks. */
+static uint64_t pool_growth(const struct fakecuda_pool *p, size_t bytes)
+{
+	return p->used + bytes > p->reserved ? granules(p->used + bytes - p->reserved) : 0;
+}
+
+static void pool_take(struct fakecuda_pool *p, size_t bytes, uint64_t growth)
+{
+	p->reserved += growth;
+	p->used += bytes;
+	in_use[p->device] += growth;
+	p->reserved_high = p->reserved > p->reserved_high ? p->reserved : p->reserved_high;
+	p->used_high = p->used > p->used_high ? p->used : p->used_high;
+}
+
+/* Gives back what the pool holds unused above `keep` (whole granules); true if it did. */
+static bool pool_shrink(struct fakecuda_pool *p, uint64_t keep)
+{
+	uint64_t floor = granules(p->used) > keep ? granules(p->used) : keep;
+
+	if (p->reserved <= floor)
+		return false;
+	in_use[p->device] -= p->reserved - floor;
+	p->reserved = floor;
+	return true;
+}
+
+/*
+ * An allocation; with `record` false, one that no record reports (a module's variables); with
+ * a pool, one from it (device memory on the pool's device, counted as the pool grows).
+ */
+static int mem_alloc(void **out, size_t bytes, CUpti_ActivityMemoryKind kind, int device,
+		     uint32_t correlation, uint32_t stream_id, bool record,
+		     struct fakecuda_pool *pool)
+{
+	struct alloc a = {.bytes = bytes, .kind = kind, .device = device, .pool = pool};
 	bool device_mem = kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
 	void *p = NULL;
 	int err = -ENOMEM;
+	uint64_t growth;
 
 	*out = NULL;
 	if (bytes == 0)
@@ -130,7 +243,9 @@ static int mem_alloc(void **out, size_t bytes, CUpti_ActivityMemoryKind kind, in
 	if (injected_failure(bytes, kind))
 		return -ENOMEM;
 	pthread_mutex_lock(&mem_lock);
-	if (device_mem && in_use[device] + bytes > fakecuda_device_total_mem(device))
+	growth = pool ? pool_growth(pool, bytes) : device_mem && record ? bytes : 0;
+	if (device_mem &&
+	    in_use[device] + (pool ? growth : bytes) > fakecuda_device_total_mem(device))
 		goto out;
 	p = aligned_alloc(ALIGN, (bytes + ALIGN - 1) / ALIGN * ALIGN);
 	if (!p)
@@ -141,8 +256,10 @@ static int mem_alloc(void **out, size_t bytes, CUpti_ActivityMemoryKind kind, in
 		free(p);
 		goto out;
 	}
-	if (device_mem && record) /* a module's memory: not the program's to count */
-		in_use[device] += bytes;
+	if (pool)
+		pool_take(pool, bytes, growth);
+	else /* a module's memory: not the program's to count */
+		in_use[device] += growth;
 	*out = p;
 	if (record)
 		emit_memory(&a, CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, correlation,
@@ -155,13 +272,13 @@ out:
 int fakecuda_mem_alloc(void **out, size_t bytes, CUpti_ActivityMemoryKind kind, int device,
 		       uint32_t correlation, uint32_t stream_id)
 {
-	return mem_alloc(out, bytes, kind, device, correlation, stream_id, true);
+	return mem_alloc(out, bytes, kind, device, correlation, stream_id, true, NULL);
 }
 
 int fakecuda_mem_module(void **out, size_t bytes, int device)
 {
 	return mem_alloc(out, bytes, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, device, 0,
-			 CUPTI_INVALID_STREAM_ID, false);
+			 CUPTI_INVALID_STREAM_ID, false, NULL);
 }
 
 uint64_t fakecuda_mem_in_use(int device)
@@ -208,10 +325,16 @@ int fakecuda_mem_free(void *ptr, CUpti_ActivityMemoryKind kind, uint32_t correla
 	a = allocs[i - 1];
 	memmove(allocs + i - 1, allocs + i, (n_allocs - i) * sizeof(*allocs));
 	n_allocs--;
-	if (kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE)
+	if (a.pool) /* back to its pool, which keeps it */
+		a.pool->used -= a.bytes;
+	else if (kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE)
 		in_use[a.device] -= a.bytes;
 	/* Under the lock, so the release is reported before the address can be handed out again. */
 	emit_memory(&a, CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE, correlation, stream_id);
+	/* A pool destroyed with allocations out goes once the last one is back. */
+	if (a.pool && a.pool->destroyed && !a.pool->used && pool_shrink(a.pool, 0))
+		emit_pool(a.pool, "release", CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_INVALID, 0,
+			  correlation);
 	pthread_mutex_unlock(&mem_lock);
 	free(ptr);
 	return 0;
@@ -229,6 +352,218 @@ CUpti_ActivityMemoryKind fakecuda_mem_kind(const void *ptr)
 		kind = allocs[i - 1].kind;
 	pthread_mutex_unlock(&mem_lock);
 	return kind;
+}
+
+/* ---- stream-ordered pools ---- */
+
+static void pool_init(struct fakecuda_pool *p, int device)
+{
+	*p = (struct fakecuda_pool){.device = device, .id = ++pool_ids, .made = true};
+	for (int i = 0; i < 3; i++)
+		p->reuse[i] = 1; /* each reuse policy is on by default */
+}
+
+/* Under mem_lock: a device's default pool, made when first asked for. */
+static struct fakecuda_pool *default_pool(int device)
+{
+	struct fakecuda_pool *p = &pools[device];
+
+	if (!p->made)
+		pool_init(p, device);
+	return p;
+}
+
+/* Under mem_lock: a pool a program may use (made, not destroyed), by its handle. */
+static bool pool_valid(const struct fakecuda_pool *p)
+{
+	uintptr_t at = (uintptr_t)p, lo = (uintptr_t)pools;
+
+	return at >= lo && at < (uintptr_t)(pools + POOLS_MAX) && (at - lo) % sizeof(*pools) == 0 &&
+	       p->made && !p->destroyed;
+}
+
+static bool device_ok(int device)
+{
+	return device >= 0 && device < fakecuda_device_count();
+}
+
+struct fakecuda_pool *fakecuda_pool_default(int device)
+{
+	struct fakecuda_pool *p = NULL;
+
+	if (!device_ok(device))
+		return NULL;
+	pthread_mutex_lock(&mem_lock);
+	p = default_pool(device);
+	pthread_mutex_unlock(&mem_lock);
+	return p;
+}
+
+struct fakecuda_pool *fakecuda_pool_current(int device)
+{
+	struct fakecuda_pool *p = NULL;
+
+	if (!device_ok(device))
+		return NULL;
+	pthread_mutex_lock(&mem_lock);
+	p = current_pool[device] ? current_pool[device] : default_pool(device);
+	pthread_mutex_unlock(&mem_lock);
+	return p;
+}
+
+int fakecuda_pool_set_current(int device, struct fakecuda_pool *p)
+{
+	int err = -EINVAL;
+
+	pthread_mutex_lock(&mem_lock);
+	if (device_ok(device) && pool_valid(p) && p->device == device) {
+		current_pool[device] = p;
+		err = 0;
+	}
+	pthread_mutex_unlock(&mem_lock);
+	return err;
+}
+
+int fakecuda_pool_create(struct fakecuda_pool **out, int device, uint32_t correlation)
+{
+	int err = -ENOMEM;
+
+	if (!device_ok(device))
+		return -EINVAL;
+	pthread_mutex_lock(&mem_lock);
+	if (n_pools < POOLS_MAX) {
+		*out = &pools[n_pools++];
+		pool_init(*out, device);
+		emit_pool(*out, "create", CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED, 0,
+			  correlation);
+		err = 0;
+	}
+	pthread_mutex_unlock(&mem_lock);
+	return err;
+}
+
+/* A default pool is the device's for ever; another one goes once its allocations are back. */
+int fakecuda_pool_destroy(struct fakecuda_pool *p, uint32_t correlation)
+{
+	int err = -EINVAL;
+
+	pthread_mutex_lock(&mem_lock);
+	if (pool_valid(p) && p >= pools + FAKECUDA_MAX_DEVICES) {
+		p->destroyed = true;
+		if (current_pool[p->device] == p)
+			current_pool[p->device] = NULL;
+		if (!p->used)
+			pool_shrink(p, 0);
+		emit_pool(p, "destroy", CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_DESTROYED, 0,
+			  correlation);
+		err = 0;
+	}
+	pthread_mutex_unlock(&mem_lock);
+	return err;
+}
+
+int fakecuda_pool_trim(struct fakecuda_pool *p, uint64_t keep, uint32_t correlation)
+{
+	int err = -EINVAL;
+
+	pthread_mutex_lock(&mem_lock);
+	if (pool_valid(p)) {
+		pool_shrink(p, keep);
+		emit_pool(p, "trim", CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED, keep,
+			  correlation);
+		err = 0;
+	}
+	pthread_mutex_unlock(&mem_lock);
+	return err;
+}
+
+int fakecuda_pool_alloc(void **out, size_t bytes, struct fakecuda_pool *p, uint32_t correlation,
+			uint32_t stream_id)
+{
+	bool valid;
+
+	pthread_mutex_lock(&mem_lock);
+	valid = pool_valid(p);
+	pthread_mutex_unlock(&mem_lock);
+	if (!valid)
+		return -EINVAL;
+	return mem_alloc(out, bytes, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, p->device, correlation,
+			 stream_id, true, p);
+}
+
+void fakecuda_pools_release(int device)
+{
+	pthread_mutex_lock(&mem_lock);
+	for (unsigned i = 0; i < n_pools; i++) {
+		struct fakecuda_pool *p = &pools[i];
+
+		if (p->made && !p->destroyed && p->device == device && pool_shrink(p, p->threshold))
+			emit_pool(p, "release", CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_INVALID,
+				  0, 0);
+	}
+	pthread_mutex_unlock(&mem_lock);
+}
+
+/* A figure a program may read: where it is, and whether a program may set it (to what). */
+static uint64_t *pool_figure(struct fakecuda_pool *p, CUmemPool_attribute attr, bool *settable,
+			     bool *only_zero)
+{
+	*settable = *only_zero = false;
+	switch (attr) {
+	case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+	case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+	case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+		*settable = true;
+		return &p->reuse[attr - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES];
+	case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+		*settable = true;
+		return &p->threshold;
+	case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+		return &p->reserved;
+	case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+		*settable = *only_zero = true;
+		return &p->reserved_high;
+	case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
+		return &p->used;
+	case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+		*settable = *only_zero = true;
+		return &p->used_high;
+	default:
+		return NULL;
+	}
+}
+
+/*
+ * The reuse policies are ints, the rest cuuint64_t. Setting a high-water mark (to 0 only)
+ * resets it to the current figure, as the driver does.
+ */
+int fakecuda_pool_attribute(struct fakecuda_pool *p, CUmemPool_attribute attr, void *value,
+			    bool set)
+{
+	bool settable, only_zero,
+	    is_int = attr <= CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES;
+	uint64_t *v, given;
+	int err = -EINVAL;
+
+	pthread_mutex_lock(&mem_lock);
+	if (!value || !pool_valid(p) || !(v = pool_figure(p, attr, &settable, &only_zero)))
+		goto out;
+	if (!set) {
+		if (is_int)
+			*(int *)value = (int)*v;
+		else
+			*(cuuint64_t *)value = *v;
+		err = 0;
+		goto out;
+	}
+	given = is_int ? (uint64_t)(*(int *)value != 0) : *(cuuint64_t *)value;
+	if (!settable || (only_zero && given))
+		goto out;
+	*v = !only_zero ? given : attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH ? p->reserved : p->used;
+	err = 0;
+out:
+	pthread_mutex_unlock(&mem_lock);
+	return err;
 }
 
 /* CUPTI's copy kind, indexed by [source is device][destination is device]. */

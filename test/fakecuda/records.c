@@ -193,6 +193,9 @@ void fakecuda_sync_done(struct fakecuda_call *call, CUpti_ActivitySynchronizatio
 	    .returnValue = 0, /* CUPTI reports failed ones only if asked (EnableAllSyncRecords) */
 	};
 
+	/* What a synchronisation does to the stream-ordered pools (not a stream's wait). */
+	if (type != CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT)
+		fakecuda_pools_release(device);
 	if (!owner || owner->synced)
 		return;
 	owner->synced = true;

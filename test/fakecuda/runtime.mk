@@ -9,7 +9,7 @@ FAKE_CUDART_LIB  := $(FAKECUDA_OUT)/libcudart.so.13
 FAKE_CUDA_SRCS   := $(addprefix test/fakecuda/,device.c trace.c gtlog.c memory.c kernel.c \
 		      timeline.c records.c driver.c driver-device.c driver-memory.c \
 		      driver-stream.c driver-exports.c driver-proc.c driver-extra.c driver-graph.c \
-		      driver-link.c fatbin.c)
+		      driver-link.c driver-pool.c fatbin.c)
 FAKE_CUDART_SRCS := $(addprefix test/fakecuda/,cudart.c cudart-device.c cudart-memory.c \
 		      cudart-stream.c)
 FAKE_CUDA_OBJS   := $(FAKE_CUDA_SRCS:%.c=$(BUILD)/%.o)

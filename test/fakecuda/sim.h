@@ -121,6 +121,29 @@ FAKECUDA_API int fakecuda_mem_range(const void *ptr, void **base, size_t *bytes)
 FAKECUDA_API CUpti_ActivityMemoryKind fakecuda_mem_kind(const void *ptr);
 
 /*
+ * Stream-ordered allocation: pools (a handle, CUmemoryPool, points at one), each on a device.
+ * A device's default pool exists from its first use; its current pool (what cuMemAllocAsync
+ * takes from) is the default one until cuDeviceSetMemPool. An allocation from a pool is freed
+ * by fakecuda_mem_free. Each returns 0, -EINVAL (a pool that is not one, a bad attribute or
+ * value) or -ENOMEM.
+ */
+struct fakecuda_pool;
+FAKECUDA_API struct fakecuda_pool *fakecuda_pool_default(int device);
+FAKECUDA_API struct fakecuda_pool *fakecuda_pool_current(int device);
+FAKECUDA_API int fakecuda_pool_set_current(int device, struct fakecuda_pool *p);
+FAKECUDA_API int fakecuda_pool_create(struct fakecuda_pool **out, int device, uint32_t correlation);
+FAKECUDA_API int fakecuda_pool_destroy(struct fakecuda_pool *p, uint32_t correlation);
+/* Gives back what the pool holds unused above `keep` bytes (cuMemPoolTrimTo). */
+FAKECUDA_API int fakecuda_pool_trim(struct fakecuda_pool *p, uint64_t keep, uint32_t correlation);
+FAKECUDA_API int fakecuda_pool_alloc(void **out, size_t bytes, struct fakecuda_pool *p,
+				     uint32_t correlation, uint32_t stream_id);
+/* A synchronisation on `device`: its pools give back what they hold above their thresholds. */
+FAKECUDA_API void fakecuda_pools_release(int device);
+/* cuMemPoolGetAttribute (set false) and cuMemPoolSetAttribute. */
+FAKECUDA_API int fakecuda_pool_attribute(struct fakecuda_pool *p, CUmemPool_attribute attr,
+					 void *value, bool set);
+
+/*
  * Fills op->memcpy's copy and memory kinds for a copy from src to dst, each on the device when
  * *_dev says so (a copy's direction may be given), else where the pointer lies.
  */
