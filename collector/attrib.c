@@ -551,7 +551,35 @@ static void on_gpu(struct gprof_coll_rec *r)
 	push_linked(&api, &r->ev, w);
 }
 
-/* One change of the window's gpu_memory counter, written (address 0: the counter alone). */
+/*
+ * What m says its pool holds now; the device's pools' total into *reserved. False while the
+ * window has seen no pool of the device (or more pools than it follows).
+ */
+static bool pools_reserved(struct gprof_coll_win *w, const struct gprof_coll_mem *m,
+			   uint64_t *reserved)
+{
+	bool any = false;
+	unsigned i;
+
+	for (i = 0; m->pool && i < w->n_pools && w->pools[i].pool != m->pool; i++)
+		;
+	if (m->pool && i == w->n_pools && w->n_pools < GPROF_COLL_POOLS)
+		w->pools[w->n_pools++] = (struct gprof_coll_pool){m->pool, 0, m->device};
+	if (m->pool && i < w->n_pools)
+		w->pools[i].size = m->pool_size;
+	*reserved = 0;
+	for (i = 0; i < w->n_pools; i++)
+		if (w->pools[i].device == m->device) {
+			*reserved += w->pools[i].size;
+			any = true;
+		}
+	return any;
+}
+
+/*
+ * One change of the window's gpu_memory counter, written (address 0: the counter alone), with
+ * what the device's stream-ordered pools hold once it has seen one.
+ */
 static void push_memory(struct gprof_coll_win *w, const struct gprof_coll_mem *m)
 {
 	uint64_t *now = &w->memory[m->device];
@@ -566,6 +594,8 @@ static void push_memory(struct gprof_coll_win *w, const struct gprof_coll_mem *m
 	ev.u.memory.allocated = *now;
 	ev.u.memory.address = m->address;
 	ev.u.memory.bytes = m->delta;
+	if (pools_reserved(w, m, &ev.u.memory.reserved))
+		ev.flags |= GPROF_EXPORT_MEMORY_POOLS;
 	push(&ev, w, false);
 }
 
@@ -608,13 +638,14 @@ static void on_memory(struct gprof_coll_rec *r)
 	/* Past the limit, or out of memory, counted and pushed at once. */
 	if (!gprof_array_room((void **)&w->mem, &w->cap_mem, w->n_mem, sizeof(*w->mem), 64,
 			      GPROF_COLL_MEM_MAX)) {
-		w->mem[w->n_mem++] =
-		    (struct gprof_coll_mem){r->ev.ts_ns, r->address, r->delta, dev};
+		w->mem[w->n_mem++] = (struct gprof_coll_mem){r->ev.ts_ns, r->address, r->delta,
+							     dev,	  r->pool,    r->pool_size};
 		return;
 	}
 	delta = counted(w, dev, r->address, r->delta);
-	if (delta)
-		push_memory(w, &(struct gprof_coll_mem){r->ev.ts_ns, r->address, delta, dev});
+	if (delta || r->pool)
+		push_memory(w, &(struct gprof_coll_mem){r->ev.ts_ns, r->address, delta, dev,
+							r->pool, r->pool_size});
 }
 
 static void context_note(uint32_t context, uint32_t device)
@@ -716,13 +747,13 @@ static void release_memory(struct gprof_coll_win *w)
 			continue;
 		for (size_t i = 0; i < w->n_mem && w->mem[i].ts_ns < w->memory_ns; i++)
 			held += w->mem[i].device == dev ? w->mem[i].delta : 0;
-		push_memory(w, &(struct gprof_coll_mem){w->begin_ns, 0, -held, dev});
+		push_memory(w, &(struct gprof_coll_mem){w->begin_ns, 0, -held, dev, 0, 0});
 	}
 	for (size_t i = 0; i < w->n_mem; i++) {
 		struct gprof_coll_mem m = w->mem[i];
 
 		m.delta = counted(w, m.device, m.address, m.delta);
-		if (m.delta)
+		if (m.delta || m.pool)
 			push_memory(w, &m);
 	}
 	free(w->mem);

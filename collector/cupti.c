@@ -75,15 +75,32 @@ static void disable_kinds(struct gprof_coll *c)
 }
 
 /*
- * Under lock, from READY: every kind GPROF_ACTIVITIES needs, or none at all; but the host's
- * waits (sync) only add to the rest: without them, one line and the rest goes on.
+ * The kinds that only add to the rest, by what is lost without them: the host's waits (two
+ * kinds); what trims and destructions leave of a stream-ordered pool (allocations show the
+ * rest). 0 for the others.
+ */
+static const char *const optional_lost[] = {
+    NULL,
+    "synchronisations (cuda_sync) are not recorded",
+    "what trimming or destroying a stream-ordered pool leaves of it is not recorded",
+};
+
+static unsigned optional_kind(CUpti_ActivityKind kind, unsigned acts)
+{
+	return acts == GPROF_ACT_SYNC ? 1 : kind == CUPTI_ACTIVITY_KIND_MEMORY_POOL ? 2 : 0;
+}
+
+/*
+ * Under lock, from READY: every kind GPROF_ACTIVITIES needs, or none at all; but an optional
+ * kind's failure costs one line (once for what it loses), and the rest goes on.
  */
 static void enable_kinds(struct gprof_coll *c)
 {
-	static bool said;
+	static unsigned said; /* bit i: optional_lost[i] was said */
 	char why[512], err[128];
 
 	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
+		unsigned lost = optional_kind(kinds[i].kind, kinds[i].acts);
 		CUptiResult r;
 
 		if (!(kinds[i].acts & c->cfg.activities))
@@ -91,13 +108,12 @@ static void enable_kinds(struct gprof_coll *c)
 		r = c->cupti.enable(kinds[i].kind);
 		if (r == CUPTI_SUCCESS)
 			continue;
-		if (kinds[i].acts == GPROF_ACT_SYNC) {
-			if (!said)
-				pr_warn("synchronisations (cuda_sync) are not recorded: "
-					"cuptiActivityEnable(kind %d) failed: %s",
-					(int)kinds[i].kind,
+		if (lost) {
+			if (!(said >> lost & 1))
+				pr_warn("%s: cuptiActivityEnable(kind %d) failed: %s",
+					optional_lost[lost], (int)kinds[i].kind,
 					gprof_coll_strerror(&c->cupti, r, err, sizeof(err)));
-			said = true;
+			said |= 1u << lost;
 			continue;
 		}
 		disable_kinds(c);

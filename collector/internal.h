@@ -73,6 +73,8 @@ struct gprof_coll_rec {
 	uint32_t thread;     /* API: CUPTI's threadId (gettid(), or pthread_self() cut) */
 	int64_t delta;	     /* MEMORY: +bytes allocated, -bytes released */
 	uint64_t address;    /* MEMORY */
+	uint64_t pool;	     /* MEMORY: the stream-ordered pool it changed (its address); 0 */
+	uint64_t pool_size;  /* MEMORY: what that pool holds after it */
 	uint32_t external;   /* EXTERNAL: the operator's, or the annotation's, id */
 	bool annotation;     /* EXTERNAL: of GPROF_COLL_ANNOTATION_KIND */
 	uint64_t event_sync; /* SYNC, EVENT: CUPTI's id of one record of an event; 0: none */
@@ -236,6 +238,13 @@ void gprof_coll_external_apply(struct gprof_export_event *ev);
 
 #define GPROF_COLL_MEMORY_DEVICES 64
 
+/* The stream-ordered pools a window saw, and what each holds (its latest record's figure). */
+#define GPROF_COLL_POOLS 16
+struct gprof_coll_pool {
+	uint64_t pool, size;
+	uint32_t device;
+};
+
 struct gprof_coll_win {
 	/*
 	 * Claimed (id last) and ended by the session's threads, freed (id = 0) by the collector
@@ -258,6 +267,8 @@ struct gprof_coll_win {
 	uint64_t memory[GPROF_COLL_MEMORY_DEVICES];
 	uint64_t memory_known; /* bit d: memory[d] started from the driver's figure */
 	uint64_t memory_ns;    /* when that figure was taken: changes before it are in it */
+	struct gprof_coll_pool pools[GPROF_COLL_POOLS]; /* the counter's "pool reserved" */
+	unsigned n_pools;
 	/*
 	 * Its allocations and frees, held until it finishes: records come in per-thread buffers,
 	 * out of time order, and the counter must follow time (collector thread's own).
@@ -275,11 +286,15 @@ struct gprof_coll_sync {
 	uint64_t event_sync;
 };
 
-/* An allocation (delta > 0) or free of device memory, held for its window. */
+/*
+ * An allocation (delta > 0) or free of device memory, held for its window; of a stream-ordered
+ * pool (pool not 0), with what the pool holds after it (a pool's trim or destruction: delta 0).
+ */
 struct gprof_coll_mem {
 	uint64_t ts_ns, address;
 	int64_t delta;
 	uint32_t device;
+	uint64_t pool, pool_size;
 };
 
 /* Allocations and frees held per window at most; past it they count in the order they came. */

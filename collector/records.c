@@ -144,10 +144,35 @@ static void decode_memory(const CUpti_Activity *rec, struct gprof_coll_rec *out)
 	out->cls = GPROF_COLL_MEMORY;
 	out->delta = alloc ? (int64_t)m->bytes : -(int64_t)m->bytes;
 	out->address = m->address;
+	if (m->isAsync &&
+	    m->memoryPoolConfig.memoryPoolType == CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL) {
+		out->pool = m->memoryPoolConfig.address;
+		out->pool_size = m->memoryPoolConfig.pool.size;
+	}
 	out->ev.kind = GPROF_EXPORT_MEMORY;
 	out->ev.ts_ns = m->timestamp;
 	out->ev.device = m->deviceId;
 	out->ev.correlation = m->correlationId;
+}
+
+/* A program's pool made, trimmed or destroyed: what the pool holds after it, no allocation. */
+static void decode_memory_pool(const CUpti_Activity *rec, struct gprof_coll_rec *out)
+{
+	const CUpti_ActivityMemoryPool3 *p = (const CUpti_ActivityMemoryPool3 *)rec;
+
+	if (!p->timestamp)
+		return;
+	if (p->memoryPoolType != CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL || !p->address) {
+		out->cls = GPROF_COLL_OTHER;
+		return;
+	}
+	out->cls = GPROF_COLL_MEMORY;
+	out->pool = p->address;
+	out->pool_size = p->size;
+	out->ev.kind = GPROF_EXPORT_MEMORY;
+	out->ev.ts_ns = p->timestamp;
+	out->ev.device = p->deviceId;
+	out->ev.correlation = p->correlationId;
 }
 
 /* Only libgprof's own kind: another tool's ids are not our operators'. */

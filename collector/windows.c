@@ -12,6 +12,7 @@ void gprof_coll_win_memory_base(struct gprof_coll_win *w, const struct gprof_mem
 {
 	memset(w->memory, 0, sizeof(w->memory));
 	w->memory_known = w->memory_ns = 0;
+	w->n_pools = 0;
 	if (base && base->bytes >= 0 && base->device >= 0 &&
 	    base->device < GPROF_COLL_MEMORY_DEVICES) {
 		w->memory[base->device] = (uint64_t)base->bytes;

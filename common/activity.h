@@ -46,7 +46,8 @@ enum gprof_activity {
  * the table's order. API records place GPU work in windows, so every GPU bit needs them;
  * EXTERNAL_CORRELATION ties the calls CPU operators make to them
  * (gprof_collector_external_begin). CUDA_EVENT's records say which stream and call recorded
- * the event a SYNCHRONIZATION record waits on.
+ * the event a SYNCHRONIZATION record waits on. MEMORY_POOL's say what a program's trimming
+ * and destroying of a stream-ordered pool left of it (MEMORY2's, what each allocation did).
  */
 #define GPROF_CUPTI_KIND_TABLE(X)                                               \
 	X(RUNTIME, GPROF_ACT_API, GPROF_ACT_GPU | GPROF_ACT_API, decode_api)    \
@@ -56,6 +57,7 @@ enum gprof_activity {
 	X(MEMCPY, GPROF_ACT_MEMCPY, GPROF_ACT_MEMCPY, decode_memcpy)            \
 	X(MEMSET, GPROF_ACT_MEMSET, GPROF_ACT_MEMSET, decode_memset)            \
 	X(MEMORY2, GPROF_ACT_MEMORY, GPROF_ACT_MEMORY, decode_memory)           \
+	X(MEMORY_POOL, GPROF_ACT_MEMORY, GPROF_ACT_MEMORY, decode_memory_pool)  \
 	X(EXTERNAL_CORRELATION, 0, GPROF_ACT_API, decode_external)              \
 	X(SYNCHRONIZATION, GPROF_ACT_SYNC, GPROF_ACT_SYNC, decode_sync)         \
 	X(CUDA_EVENT, 0, GPROF_ACT_SYNC, decode_cuda_event)

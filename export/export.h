@@ -110,6 +110,8 @@ enum gprof_export_flag {
 	 * bytes, allocated and reserved: its totals after it): the [memory] event alone
 	 */
 	GPROF_EXPORT_MEMORY_TENSOR = 1u << 11,
+	/* MEMORY (a device's): u.memory.reserved is what its stream-ordered pools hold */
+	GPROF_EXPORT_MEMORY_POOLS = 1u << 12,
 };
 
 /* Same values as CUPTI's CUpti_ActivityMemcpyKind. */
@@ -222,7 +224,7 @@ struct gprof_export_event {
 			uint64_t allocated; /* device bytes in use after this change */
 			uint64_t address;   /* what was allocated or freed; 0: none (a base) */
 			int64_t bytes;	    /* + allocated, - freed */
-			uint64_t reserved;  /* GPROF_EXPORT_MEMORY_TENSOR: the allocator's */
+			uint64_t reserved;  /* the allocator's (TENSOR), the pools' (POOLS) */
 		} memory;		    /* MEMORY */
 	} u;
 };

@@ -70,6 +70,8 @@ struct device {
 	bool has_memory;
 	uint64_t tensor_peak, reserved_peak; /* PyTorch's allocator: tensors, its reserve */
 	bool has_tensors;
+	uint64_t pools_peak; /* what the stream-ordered pools held together, at most */
+	bool has_pools;
 	uint64_t kind_ns[GPU_KINDS]; /* sum of durations */
 };
 
@@ -274,6 +276,11 @@ static void add_memory(struct gprof_export_summary *s, const struct gprof_export
 	}
 	if (!d)
 		return;
+	if (ev->flags & GPROF_EXPORT_MEMORY_POOLS) {
+		if (ev->u.memory.reserved > d->pools_peak)
+			d->pools_peak = ev->u.memory.reserved;
+		d->has_pools = true;
+	}
 	if (!d->has_memory || ev->u.memory.allocated > d->peak_bytes)
 		d->peak_bytes = ev->u.memory.allocated;
 	d->has_memory = true;
@@ -487,7 +494,8 @@ static bool memory_at(const struct device *d, uint64_t ts_ns, uint64_t *bytes)
 
 /*
  * "peak device memory in use 3.00 MiB, 1.00 MiB at the start": the counter's highest value, and
- * its value where the steps start when it has one then (what was in use before the first step).
+ * its value where the steps start when it has one then (what was in use before the first step);
+ * "; stream-ordered pools: peak 4.00 MiB reserved": what cudaMallocAsync's pools held, at most.
  */
 static void put_memory(struct gprof_jbuf *b, const struct gprof_export_summary *s,
 		       const struct device *d, const char *sep)
@@ -500,6 +508,8 @@ static void put_memory(struct gprof_jbuf *b, const struct gprof_export_summary *
 	putf(b, "%speak device memory in use %s", sep, fmt_bytes(t[0], d->peak_bytes));
 	if (s->steps && memory_at(d, s->step_begin, &start))
 		putf(b, ", %s at the start", fmt_bytes(t[1], start));
+	if (d->has_pools)
+		putf(b, "; stream-ordered pools: peak %s reserved", fmt_bytes(t[0], d->pools_peak));
 	if (d->has_tensors)
 		putf(b, "; PyTorch's tensors: peak %s allocated, %s reserved by its allocator",
 		     fmt_bytes(t[0], d->tensor_peak), fmt_bytes(t[1], d->reserved_peak));

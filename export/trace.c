@@ -568,6 +568,8 @@ static void emit_memory(struct gprof_trace *t, const struct gprof_export_event *
 		gprof_jbuf_u64(b, ev->device);
 		gprof_jbuf_lit(b, ",\"args\":{\"allocated\":");
 		gprof_jbuf_u64(b, ev->u.memory.allocated);
+		if (ev->flags & GPROF_EXPORT_MEMORY_POOLS)
+			gprof_jbuf_arg(b, "pool reserved", u64, ev->u.memory.reserved);
 		gprof_jbuf_lit(b, "}");
 		put_end(t, ev, false);
 	}

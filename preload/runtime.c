@@ -43,6 +43,42 @@ static void *driver_fn(const char *symbol)
 	return gprof_dso_sym("libcuda.so.1", symbol);
 }
 
+/*
+ * What the device's current stream-ordered pool holds that no allocation uses (reserved -
+ * used): in the driver's figure, not in the program's allocations; 0 if it cannot say.
+ */
+static uint64_t pool_unused(int device, bool runtime)
+{
+	typedef cudaError_t (*rt_pool_fn)(cudaMemPool_t *, int);
+	typedef cudaError_t (*rt_attr_fn)(cudaMemPool_t, enum cudaMemPoolAttr, void *);
+	typedef CUresult (*drv_pool_fn)(CUmemoryPool *, CUdevice);
+	typedef CUresult (*drv_attr_fn)(CUmemoryPool, CUmemPool_attribute, void *);
+	static void *rt_pool_cache, *rt_attr_cache;
+	cuuint64_t reserved = 0, used = 0;
+	bool ok = false;
+
+	if (runtime) {
+		rt_pool_fn get_pool =
+		    (rt_pool_fn)gprof_runtime_fn(&rt_pool_cache, "cudaDeviceGetMemPool");
+		rt_attr_fn get =
+		    (rt_attr_fn)gprof_runtime_fn(&rt_attr_cache, "cudaMemPoolGetAttribute");
+		cudaMemPool_t pool;
+
+		ok = get_pool && get && !get_pool(&pool, device) &&
+		     !get(pool, cudaMemPoolAttrReservedMemCurrent, &reserved) &&
+		     !get(pool, cudaMemPoolAttrUsedMemCurrent, &used);
+	} else {
+		drv_pool_fn get_pool = (drv_pool_fn)driver_fn("cuDeviceGetMemPool");
+		drv_attr_fn get = (drv_attr_fn)driver_fn("cuMemPoolGetAttribute");
+		CUmemoryPool pool;
+
+		ok = get_pool && get && !get_pool(&pool, device) &&
+		     !get(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) &&
+		     !get(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used);
+	}
+	return ok && reserved > used ? reserved - used : 0;
+}
+
 int64_t gprof_runtime_memory_in_use(int *device)
 {
 	typedef cudaError_t (*info_fn)(size_t *, size_t *);
@@ -66,6 +102,8 @@ int64_t gprof_runtime_memory_in_use(int *device)
 		    drv_device(&d) == CUDA_SUCCESS && drv_info(&free_bytes, &total) == CUDA_SUCCESS;
 		*device = d;
 	}
+	if (ok && total >= free_bytes) /* as the program's allocations count it */
+		free_bytes += pool_unused(*device, info != NULL);
 	gprof_collector_own_calls(false);
 	return ok && total >= free_bytes ? (int64_t)(total - free_bytes) : -1;
 }

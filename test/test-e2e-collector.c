@@ -808,6 +808,130 @@ TEST(e2e_collector_demo_summary)
 	e2e_free(&r);
 }
 
+/*
+ * What a window's counter says its stream-ordered pools hold at ns: for each pool of the
+ * ground truth with a reported operation (an allocation, a free, or the program's trim,
+ * destroy) in [from, ns], what the latest said it held; -1 before any.
+ */
+static long long gt_pools_reported(json_t *gt, long long from, long long ns)
+{
+	json_t *latest = json_object(), *g, *v;
+	long long total = -1;
+	const char *key;
+	size_t i;
+
+	json_array_foreach(gt, i, g)
+	{
+		bool memory = !strcmp(gtlog_str(g, "type"), "memory");
+		long long t = gtlog_int(g, "time");
+		char id[24];
+
+		if (!(memory || (!strcmp(gtlog_str(g, "type"), "pool") &&
+				 strcmp(gtlog_str(g, "op"), "release"))) ||
+		    gtlog_int(g, "pool") < 0 || t < from || t > ns)
+			continue;
+		snprintf(id, sizeof(id), "%lld", gtlog_int(g, "pool"));
+		v = json_object_get(latest, id);
+		if (!v || t >= gtlog_int(v, "time"))
+			json_object_set(latest, id, g);
+	}
+	json_object_foreach(latest, key, v)
+	{
+		const char *size =
+		    !strcmp(gtlog_str(v, "type"), "memory") ? "pool_reserved" : "reserved";
+
+		total = (total < 0 ? 0 : total) + gtlog_int(v, size);
+	}
+	json_decref(latest);
+	return total;
+}
+
+/*
+ * pool-app (cudaMallocAsync from the default pool, which keeps what it reserves, and from one
+ * of its own, which gives it back at each synchronisation) on NVIDIA's runtime, shared and
+ * static, under the default schedule and `all`: the counter's "allocated" is what the
+ * program's allocations hold, stream-ordered ones included (the default pool's unused reserve
+ * at the opening is not), and its "pool reserved" what the pools' latest records said they
+ * hold, both as the ground truth has them; the summary names the pools' peak, and
+ * gprof-summary reads it from the file (issue #27).
+ */
+TEST(e2e_collector_stream_ordered_pools)
+{
+	const char *const apps[] = {"test/apps/pool-real", "test/apps/pool-real-static"};
+	const char *all[] = {"GPROF_SCHEDULE=all", NULL};
+
+	for (size_t a = 0; a < 2 * ARRAY_SIZE(apps); a++) {
+		const char *argv[] = {proc_build_path(apps[a / 2]), "6", NULL};
+		long long base, from = -1, peak = 0;
+		char line[96], path[PATH_MAX * 2];
+		const char *tool[] = {proc_build_path("gprof-summary"), path, NULL};
+		struct proc_result again;
+		struct e2e_run r;
+		size_t i;
+		json_t *ev;
+		int pooled = 0;
+
+		e2e_need_real_runtime(argv[0]);
+		e2e_run(&r, argv, e2e_cupti(true), a % 2 ? all : NULL, true);
+		ASSERT_MSG(r.res.status == 0 && r.n_traces == 1, "%s", r.res.err);
+		e2e_check_memory(&r.traces[0], r.gt);
+		base = json_integer_value(json_object_get(r.traces[0].root, "baseTimeNanoseconds"));
+		json_array_foreach(r.traces[0].events, i, ev)
+		{
+			long long ts = base + ts_ns(ev, "ts"), want;
+			json_t *reserved =
+			    json_object_get(json_object_get(ev, "args"), "pool reserved");
+
+			if (strcmp(trace_str(ev, "cat"), "gpu_memory"))
+				continue;
+			from = from < 0 ? ts : from; /* the opening's point comes first */
+			want = gt_pools_reported(r.gt, from, ts);
+			ASSERT_EQ(reserved ? json_integer_value(reserved) : -1, want);
+			pooled += want > 0;
+			peak = want > peak ? want : peak;
+		}
+		ASSERT_GT(pooled, 0);
+		snprintf(line, sizeof(line), "; stream-ordered pools: peak %.2f MiB reserved",
+			 (double)peak / (1 << 20));
+		ASSERT_STR_CONTAINS(r.res.err, line);
+		/* gprof-summary reads the same from the file */
+		snprintf(path, sizeof(path), "%s/%s", r.dir,
+			 trace_str(r.traces[0].root, "traceName"));
+		ASSERT(proc_run(tool, NULL, 60, &again) == 0);
+		ASSERT_MSG(again.status == 0 && strstr(again.out, line), "%s", again.out);
+		proc_result_free(&again);
+		e2e_free(&r);
+	}
+}
+
+/*
+ * A CUPTI that cannot enable the kinds that only add to the rest (MEMORY_POOL; SYNCHRONIZATION
+ * and CUDA_EVENT under `all`): one line each, once, and the rest is recorded as ever.
+ */
+TEST(e2e_collector_optional_kinds_refused)
+{
+	const char *argv[] = {proc_build_path("test/apps/pool-real"), "6", NULL};
+	const char *env[] = {"GPROF_ACTIVITIES=all", "FAKEGPU_CUPTI_ENABLE_FAIL=36,38,50", NULL};
+	struct e2e_run r;
+
+	e2e_need_real_runtime(argv[0]);
+	e2e_run(&r, argv, e2e_cupti(true), env, true);
+	ASSERT_MSG(r.res.status == 0 && r.n_traces == 1, "%s", r.res.err);
+	ASSERT_EQ(text_lines(r.res.err,
+			     "gprof: collector: synchronisations (cuda_sync) are not recorded: "
+			     "cuptiActivityEnable(kind 38) failed"),
+		  1);
+	ASSERT_EQ(text_lines(r.res.err,
+			     "gprof: collector: what trimming or destroying a stream-ordered "
+			     "pool leaves of it is not recorded: cuptiActivityEnable(kind 50)"),
+		  1);
+	ASSERT_EQ(text_count(r.res.err, "not recorded"), 2);
+	ASSERT_GT(e2e_count(&r.traces[0], "gpu_memset", NULL), 0);
+	ASSERT_EQ(e2e_count(&r.traces[0], "cuda_sync", NULL), 0);
+	e2e_check_memory(&r.traces[0], r.gt);
+	e2e_free(&r);
+}
+
 /* Driver-API launches (the Triton pattern: no hook sees them) with their cuda_driver events. */
 TEST(e2e_collector_driver_api)
 {

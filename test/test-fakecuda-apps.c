@@ -895,9 +895,10 @@ static void check_pool_records(json_t *dump, json_t *log)
 
 /*
  * pool-app on NVIDIA's runtime, shared and static, 4 steps. The pools grow by 2 MiB granules:
- * the default one (id 1) reserves at most 4 MiB (step 3's 4 MiB) and gives all back at each
- * stream synchronisation (threshold 0); the program's own (id 2, 64 MiB threshold) keeps its
- * 4 MiB for 3 MiB used until trimmed. What the program reads of its pools is the ground truth's.
+ * the default one (id 1, 64 MiB threshold) reserves at most 4 MiB (step 3's 4 MiB) and keeps it
+ * until trimmed; the program's own (id 2) reserves 4 MiB for 3 MiB and gives all back at each
+ * stream synchronisation (threshold 0). What the program reads of its pools is the ground
+ * truth's.
  */
 TEST(fakecuda_pool_app)
 {
@@ -925,16 +926,16 @@ TEST(fakecuda_pool_app)
 			  4 << 20);
 		ASSERT_EQ(log_max(log, "{\"type\":\"memory\",\"pool\":2}", "pool_reserved"),
 			  4 << 20);
-		ASSERT_EQ(gtlog_count(log, "{\"type\":\"pool\",\"op\":\"release\",\"pool\":1,"
+		ASSERT_EQ(gtlog_count(log, "{\"type\":\"pool\",\"op\":\"release\",\"pool\":2,"
 					   "\"reserved\":0}"),
 			  4);
-		ASSERT_EQ(gtlog_count(log, "{\"type\":\"pool\",\"op\":\"release\",\"pool\":2}"), 0);
+		ASSERT_EQ(gtlog_count(log, "{\"type\":\"pool\",\"op\":\"release\",\"pool\":1}"), 0);
 		snprintf(line, sizeof(line),
-			 "pool-app: default pool: reserved 0 (at most %lld), used at most %lld\n"
-			 "pool-app: own pool: reserved %lld (at most %lld), used at most %lld\n",
+			 "pool-app: default pool: reserved %lld (at most %lld), used at most %lld\n"
+			 "pool-app: own pool: reserved 0 (at most %lld), used at most %lld\n",
+			 log_max(log, "{\"type\":\"memory\",\"pool\":1}", "pool_reserved"),
 			 log_max(log, "{\"type\":\"memory\",\"pool\":1}", "pool_reserved"),
 			 log_max(log, "{\"type\":\"memory\",\"pool\":1}", "pool_used"),
-			 log_max(log, "{\"type\":\"memory\",\"pool\":2}", "pool_reserved"),
 			 log_max(log, "{\"type\":\"memory\",\"pool\":2}", "pool_reserved"),
 			 log_max(log, "{\"type\":\"memory\",\"pool\":2}", "pool_used"));
 		ASSERT_STR_CONTAINS(res.out, line);

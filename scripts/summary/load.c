@@ -282,6 +282,10 @@ static bool take_memory(const struct tool_fields *f, struct gprof_export_event *
 	e->kind = GPROF_EXPORT_MEMORY;
 	e->device = (uint32_t)u64_of(f->pid);
 	e->u.memory.allocated = u64_of(f->allocated);
+	if (f->pool_reserved) {
+		e->flags |= GPROF_EXPORT_MEMORY_POOLS;
+		e->u.memory.reserved = u64_of(f->pool_reserved);
+	}
 	return true;
 }
 

@@ -39,6 +39,7 @@ static const struct {
     FIELD("device", device, false, true),
     FIELD("bytes", bytes, false, true),
     FIELD("allocated", allocated, false, true),
+    FIELD("pool reserved", pool_reserved, false, true),
     FIELD("tid", tid, false, false),
     FIELD("External id", external, false, true),
     FIELD("Record function id", rf_id, false, true),

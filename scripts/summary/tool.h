@@ -73,6 +73,7 @@ struct tool_fields {
 	struct tool_text ph, cat, name;
 	const char *ts, *dur, *pid, *tid;
 	const char *device, *bytes, *allocated, *external, *rf_id; /* in "args" */
+	const char *pool_reserved;				   /* "args" of gpu_memory */
 };
 
 /*

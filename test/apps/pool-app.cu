@@ -3,14 +3,15 @@
  * its own, on NVIDIA's runtime (apps.mk builds it shared, pool-real, and static,
  * pool-real-static). Usage: pool-app [steps] (default 4).
  *
- * Before the loop: a stream; a pool of its own (cudaMemPoolCreate) whose release threshold is
- * 64 MiB, so that it keeps what it reserved; the default pool keeps its threshold (0: it gives
- * its unused memory back at each synchronisation).
+ * Before the loop: a stream; the default pool's release threshold set to 64 MiB, so that it
+ * keeps what it reserved (as PyTorch's cudaMallocAsync backend does); a pool of its own
+ * (cudaMemPoolCreate) keeps its threshold (0: it gives its unused memory back at each
+ * synchronisation).
  * Each step k: nvtxMarkA("step"); (k + 1) MiB from the default pool, 3 MiB from the pool of its
  * own, a memset of the first; both freed (cudaFreeAsync) on the stream; the stream
  * synchronised.
  * After the loop: the pools' figures (reserved now and at most, used at most) printed;
- * cudaMemPoolTrimTo(own pool, 0), cudaMemPoolDestroy. Exits 0.
+ * cudaMemPoolTrimTo(default pool, 0), cudaMemPoolDestroy(own pool). Exits 0.
  */
 #include <cstdio>
 #include <cstdlib>
@@ -50,8 +51,8 @@ int main(int argc, char **argv)
 	props.allocType = cudaMemAllocationTypePinned;
 	props.location.type = cudaMemLocationTypeDevice;
 	props.location.id = 0;
+	CHECK(cudaMemPoolSetAttribute(def, cudaMemPoolAttrReleaseThreshold, &keep));
 	CHECK(cudaMemPoolCreate(&own, &props));
-	CHECK(cudaMemPoolSetAttribute(own, cudaMemPoolAttrReleaseThreshold, &keep));
 	for (int k = 0; k < steps; k++) {
 		nvtxMarkA("step");
 		CHECK(cudaMallocAsync(&a, (k + 1) * MIB, s));
@@ -63,7 +64,7 @@ int main(int argc, char **argv)
 	}
 	if (print_pool("default", def) || print_pool("own", own))
 		return 1;
-	CHECK(cudaMemPoolTrimTo(own, 0));
+	CHECK(cudaMemPoolTrimTo(def, 0));
 	CHECK(cudaMemPoolDestroy(own));
 	CHECK(cudaStreamDestroy(s));
 	printf("pool-app: %d steps ok\n", steps);

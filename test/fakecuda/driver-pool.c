@@ -36,8 +36,8 @@ static CUresult alloc_async(const struct fakecuda_call *c, CUdeviceptr *dptr, si
 	s = fakecuda_stream_get(stream, per_thread);
 	if (!pool)
 		pool = fakecuda_pool_current(fakecuda_stream_device(s));
-	err = fakecuda_drv_error(fakecuda_pool_alloc(&ptr, bytes, pool, c->correlation,
-					     fakecuda_stream_id(s)));
+	err = fakecuda_drv_error(
+	    fakecuda_pool_alloc(&ptr, bytes, pool, c->correlation, fakecuda_stream_id(s)));
 	if (!err)
 		*dptr = (CUdeviceptr)(uintptr_t)ptr;
 	return err;
@@ -50,9 +50,9 @@ static CUresult free_async(const struct fakecuda_call *c, CUdeviceptr dptr, CUst
 
 	if (err)
 		return err;
-	return fakecuda_drv_error(fakecuda_mem_free(PTR(dptr), CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
-					    c->correlation,
-					    fakecuda_stream_id(fakecuda_stream_get(stream, per_thread))));
+	return fakecuda_drv_error(
+	    fakecuda_mem_free(PTR(dptr), CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, c->correlation,
+			      fakecuda_stream_id(fakecuda_stream_get(stream, per_thread))));
 }
 
 DRV_PAIR(cuMemAllocAsync, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream),
@@ -74,7 +74,8 @@ static CUresult get_pool(CUmemoryPool *out, int device, bool current)
 	if (!err && (device < 0 || device >= fakecuda_device_count()))
 		err = CUDA_ERROR_INVALID_DEVICE;
 	if (!err)
-		*out = HANDLE(current ? fakecuda_pool_current(device) : fakecuda_pool_default(device));
+		*out =
+		    HANDLE(current ? fakecuda_pool_current(device) : fakecuda_pool_default(device));
 	return err;
 }
 
@@ -149,7 +150,8 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool)
 	CUresult err = fakecuda_drv_need_init();
 
 	return fakecuda_api_exit(
-	    &c, err ? err : fakecuda_drv_error(fakecuda_pool_destroy(POOL(pool), c.correlation)), NULL);
+	    &c, err ? err : fakecuda_drv_error(fakecuda_pool_destroy(POOL(pool), c.correlation)),
+	    NULL);
 }
 
 CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
@@ -158,7 +160,8 @@ CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 	CUresult err = fakecuda_drv_need_init();
 
 	if (!err)
-		err = fakecuda_drv_error(fakecuda_pool_trim(POOL(pool), minBytesToKeep, c.correlation));
+		err = fakecuda_drv_error(
+		    fakecuda_pool_trim(POOL(pool), minBytesToKeep, c.correlation));
 	return fakecuda_api_exit(&c, err, "\"keep\":%zu", minBytesToKeep);
 }
 
@@ -186,13 +189,13 @@ CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void
 CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count)
 {
 	DRV_CALL(cuMemPoolSetAccess, pool, map, count);
-	CUresult err = pool && (map || !count) ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+	CUresult err =
+	    pool && (map || !count) ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
 
 	return fakecuda_api_exit(&c, err, NULL);
 }
 
-CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool memPool,
-			    CUmemLocation *location)
+CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool memPool, CUmemLocation *location)
 {
 	DRV_CALL(cuMemPoolGetAccess, flags, memPool, location);
 	CUresult err =
