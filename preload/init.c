@@ -138,7 +138,8 @@ static void run_fini(int tid)
 		return;
 	}
 	in_fini = true;
-	gprof_session_fini(tid);
+	/* --torch-steps' markers end steps: what follows the last one is no step */
+	gprof_session_fini(gprof_torch_steps_hooked() ? 0 : tid);
 	__atomic_store_n(&fini_state, FINI_DONE, __ATOMIC_RELEASE);
 }
 

@@ -288,7 +288,8 @@ void gprof_session_profiler_api(bool start);
 void gprof_session_nvtx_foreign(void);
 /*
  * Process exit, run for thread tid (the one that ends the process): finishes the window in
- * progress, with the step in progress only if tid marked it, and writes what is pending.
+ * progress, with the step in progress only if tid marked it (tid 0: not at all), and writes
+ * what is pending.
  */
 void gprof_session_fini(int tid);
 /* In a child after fork(): it inherits no window and writes nothing. */

@@ -649,8 +649,7 @@ void gprof_session_fini(int tid)
 		return;
 	__atomic_store_n(&exiting, 1, __ATOMIC_SEQ_CST);
 	gprof_trigger_stop();
-	gprof_stepper_finish_on(&stepper, gprof_realtime_ns(),
-				gprof_torch_steps_hooked() ? 0 : tid);
+	gprof_stepper_finish_on(&stepper, gprof_realtime_ns(), tid);
 	gprof_collector_fini(COLLECTOR_FINI_MS);
 	if (gprof_export_shutdown(10000) != 0)
 		pr_warn("the trace writer did not finish in 10 s; a trace may be left as .partial");
