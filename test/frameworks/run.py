@@ -511,11 +511,49 @@ def case_dataloader(tmp):
     return c
 
 
+def pools_reported(gt, since, ns):
+    """What the pools' latest reported operations in [since, ns] said they hold; None: none."""
+    latest = {}
+    for g in gt:
+        if "pool" not in g or not since <= g["time"] <= ns or \
+                (g["type"] == "pool" and g["op"] == "release"):
+            continue
+        if g["pool"] not in latest or g["time"] >= latest[g["pool"]]["time"]:
+            latest[g["pool"]] = g
+    if not latest:
+        return None
+    return sum(g["pool_reserved"] if g["type"] == "memory" else g["reserved"]
+               for g in latest.values())
+
+
+def case_malloc_async(tmp):
+    """8: the loop on PyTorch's cudaMallocAsync backend: its pools' allocations and reserve."""
+    c = Case("train_cuda_malloc_async")
+    argv, env = train(["--nvtx"]), {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}
+    profiled = run(argv, tmp + "/gprof", env)
+    trace = check_trace(c, run(argv, tmp + "/plain", env, preload=False), profiled)
+    if trace:
+        gt, base = profiled[2], trace["baseTimeNanoseconds"]
+        points = [e for e in trace["traceEvents"] if e.get("cat") == "gpu_memory"]
+        since = base + round(points[0]["ts"] * 1000) if points else 0
+        wrong = [(e["args"].get("pool reserved"), want) for e in points
+                 for want in [pools_reported(gt, since, base + round(e["ts"] * 1000))]
+                 if e["args"].get("pool reserved") != want]
+        pooled = [e for e in points if e["args"].get("pool reserved")]
+        c.check("pool reserved = what the pools' latest operations reported",
+                pooled and not wrong, "%d of %d with pools; wrong (trace, ground truth): %s"
+                % (len(pooled), len(points), wrong[:3]))
+        c.check("the summary names the pools' peak",
+                "stream-ordered pools: peak" in profiled[0].stderr, profiled[0].stderr[-300:])
+    return c
+
+
 CASES = {"train_nvtx": case_nvtx, "train_torch_steps": case_torch_steps,
          "torch_profiler_side_by_side": case_torch_profiler,
          "torch_profiler_same_process": case_same_process,
          "triton": case_triton, "two_ranks_gloo": case_two_ranks,
-         "dataloader_workers": case_dataloader, "torch_operators": case_torch_operators}
+         "dataloader_workers": case_dataloader, "torch_operators": case_torch_operators,
+         "train_cuda_malloc_async": case_malloc_async}
 
 
 def main():
