@@ -1197,6 +1197,7 @@ TEST(e2e_collector_cuda_graph)
 	json_t *g;
 
 	run_real(argv, &r);
+	ASSERT_STR_CONTAINS(r.res.out, "graph-app: 4 nodes, 4 listed\n");
 	/* per step: HtoD, fill, scale, DtoD (graph-app.cu), one graph launch */
 	ASSERT_EQ(gtlog_count(r.gt, "{\"type\":\"gpu\"}"), 6 * 4);
 	ASSERT_EQ(check_gpu_work(&r.traces[0], r.gt, blas_app_scheduled, r.gt, true), 3 * 4);

@@ -6,7 +6,9 @@
  *
  * Before the loop: 2 cudaMalloc of 4 KiB, 1 cudaMallocHost of 4 KiB, a stream s; on s, stream
  * capture of: cudaMemcpyAsync HtoD 4 KiB (pinned -> x), fill<<<4, 256>>>(y), scale<<<4, 256>>>(x),
- * cudaMemcpyAsync DtoD 4 KiB (x -> y); cudaStreamEndCapture, cudaGraphInstantiate.
+ * cudaMemcpyAsync DtoD 4 KiB (x -> y); cudaStreamEndCapture, cudaGraphGetNodes (its count,
+ * then its nodes: "graph-app: 4 nodes, 4 listed" printed, as PyTorch asks after a capture),
+ * cudaGraphInstantiate.
  * Each step: nvtxMarkA("step"); cudaGraphLaunch(graph, s); cudaStreamSynchronize(s).
  * After the loop: the graph and its instance destroyed, frees. Prints "graph-app: N steps ok".
  */
@@ -44,6 +46,8 @@ int main(int argc, char **argv)
 	cudaStream_t s;
 	cudaGraph_t graph;
 	cudaGraphExec_t exec;
+	cudaGraphNode_t nodes[8];
+	size_t n_nodes = 0, listed = 8, named = 0;
 
 	CHECK(cudaMalloc(&x, bytes));
 	CHECK(cudaMalloc(&y, bytes));
@@ -59,6 +63,11 @@ int main(int argc, char **argv)
 			scale<<<4, 256, 0, s>>>(x, 2.0f, N);
 			CHECK(cudaMemcpyAsync(y, x, bytes, cudaMemcpyDeviceToDevice, s));
 			CHECK(cudaStreamEndCapture(s, &graph));
+			CHECK(cudaGraphGetNodes(graph, NULL, &n_nodes));
+			CHECK(cudaGraphGetNodes(graph, nodes, &listed));
+			for (size_t k = 0; k < listed; k++)
+				named += nodes[k] != NULL;
+			printf("graph-app: %zu nodes, %zu listed\n", n_nodes, named);
 			CHECK(cudaGraphInstantiate(&exec, graph, 0));
 		}
 		if (i >= 0 && i >= capture_step) {

@@ -154,7 +154,6 @@ static CUresult not_simulated(const char *name)
 	}
 
 NOT_SIMULATED(cuGraphExecKernelNodeSetParams)
-NOT_SIMULATED(cuGraphGetNodes)
 NOT_SIMULATED(cuGraphInstantiate)
 NOT_SIMULATED(cuGraphKernelNodeGetParams)
 NOT_SIMULATED(cuGraphNodeGetType)

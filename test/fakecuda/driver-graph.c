@@ -104,6 +104,22 @@ static CUresult upload(CUgraphExec exec)
 DRV_PAIR(cuGraphUpload, (CUgraphExec hGraphExec, CUstream hStream), upload(hGraphExec), hGraphExec,
 	 hStream)
 
+/* With nodes NULL, how many; else up to *numNodes of them (and how many that is). */
+CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
+{
+	DRV_CALL(cuGraphGetNodes, hGraph, nodes, numNodes);
+	CUresult err = hGraph && numNodes ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+	size_t n;
+
+	if (!err) {
+		n = fakecuda_graph_nodes(GRAPH(hGraph), (void **)nodes, nodes ? *numNodes : 0);
+		for (size_t i = n; nodes && i < *numNodes; i++)
+			nodes[i] = NULL;
+		*numNodes = nodes && n > *numNodes ? *numNodes : n;
+	}
+	return fakecuda_api_exit(&c, err, NULL);
+}
+
 CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
 {
 	DRV_CALL(cuGraphExecDestroy, hGraphExec);

@@ -80,6 +80,7 @@ static const struct proc {
     {"cuGraphInstantiateWithFlags", 11040, cuGraphInstantiateWithFlags, NULL},
     {"cuGraphInstantiateWithParams", 12000, cuGraphInstantiateWithParams,
      cuGraphInstantiateWithParams_ptsz},
+    {"cuGraphGetNodes", 10000, cuGraphGetNodes, NULL},
     {"cuGraphLaunch", 10000, cuGraphLaunch, cuGraphLaunch_ptsz},
     {"cuGraphUpload", 11010, cuGraphUpload, cuGraphUpload_ptsz},
     {"cuInit", 2000, cuInit, NULL},

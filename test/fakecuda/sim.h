@@ -282,6 +282,12 @@ FAKECUDA_API int fakecuda_capture_begin(struct fakecuda_stream *stream);
 FAKECUDA_API struct fakecuda_graph *fakecuda_capture_end(struct fakecuda_stream *stream);
 FAKECUDA_API bool fakecuda_capturing(struct fakecuda_stream *stream);
 FAKECUDA_API size_t fakecuda_graph_size(const struct fakecuda_graph *graph);
+/*
+ * The graph's nodes (its kernels, copies and memsets; an event's record or wait in a capture
+ * makes an edge, not a node): how many, and the first `room` of their handles into nodes.
+ */
+FAKECUDA_API size_t fakecuda_graph_nodes(const struct fakecuda_graph *graph, void **nodes,
+					 size_t room);
 /* An instance (cuGraphInstantiate): a copy, or NULL. */
 FAKECUDA_API struct fakecuda_graph *fakecuda_graph_copy(const struct fakecuda_graph *graph);
 FAKECUDA_API void fakecuda_graph_free(struct fakecuda_graph *graph);

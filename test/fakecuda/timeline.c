@@ -449,6 +449,20 @@ size_t fakecuda_graph_size(const struct fakecuda_graph *graph)
 	return graph->n;
 }
 
+size_t fakecuda_graph_nodes(const struct fakecuda_graph *graph, void **nodes, size_t room)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < graph->n; i++) {
+		if (graph->ops[i].kind == FAKECUDA_OP_MARKER)
+			continue;
+		if (n < room)
+			nodes[n] = (void *)(uintptr_t)(i + 1); /* as node_created names it */
+		n++;
+	}
+	return n;
+}
+
 struct fakecuda_graph *fakecuda_graph_copy(const struct fakecuda_graph *graph)
 {
 	struct fakecuda_graph *g = calloc(1, sizeof(*g));

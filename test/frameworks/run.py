@@ -548,12 +548,29 @@ def case_malloc_async(tmp):
     return c
 
 
+def case_cuda_graph(tmp):
+    """10: torch.cuda.graph capture and replay: each replay's kernels, linked to cudaGraphLaunch."""
+    c = Case("cuda_graph")
+    argv = [PYTHON, os.path.join(HERE, "graph.py")]
+    trace = check_trace(c, run(argv, tmp + "/plain", preload=False), run(argv, tmp + "/gprof"),
+                        counters_at_least=1)
+    if trace:
+        ev = trace["traceEvents"]
+        calls = {e["args"]["correlation"]: e["name"] for e in ev
+                 if e.get("cat") in LAUNCH_CATS and "correlation" in e.get("args", {})}
+        by = collections.Counter(calls.get(e["args"]["correlation"]) for e in ev
+                                 if e.get("cat") == "kernel")
+        c.check("every kernel is a replay's, linked to cudaGraphLaunch",
+                list(by) == ["cudaGraphLaunch"] and by["cudaGraphLaunch"] >= 3, str(dict(by)))
+    return c
+
+
 CASES = {"train_nvtx": case_nvtx, "train_torch_steps": case_torch_steps,
          "torch_profiler_side_by_side": case_torch_profiler,
          "torch_profiler_same_process": case_same_process,
          "triton": case_triton, "two_ranks_gloo": case_two_ranks,
          "dataloader_workers": case_dataloader, "torch_operators": case_torch_operators,
-         "train_cuda_malloc_async": case_malloc_async}
+         "train_cuda_malloc_async": case_malloc_async, "cuda_graph": case_cuda_graph}
 
 
 def main():
