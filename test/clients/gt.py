@@ -44,6 +44,7 @@ class Window:
         if not steps:
             raise SystemExit(f"FAIL: {trace_path}: no steps")
         self.path = trace_path
+        self.base = base
         self.rank = trace.get("distributedInfo", {}).get("rank", 0)
         self.steps = sorted(int(e["name"].split("#")[1]) for e in steps)
         self.begin = base + round(min(e["ts"] for e in steps) * 1000)
@@ -104,6 +105,17 @@ class Window:
             in_use += g["bytes"] if g["op"] == "alloc" else -g["bytes"]
             if self.begin <= g["time"] < self.end:
                 self.memory.append(in_use)
+
+    def iteration_kernels(self):
+        """The kernels HTA gives an iteration: their call's start, rounded up to the us as HTA
+        reads times, lies in a step's span as HTA rounds it (start up, end down). A call made
+        in the first or last microsecond of a step may fall between two."""
+        def us_up(ns):
+            return -(-(ns - self.base) // US)
+
+        spans = [(us_up(b), (e - self.base) // US) for _, b, e in self.step_spans]
+        return [k for k in self.kernels
+                if any(b <= us_up(self.call_of[k["corr"]]["start"]) < e for b, e in spans)]
 
     def kernel_totals(self, kernels=None):
         """demangled name -> (count, total ns) of the window's kernels (or of `kernels`)."""

@@ -209,7 +209,7 @@ def check_diff(argv):
     c = Checks("HTA TraceDiff")
     d = TraceDiff.compare_traces(dir_a, dir_b, control_iteration=wa.steps,
                                  test_iteration=wb.steps, device_type=DeviceType.GPU)
-    ta, tb = wa.kernel_totals(), wb.kernel_totals()
+    ta, tb = wa.kernel_totals(wa.iteration_kernels()), wb.kernel_totals(wb.iteration_kernels())
     names = {demangled(n): n for n in d.index}
     for name in sorted(set(ta) | set(tb)):
         (na, nsa), (nb, nsb) = ta.get(name, (0, 0)), tb.get(name, (0, 0))
