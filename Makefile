@@ -146,7 +146,7 @@ $(DEMO_OUT)/train-gpu: scripts/demo/train.cu
 	@mkdir -p $(@D)
 	$(Q)$(CUDA_HOME)/bin/nvcc -cudart shared -O2 -o $@ $<
 
-demo: all $(FAKECUPTI_LIB) $(DEMO_OUT)/train-sim $(DEMO_GPU)
+demo: all $(FAKECUPTI_LIB) $(FAKE_NCCL_LIB) $(DEMO_OUT)/train-sim $(DEMO_GPU)
 	$(Q)scripts/demo.sh $(BUILD)
 
 FORMAT_SRCS = $(shell git ls-files '*.c' '*.h' 2>/dev/null)

@@ -55,7 +55,7 @@ class Window:
                   if "correlation" in e.get("args", {})}
         gpu_traced = {e["args"]["correlation"] for e in trace["traceEvents"]
                       if e.get("cat") in GPU_CATS and "correlation" in e.get("args", {})}
-        calls = [g for g in log if g["type"] == "api" and g["domain"] == "runtime"]
+        calls = [g for g in log if g["type"] == "api"]  # runtime and driver (NCCL's launches)
         ops = [g for g in log if g["type"] == "gpu"]
         inside = {g["corr"] for g in calls if self.begin <= g["start"] and g["end"] <= self.end}
         outside = {g["corr"] for g in calls if g["end"] < self.begin or g["start"] > self.end}

@@ -37,12 +37,12 @@ $(FAKECUPTI_LIB): $(BUILD)/test/fakecuda/cupti.o test/fakecuda/libcupti.map $(FA
 
 TEST_DEPS += $(FAKEGPU_LIB) $(FAKECUPTI_LIB)
 
-# The simulated libnccl.so.2 (nccl.c): collectives that launch one kernel each on the runtime.
+# The simulated libnccl.so.2 (nccl.c): collectives that launch one kernel each through the
+# process's driver; it links no CUDA runtime, so that it can go where the wheel's NCCL would.
 FAKE_NCCL_LIB := $(FAKECUDA_OUT)/libnccl.so.2
 
-$(FAKE_NCCL_LIB): $(BUILD)/test/fakecuda/nccl.o $(FAKECUDA_OUT)/libcudart.so.13
+$(FAKE_NCCL_LIB): $(BUILD)/test/fakecuda/nccl.o
 	$(call quiet,LD,$@)
-	$(Q)$(CC) -shared $(LDFLAGS) -Wl,-soname,libnccl.so.2 -Wl,-rpath,'$$ORIGIN' \
-		-o $@ $< -L$(FAKECUDA_OUT) -l:libcudart.so.13 -lpthread
+	$(Q)$(CC) -shared $(LDFLAGS) -Wl,-soname,libnccl.so.2 -o $@ $< -ldl -lpthread
 
 TEST_DEPS += $(FAKE_NCCL_LIB)

@@ -1,6 +1,8 @@
 /*
  * The simulated libnccl.so.2's interface (test/fakecuda/nccl.c): NCCL's host API as its public
- * nccl.h declares it (same signatures, same enum values), the part the tests use.
+ * nccl.h declares it (same signatures, same enum values), the part the tests and PyTorch's
+ * ProcessGroupNCCL use; structures the simulation does not read (ncclConfig_t, ncclSimInfo_t,
+ * windows, device communicators) are void pointers, enums it does not name ints.
  */
 #ifndef FAKE_NCCL_H
 #define FAKE_NCCL_H
@@ -84,5 +86,35 @@ ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int
 		      ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclGroupStart(void);
 ncclResult_t ncclGroupEnd(void);
+
+ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
+				    void *config);
+ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int rank, int nIds,
+				      ncclUniqueId *ids, void *config);
+ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist);
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, void *config);
+ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanks, int excludeCount,
+			    ncclComm_t *newcomm, void *config, int flags);
+ncclResult_t ncclCommFinalize(ncclComm_t comm);
+ncclResult_t ncclCommAbort(ncclComm_t comm);
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError);
+const char *ncclGetLastError(ncclComm_t comm);
+ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+		       cudaStream_t stream);
+ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
+			  ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclGroupSimulateEnd(void *simInfo);
+ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataType_t datatype,
+				      int residence, ncclComm_t comm);
+ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm);
+ncclResult_t ncclMemAlloc(void **ptr, size_t size);
+ncclResult_t ncclMemFree(void *ptr);
+ncclResult_t ncclCommRegister(const ncclComm_t comm, void *buff, size_t size, void **handle);
+ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle);
+ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size, void **win,
+				    int winFlags);
+ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, void *win);
+ncclResult_t ncclDevCommCreate(ncclComm_t comm, const void *reqs, void *devComm);
+ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const void *devComm);
 
 #endif

@@ -272,18 +272,22 @@ print(sorted(a.t.get_ranks()))
 """
 
 
-def case_two_ranks(tmp):
-    """6: two ranks (RANK/WORLD_SIZE by hand, gloo), one folder: one file each, one HTA run."""
-    c = Case("two_ranks_gloo")
+def two_ranks(tmp, backend):
+    """Two ranks of ddp.py (RANK/WORLD_SIZE by hand), one folder: one file each, one HTA run."""
+    c = Case("two_ranks_" + backend)
     traces_dir = os.path.join(tmp, "traces")
-    argv = [PYTHON, os.path.join(HERE, "ddp.py")]
+    argv = [PYTHON, os.path.join(HERE, "ddp.py"), "--backend", backend]
+    preload = [os.path.join(BUILD, "libgprof.so")]
+    if backend == "nccl":  # the simulated libnccl.so.2 where the wheel's would be
+        preload.append(os.path.join(BUILD, "fakecuda", "libnccl.so.2"))
     procs, envs = [], []
     for rank in range(2):
         os.makedirs(os.path.join(tmp, "rank%d" % rank))
         env = simulated_env(os.path.join(tmp, "rank%d" % rank), {
             "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "2",
-            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(29400 + os.getpid() % 500),
-            "GPROF_OUTPUT": traces_dir, "LD_PRELOAD": os.path.join(BUILD, "libgprof.so")})
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(29400 + os.getpid() % 500 + (backend == "nccl")),
+            "GPROF_OUTPUT": traces_dir, "LD_PRELOAD": ":".join(preload)})
         envs.append(env)
         procs.append(subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True))
@@ -317,7 +321,30 @@ def case_two_ranks(tmp):
     ok = p.stdout.strip() == "[0, 1]"
     c.check("HTA loads the folder as one run of ranks 0 and 1", ok,
             p.stdout.strip() if ok else (p.stdout + p.stderr[-300:]).strip())
+    if backend == "nccl":
+        # the client tier's checks of HTA's and TensorBoard's views, on both ranks
+        by_rank = sorted((load_trace(p)["distributedInfo"]["rank"], p) for p in paths)
+        pairs = [x for rank, path in by_rank for x in (path, envs[rank]["FAKEGPU_LOG"])]
+        for script in ("hta_check.py", "tb_check.py"):
+            p = subprocess.run([hta, script, traces_dir] + pairs, capture_output=True,
+                               text=True, timeout=600, cwd=os.path.join(HERE, "..", "clients"))
+            lines = p.stdout.splitlines()
+            fails = [line for line in lines if line.startswith("FAIL")]
+            c.check("%s: every check of the two ranks" % script, p.returncode == 0,
+                    "; ".join(fails)[:300] or p.stderr[-300:] if p.returncode else
+                    "%d checks" % sum(line.startswith("ok") for line in lines))
     return c
+
+
+def case_two_ranks(tmp):
+    """6: two ranks over gloo."""
+    return two_ranks(tmp, "gloo")
+
+
+def case_two_ranks_nccl(tmp):
+    """11: two ranks over NCCL: the simulated libnccl.so.2 preloaded, where the wheel's would be
+    (which does not run on the simulated driver)."""
+    return two_ranks(tmp, "nccl")
 
 
 def case_torch_steps(tmp):
@@ -570,7 +597,8 @@ CASES = {"train_nvtx": case_nvtx, "train_torch_steps": case_torch_steps,
          "torch_profiler_same_process": case_same_process,
          "triton": case_triton, "two_ranks_gloo": case_two_ranks,
          "dataloader_workers": case_dataloader, "torch_operators": case_torch_operators,
-         "train_cuda_malloc_async": case_malloc_async, "cuda_graph": case_cuda_graph}
+         "train_cuda_malloc_async": case_malloc_async, "cuda_graph": case_cuda_graph,
+         "two_ranks_nccl": case_two_ranks_nccl}
 
 
 def main():
