@@ -14,6 +14,7 @@
 #include "task.h"
 #include "util/e2e.h"
 #include "util/gtlog.h"
+#include "util/text.h"
 #include "util/proc.h"
 
 #define START(e) gtlog_int(e, "start")
@@ -944,4 +945,39 @@ TEST(fakecuda_pool_app)
 		json_decref(dump);
 		json_decref(log);
 	}
+}
+
+/*
+ * nccl-app -m: three ranks at once, meeting through rank 0's unique id; the bytes each rank's
+ * all-reduce, all-gather and broadcast got are what the others gave (nccl-app checks them),
+ * and the folder where they met is gone once the last rank destroyed its communicator.
+ */
+TEST(fakecuda_nccl_ranks_meet)
+{
+	char tmp[] = "/tmp/gprof-nccl-XXXXXX", id_path[64], script[PATH_MAX * 3], dir[96];
+	const char *argv[] = {"/bin/sh", "-c", script, NULL};
+	struct proc_result res;
+	uint64_t key[2];
+	FILE *f;
+
+	ASSERT(mkdtemp(tmp));
+	snprintf(id_path, sizeof(id_path), "%s/id", tmp); /* rank 0 makes it */
+	snprintf(script, sizeof(script),
+		 "for r in 0 1 2; do RANK=$r WORLD_SIZE=3 '%s' -s 3 -n 64 -m '%s' & eval p$r=$!; "
+		 "done; s=0; for p in $p0 $p1 $p2; do wait $p || s=1; done; exit $s",
+		 proc_build_path("test/apps/nccl-app"), id_path);
+	ASSERT_EQ(proc_run(argv, NULL, 120, &res), 0);
+	ASSERT_MSG(res.status == 0, "%s%s", res.out, res.err);
+	ASSERT_EQ(text_count(res.out, ": the ranks' bytes met\n"), 3);
+	f = fopen(id_path, "rb");
+	ASSERT(f && fread(key, sizeof(key), 1, f) == 1);
+	fclose(f);
+	unlink(id_path);
+	rmdir(tmp);
+	snprintf(dir, sizeof(dir), "%s/fakenccl-%016llx%016llx",
+		 access("/dev/shm", W_OK) ? (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp")
+					  : "/dev/shm",
+		 (unsigned long long)key[0], (unsigned long long)key[1]);
+	ASSERT_MSG(access(dir, F_OK), "%s is left", dir);
+	proc_result_free(&res);
 }

@@ -145,6 +145,7 @@ X(fakecuda_rt_app_threads)
 X(fakecuda_drv_app)
 X(fakecuda_link_app)
 X(fakecuda_pool_app)
+X(fakecuda_nccl_ranks_meet)
 X(fakecuda_injection_at_cuinit)
 
 /* end to end: preload */

@@ -6,8 +6,11 @@
  * both streams are synchronized. -s steps (default 6). With -e each step also makes a call
  * NCCL refuses (a NULL communicator) and checks that it returned ncclInvalidArgument. The
  * ranks run one after another (the tests start them so), so their id is zeros: ranks that
- * never meet, whose collectives move nothing (test/fakecuda/nccl.c).
+ * never meet, whose collectives move nothing (test/fakecuda/nccl.c). With -m FILE the ranks run
+ * at once and meet: rank 0's ncclGetUniqueId goes through FILE to the others, and after the
+ * loop each checks what the collectives moved (exchange() below).
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +38,69 @@ void compute_stub(void)
 		}                                                           \
 	} while (0)
 
+/* -m: rank 0's id through `path` (written aside, renamed), which the others wait for. */
+static void meet(const char *path, int rank, ncclUniqueId *id)
+{
+	char part[PATH_MAX];
+	FILE *f;
+
+	if (!rank) {
+		CHECK(ncclGetUniqueId(id), ncclSuccess);
+		snprintf(part, sizeof(part), "%s.part", path);
+		f = fopen(part, "wb");
+		CHECK(f && fwrite(id, sizeof(*id), 1, f) == 1 && !fclose(f), 1);
+		CHECK(rename(part, path), 0);
+		return;
+	}
+	for (int tries = 0; !(f = fopen(path, "rb")); tries++) {
+		CHECK(tries < 60000, 1);
+		usleep(1000);
+	}
+	CHECK(fread(id, sizeof(*id), 1, f), 1);
+	fclose(f);
+}
+
+/*
+ * What the collectives moved, N ints per rank: rank r gives r + 1 to an all-reduce (sum), r to
+ * an all-gather, 10 r + 7 to a broadcast from rank 0; each gets back what every rank's gift
+ * makes.
+ */
+static void exchange(ncclComm_t comm, cudaStream_t s, int rank, int world)
+{
+	enum {
+		N = 8,
+		MAX_RANKS = 16
+	};
+	int host[N * (MAX_RANKS + 1)], *dev;
+
+	CHECK(world <= MAX_RANKS, 1);
+	CHECK(cudaMalloc((void **)&dev, sizeof(host)), cudaSuccess);
+	for (int i = 0; i < N; i++)
+		host[i] = rank + 1;
+	CHECK(cudaMemcpy(dev, host, N * sizeof(int), cudaMemcpyHostToDevice), cudaSuccess);
+	CHECK(ncclAllReduce(dev, dev, N, ncclInt32, ncclSum, comm, s), ncclSuccess);
+	CHECK(cudaMemcpy(host, dev, N * sizeof(int), cudaMemcpyDeviceToHost), cudaSuccess);
+	for (int i = 0; i < N; i++)
+		CHECK(host[i], world * (world + 1) / 2);
+	for (int i = 0; i < N; i++)
+		host[i] = rank;
+	CHECK(cudaMemcpy(dev, host, N * sizeof(int), cudaMemcpyHostToDevice), cudaSuccess);
+	CHECK(ncclAllGather(dev, dev + N, N, ncclInt32, comm, s), ncclSuccess);
+	CHECK(cudaMemcpy(host, dev + N, (size_t)(N * world) * sizeof(int), cudaMemcpyDeviceToHost),
+	      cudaSuccess);
+	for (int i = 0; i < N * world; i++)
+		CHECK(host[i], i / N);
+	for (int i = 0; i < N; i++)
+		host[i] = 10 * rank + 7;
+	CHECK(cudaMemcpy(dev, host, N * sizeof(int), cudaMemcpyHostToDevice), cudaSuccess);
+	CHECK(ncclBroadcast(dev, dev, N, ncclInt32, 0, comm, s), ncclSuccess);
+	CHECK(cudaMemcpy(host, dev, N * sizeof(int), cudaMemcpyDeviceToHost), cudaSuccess);
+	for (int i = 0; i < N; i++)
+		CHECK(host[i], 7);
+	CHECK(cudaFree(dev), cudaSuccess);
+	printf("nccl-app: rank %d: the ranks' bytes met\n", rank);
+}
+
 static int env_int(const char *name, int dflt)
 {
 	const char *v = getenv(name);
@@ -52,10 +118,13 @@ int main(int argc, char **argv)
 	ncclComm_t comm;
 	float *grads;
 	void *args[1];
+	const char *meet_at = NULL;
 
-	while ((opt = getopt(argc, argv, "s:n:e")) != -1) {
+	while ((opt = getopt(argc, argv, "s:n:em:")) != -1) {
 		if (opt == 'e')
 			refused = 1;
+		else if (opt == 'm')
+			meet_at = optarg;
 		else if (opt == 's')
 			steps = atoi(optarg);
 		else if (opt == 'n')
@@ -71,6 +140,8 @@ int main(int argc, char **argv)
 	CHECK(cudaMalloc((void **)&grads, (size_t)count * sizeof(float)), cudaSuccess);
 	args[0] = &grads;
 	memset(&id, 0, sizeof(id));
+	if (meet_at)
+		meet(meet_at, rank, &id);
 	CHECK(ncclCommInitRank(&comm, world, id, rank), ncclSuccess);
 	for (int s = 0; s < steps; s++) {
 		nvtxMarkA("step");
@@ -90,6 +161,8 @@ int main(int argc, char **argv)
 		CHECK(cudaStreamSynchronize(comm_stream), cudaSuccess);
 	}
 	nvtxMarkA("step");
+	if (meet_at)
+		exchange(comm, comm_stream, rank, world);
 	CHECK(ncclCommDestroy(comm), ncclSuccess);
 	CHECK(cudaFree(grads), cudaSuccess);
 	CHECK(cudaStreamDestroy(comm_stream), cudaSuccess);
@@ -97,6 +170,6 @@ int main(int argc, char **argv)
 	printf("nccl-app: rank %d of %d, %d steps ok\n", rank, world, steps);
 	return 0;
 usage:
-	fprintf(stderr, "usage: nccl-app [-s steps] [-n count] [-e]\n");
+	fprintf(stderr, "usage: nccl-app [-s steps] [-n count] [-e] [-m file]\n");
 	return 2;
 }
