@@ -206,6 +206,8 @@ void gprof_torch_close(struct gprof_torch_frame *f, const char *msg, uint64_t st
 GPROF_EXPORT int gprof_torch_wanted(void);
 /* For the start-up hook (ctypes): the calling thread's next step marker is the hook's. */
 GPROF_EXPORT void gprof_torch_marks(void);
+/* For the start-up hook (ctypes): the default process group's backend, kept once. */
+GPROF_EXPORT void gprof_torch_backend(const char *name);
 /* For --torch's start-up hook (ctypes): gprof_session_tensor_memory, ts in ns. */
 GPROF_EXPORT void gprof_torch_memory(uint64_t ts_ns, uint64_t address, int64_t bytes,
 				     uint64_t allocated, uint64_t reserved, int device);

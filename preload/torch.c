@@ -7,6 +7,7 @@
  * A backward operator is linked to the forward one of the same sequence number ("fwdbwd").
  */
 #include <pthread.h>
+#include <string.h>
 
 #define PR_FMT "--torch: "
 #include "collector/collector.h"
@@ -132,6 +133,26 @@ bool gprof_torch_steps_hooked(void)
 {
 	return __atomic_load_n(&hook_marked, __ATOMIC_RELAXED) &&
 	       !__atomic_load_n(&program_marks, __ATOMIC_RELAXED);
+}
+
+/*
+ * For the start-up hook, through ctypes: the backend of the program's default process group
+ * (torch.distributed.get_backend(): "gloo", "nccl", ...), the trace's distributedInfo.backend,
+ * kept once. Printable ASCII of at most 63 bytes; anything else is ignored.
+ */
+GPROF_EXPORT void gprof_torch_backend(const char *name)
+{
+	static char kept[64];
+	static int once;
+	size_t n = name ? strnlen(name, sizeof(kept)) : 0;
+
+	if (!n || n == sizeof(kept) || __atomic_exchange_n(&once, 1, __ATOMIC_ACQ_REL))
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (name[i] < 0x20 || name[i] > 0x7e)
+			return;
+	memcpy(kept, name, n);
+	gprof_export_set_backend(kept);
 }
 
 /* For the start-up hook, through ctypes: the calling thread's next step marker is its own. */

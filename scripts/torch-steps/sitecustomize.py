@@ -239,6 +239,19 @@ class _StepMarker:
         self.operators.start()
         # tells libgprof the next mark is this hook's: a program that marks steps itself wins
         self.mine = _libgprof("gprof_torch_marks")
+        self.tell_backend = _libgprof("gprof_torch_backend")
+
+    def backend(self):
+        """The default process group's backend (torch.distributed.get_backend()), told to
+        libgprof once it exists, for the trace's distributedInfo as Kineto writes it."""
+        dist = sys.modules.get("torch.distributed")  # not imported here if the program did not
+        try:
+            if dist is None or not dist.is_available() or not dist.is_initialized():
+                return
+            self.tell_backend(str(dist.get_backend()).encode())
+        except Exception:  # a hook must never stop training
+            pass
+        self.tell_backend = None
 
     def __call__(self, optimizer, args, kwargs):
         # The first optimizer to step owns the steps; once it is gone, the next one does.
@@ -248,6 +261,8 @@ class _StepMarker:
             return
         # before the mark, which libgprof counts when optimizer.step's range ends
         self.operators.update()
+        if self.tell_backend:
+            self.backend()
         try:
             if self.mark is None:
                 from torch.cuda import nvtx  # torch is imported by now

@@ -273,7 +273,9 @@ print(sorted(a.t.get_ranks()))
 
 
 def two_ranks(tmp, backend):
-    """Two ranks of ddp.py (RANK/WORLD_SIZE by hand), one folder: one file each, one HTA run."""
+    """Two ranks of ddp.py (RANK/WORLD_SIZE by hand), one folder: one file each, one HTA run;
+    GPROF_TORCH=steps, so that the start-up hook names the process group's backend (ddp.py
+    marks its steps itself: they count, not the hook's)."""
     c = Case("two_ranks_" + backend)
     traces_dir = os.path.join(tmp, "traces")
     argv = [PYTHON, os.path.join(HERE, "ddp.py"), "--backend", backend]
@@ -287,7 +289,9 @@ def two_ranks(tmp, backend):
             "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "2",
             "MASTER_ADDR": "127.0.0.1",
             "MASTER_PORT": str(29400 + os.getpid() % 500 + (backend == "nccl")),
-            "GPROF_OUTPUT": traces_dir, "LD_PRELOAD": ":".join(preload)})
+            "GPROF_OUTPUT": traces_dir, "LD_PRELOAD": ":".join(preload),
+            # the start-up hook tells libgprof the process group's backend
+            "GPROF_TORCH": "steps"})
         envs.append(env)
         procs.append(subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True))
@@ -303,7 +307,7 @@ def two_ranks(tmp, backend):
         info = trace.get("distributedInfo", {})
         rank = info.get("rank")
         c.check("distributedInfo of rank %s" % rank, rank in (0, 1) and
-                info.get("world_size") == 2, str(info))
+                info.get("world_size") == 2 and info.get("backend") == backend, str(info))
         with open(envs[rank]["FAKEGPU_LOG"]) as f:
             gt = [json.loads(line) for line in f]
         with open(envs[rank]["FRAMEWORKS_MARKS"]) as f:
