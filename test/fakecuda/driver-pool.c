@@ -165,24 +165,26 @@ CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 	return fakecuda_api_exit(&c, err, "\"keep\":%zu", minBytesToKeep);
 }
 
+static CUresult attribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value, bool set)
+{
+	CUresult err = fakecuda_drv_need_init();
+
+	return err ? err
+		   : fakecuda_drv_error(fakecuda_pool_attribute(POOL(pool), attr, value, set));
+}
+
 CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
 {
 	DRV_CALL(cuMemPoolSetAttribute, pool, attr, value);
-	CUresult err = fakecuda_drv_need_init();
-
-	if (!err)
-		err = fakecuda_drv_error(fakecuda_pool_attribute(POOL(pool), attr, value, true));
-	return fakecuda_api_exit(&c, err, "\"attribute\":%d", (int)attr);
+	return fakecuda_api_exit(&c, attribute(pool, attr, value, true), "\"attribute\":%d",
+				 (int)attr);
 }
 
 CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
 {
 	DRV_CALL(cuMemPoolGetAttribute, pool, attr, value);
-	CUresult err = fakecuda_drv_need_init();
-
-	if (!err)
-		err = fakecuda_drv_error(fakecuda_pool_attribute(POOL(pool), attr, value, false));
-	return fakecuda_api_exit(&c, err, "\"attribute\":%d", (int)attr);
+	return fakecuda_api_exit(&c, attribute(pool, attr, value, false), "\"attribute\":%d",
+				 (int)attr);
 }
 
 /* One process, its devices: every pool is readable and writable from each of them. */

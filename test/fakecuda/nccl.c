@@ -287,33 +287,33 @@ fail:
 	return NULL;
 }
 
+/* The element types that C has, as NCCL names them (uint8 and the 8-bit floats: bytes). */
+#define C_TYPES(X)               \
+	X(ncclInt8, int8_t)      \
+	X(ncclInt32, int32_t)    \
+	X(ncclUint32, uint32_t)  \
+	X(ncclInt64, int64_t)    \
+	X(ncclUint64, uint64_t)  \
+	X(ncclFloat16, _Float16) \
+	X(ncclFloat32, float)    \
+	X(ncclFloat64, double)
+
 static double get(ncclDataType_t t, const void *p, size_t i)
 {
 	uint32_t bits;
 	float f;
 
 	switch (t) {
-	case ncclInt8:
-		return ((const int8_t *)p)[i];
-	case ncclInt32:
-		return ((const int32_t *)p)[i];
-	case ncclUint32:
-		return ((const uint32_t *)p)[i];
-	case ncclInt64:
-		return (double)((const int64_t *)p)[i];
-	case ncclUint64:
-		return (double)((const uint64_t *)p)[i];
-	case ncclFloat16:
-		return (double)((const _Float16 *)p)[i];
-	case ncclFloat32:
-		return ((const float *)p)[i];
-	case ncclFloat64:
-		return ((const double *)p)[i];
-	case ncclBfloat16:
+#define GET(e, T) \
+	case e:   \
+		return (double)((const T *)p)[i];
+		C_TYPES(GET)
+#undef GET
+	case ncclBfloat16: /* the high half of a float */
 		bits = (uint32_t)((const uint16_t *)p)[i] << 16;
 		memcpy(&f, &bits, sizeof(f));
 		return f;
-	default: /* uint8 and the 8-bit floats: as bytes */
+	default:
 		return ((const uint8_t *)p)[i];
 	}
 }
@@ -324,30 +324,12 @@ static void set(ncclDataType_t t, void *p, size_t i, double v)
 	uint32_t bits;
 
 	switch (t) {
-	case ncclInt8:
-		((int8_t *)p)[i] = (int8_t)v;
+#define SET(e, T)                   \
+	case e:                     \
+		((T *)p)[i] = (T)v; \
 		break;
-	case ncclInt32:
-		((int32_t *)p)[i] = (int32_t)v;
-		break;
-	case ncclUint32:
-		((uint32_t *)p)[i] = (uint32_t)v;
-		break;
-	case ncclInt64:
-		((int64_t *)p)[i] = (int64_t)v;
-		break;
-	case ncclUint64:
-		((uint64_t *)p)[i] = (uint64_t)v;
-		break;
-	case ncclFloat16:
-		((_Float16 *)p)[i] = (_Float16)v;
-		break;
-	case ncclFloat32:
-		((float *)p)[i] = f;
-		break;
-	case ncclFloat64:
-		((double *)p)[i] = v;
-		break;
+		C_TYPES(SET)
+#undef SET
 	case ncclBfloat16:
 		memcpy(&bits, &f, sizeof(bits));
 		((uint16_t *)p)[i] = (uint16_t)(bits >> 16);
@@ -426,6 +408,17 @@ static ncclResult_t move(struct ncclComm *c, enum kernel k, const void *send, vo
 	ok = all != NULL;
 	free(all);
 	return ok ? ncclSuccess : ncclSystemError;
+}
+
+/* A collective: its bytes moved, then its kernel launched. */
+static ncclResult_t collective(const char *name, enum kernel k, const void *send, void *recv,
+			       size_t count, ncclDataType_t t, ncclRedOp_t op, int root,
+			       ncclComm_t comm, cudaStream_t stream)
+{
+	uint64_t start = now_ns();
+	ncclResult_t moved = move(comm, k, send, recv, count, t, op, root);
+
+	return launch(name, k, count, comm, t, stream, moved, start);
 }
 
 /* A send leaves a file of the bytes for its peer; a receive waits for it and takes it. */
@@ -572,52 +565,39 @@ API ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t coun
 			       ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
 			       cudaStream_t stream)
 {
-	uint64_t start = now_ns();
-
-	return launch("ncclAllReduce", K_ALL_REDUCE, count, comm, datatype, stream,
-		      move(comm, K_ALL_REDUCE, sendbuff, recvbuff, count, datatype, op, 0), start);
+	return collective("ncclAllReduce", K_ALL_REDUCE, sendbuff, recvbuff, count, datatype, op, 0,
+			  comm, stream);
 }
 
 API ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
 			       ncclDataType_t datatype, int root, ncclComm_t comm,
 			       cudaStream_t stream)
 {
-	uint64_t start = now_ns();
-
-	return launch("ncclBroadcast", K_BROADCAST, count, comm, datatype, stream,
-		      move(comm, K_BROADCAST, sendbuff, recvbuff, count, datatype, ncclSum, root),
-		      start);
+	return collective("ncclBroadcast", K_BROADCAST, sendbuff, recvbuff, count, datatype,
+			  ncclSum, root, comm, stream);
 }
 
 API ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count,
 			    ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
 			    cudaStream_t stream)
 {
-	uint64_t start = now_ns();
-
-	return launch("ncclReduce", K_REDUCE, count, comm, datatype, stream,
-		      move(comm, K_REDUCE, sendbuff, recvbuff, count, datatype, op, root), start);
+	return collective("ncclReduce", K_REDUCE, sendbuff, recvbuff, count, datatype, op, root,
+			  comm, stream);
 }
 
 API ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
 			       ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
 {
-	uint64_t start = now_ns();
-
-	return launch("ncclAllGather", K_ALL_GATHER, sendcount, comm, datatype, stream,
-		      move(comm, K_ALL_GATHER, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0),
-		      start);
+	return collective("ncclAllGather", K_ALL_GATHER, sendbuff, recvbuff, sendcount, datatype,
+			  ncclSum, 0, comm, stream);
 }
 
 API ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
 				   ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
 				   cudaStream_t stream)
 {
-	uint64_t start = now_ns();
-
-	return launch("ncclReduceScatter", K_REDUCE_SCATTER, recvcount, comm, datatype, stream,
-		      move(comm, K_REDUCE_SCATTER, sendbuff, recvbuff, recvcount, datatype, op, 0),
-		      start);
+	return collective("ncclReduceScatter", K_REDUCE_SCATTER, sendbuff, recvbuff, recvcount,
+			  datatype, op, 0, comm, stream);
 }
 
 API ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,
@@ -729,20 +709,15 @@ API const char *ncclGetLastError(ncclComm_t comm)
 API ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root,
 			   ncclComm_t comm, cudaStream_t stream)
 {
-	uint64_t start = now_ns();
-
-	return launch("ncclBcast", K_BROADCAST, count, comm, datatype, stream,
-		      move(comm, K_BROADCAST, buff, buff, count, datatype, ncclSum, root), start);
+	return collective("ncclBcast", K_BROADCAST, buff, buff, count, datatype, ncclSum, root,
+			  comm, stream);
 }
 
 API ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
 			      ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
 {
-	uint64_t start = now_ns();
-
-	return launch("ncclAlltoAll", K_SEND_RECV, count, comm, datatype, stream,
-		      move(comm, K_SEND_RECV, sendbuff, recvbuff, count, datatype, ncclSum, 0),
-		      start);
+	return collective("ncclAlltoAll", K_SEND_RECV, sendbuff, recvbuff, count, datatype, ncclSum,
+			  0, comm, stream);
 }
 
 /* What a group would take to run, asked without running it: ends the group like ncclGroupEnd. */

@@ -517,13 +517,18 @@ def case_torch_operators(tmp):
     return c
 
 
+def check_script(c, tmp, script):
+    """A program here that allocates before its loop (the counter's one event is the window's
+    start), run without and with libgprof: its trace, checked."""
+    argv = [PYTHON, os.path.join(HERE, script)]
+    return check_trace(c, run(argv, tmp + "/plain", preload=False), run(argv, tmp + "/gprof"),
+                       counters_at_least=1)
+
+
 def case_triton(tmp):
     """5: a Triton kernel, launched by the driver API, named and linked."""
     c = Case("triton")
-    argv = [PYTHON, os.path.join(HERE, "triton_add.py")]
-    # its memory is allocated before the loop: the counter's one event is the window's start
-    trace = check_trace(c, run(argv, tmp + "/plain", preload=False), run(argv, tmp + "/gprof"),
-                        counters_at_least=1)
+    trace = check_script(c, tmp, "triton_add.py")
     if trace:
         names = collections.Counter(e["name"] for e in trace["traceEvents"]
                                     if e.get("cat") == "kernel")
@@ -582,9 +587,7 @@ def case_malloc_async(tmp):
 def case_cuda_graph(tmp):
     """10: torch.cuda.graph capture and replay: each replay's kernels, linked to cudaGraphLaunch."""
     c = Case("cuda_graph")
-    argv = [PYTHON, os.path.join(HERE, "graph.py")]
-    trace = check_trace(c, run(argv, tmp + "/plain", preload=False), run(argv, tmp + "/gprof"),
-                        counters_at_least=1)
+    trace = check_script(c, tmp, "graph.py")
     if trace:
         ev = trace["traceEvents"]
         calls = {e["args"]["correlation"]: e["name"] for e in ev
