@@ -80,7 +80,7 @@ unsigned gprof_collector_covers(void);
 /*
  * Whether the process made a CUDA context since CUPTI was set up (at its first CUDA call,
  * before any context): 1 yes, 0 no (it only asked what devices there are, as torchrun's
- * launcher does), -1 unknown (no CUPTI).
+ * launcher does), -1 unknown (no CUPTI, or CUPTI given up before any).
  */
 int gprof_collector_contexts_made(void);
 

@@ -45,9 +45,16 @@ static void publish_status(struct gprof_coll *c, const char *status)
 	gprof_export_set_process_info(&c->proc);
 }
 
-/* Under lock: CUPTI is out for good; the hooks' events stand from now on. */
+/*
+ * Under lock: CUPTI is out for good; the hooks' events stand from now on. Contexts made from
+ * now on are not seen: none so far says nothing.
+ */
 static void give_up(struct gprof_coll *c, const char *status)
 {
+	int none = 0;
+
+	__atomic_compare_exchange_n(&c->contexts, &none, -1, false, __ATOMIC_RELAXED,
+				    __ATOMIC_RELAXED);
 	set_state(c, GPROF_COLL_FAILED);
 	__atomic_store_n(&c->covers, 0, __ATOMIC_RELEASE);
 	publish_status(c, status);
@@ -188,16 +195,23 @@ static void CUPTIAPI on_callback(void *arg, CUpti_CallbackDomain domain, CUpti_C
 		__atomic_store_n(&gprof_coll.contexts, 1, __ATOMIC_RELAXED);
 }
 
-/* The resource callbacks on_callback takes; a context made is known only when its is on. */
+/*
+ * The resource callbacks on_callback takes. A context made is known from the first time its
+ * callback is on (CUPTI's first set-up, at the first CUDA call, before any context); a later
+ * one (CUPTI taken again after another tool had it) keeps what is known.
+ */
 static void enable_callbacks(struct gprof_coll *c)
 {
+	int unknown = -1;
+
 	if (!c->cupti.enable_callback)
 		return;
 	c->cupti.enable_callback(1, c->sub, CUPTI_CB_DOMAIN_RESOURCE,
 				 CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
 	if (c->cupti.enable_callback(1, c->sub, CUPTI_CB_DOMAIN_RESOURCE,
 				     CUPTI_CBID_RESOURCE_CONTEXT_CREATED) == CUPTI_SUCCESS)
-		__atomic_store_n(&c->contexts, 0, __ATOMIC_RELAXED);
+		__atomic_compare_exchange_n(&c->contexts, &unknown, 0, false, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED);
 }
 
 /* Without the lock: may re-enter CUDA's initialisation, which may call start() again. */
