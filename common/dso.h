@@ -10,7 +10,8 @@
 
 /*
  * Calls fn(path, arg) for each loaded object whose file name (after the last '/') starts with
- * prefix, in load order, until fn returns non-zero; returns that, or 0.
+ * prefix, in load order, until fn returns non-zero; returns that, or 0. fn runs inside
+ * dl_iterate_phdr, under the loader's lock: it must not load or open objects itself.
  */
 int gprof_dso_each(const char *prefix, int (*fn)(const char *path, void *arg), void *arg);
 /* The path of the first such object into out (cut to size): true, or false when none is. */
