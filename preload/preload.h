@@ -399,7 +399,10 @@ uint64_t gprof_run_agree(unsigned signal_number, uint64_t proposed);
  */
 int64_t gprof_runtime_memory_in_use(int *device);
 
-/* A runtime function, looked up once into *cache (a race only looks it up twice). */
+/*
+ * A runtime function, looked up once into *cache (a race only looks it up twice), found or not:
+ * asked once the process uses CUDA, when its runtime is loaded.
+ */
 void *gprof_runtime_fn(void **cache, const char *symbol);
 /* Versions and devices for every trace header: once per process, when the caller may. */
 void gprof_runtime_facts(void);

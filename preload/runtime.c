@@ -14,15 +14,18 @@
 #include "export/export.h"
 #include "preload/preload.h"
 
+/* What a cache holds for a function the runtime lacks (the static cudart, an older one). */
+static char missing;
+
 void *gprof_runtime_fn(void **cache, const char *symbol)
 {
 	void *fn = __atomic_load_n(cache, __ATOMIC_RELAXED);
 
 	if (!fn) {
 		fn = gprof_resolve(symbol);
-		__atomic_store_n(cache, fn, __ATOMIC_RELAXED);
+		__atomic_store_n(cache, fn ? fn : &missing, __ATOMIC_RELAXED);
 	}
-	return fn;
+	return fn == &missing ? NULL : fn;
 }
 
 int gprof_runtime_device(void)
