@@ -395,9 +395,9 @@ uint64_t gprof_run_agree(unsigned signal_number, uint64_t proposed);
  * Device memory in use on the calling thread's current device (*device), as the driver counts
  * it (total - free: this process's and others', the caching allocator's reserve included) less
  * what the device's current stream-ordered pool holds unused (its allocations count as they
- * are made); -1 if the runtime cannot say.
+ * are made), as it was at *at_ns; -1 if the runtime cannot say.
  */
-int64_t gprof_runtime_memory_in_use(int *device);
+int64_t gprof_runtime_memory_in_use(int *device, uint64_t *at_ns);
 
 /*
  * A runtime function, looked up once into *cache (a race only looks it up twice), found or not:

@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include "collector/collector.h"
+#include "common/clock.h"
 #include "common/dso.h"
 #include "export/export.h"
 #include "preload/preload.h"
@@ -82,7 +83,16 @@ static uint64_t pool_unused(int device, bool runtime)
 	return ok && reserved > used ? reserved - used : 0;
 }
 
-int64_t gprof_runtime_memory_in_use(int *device)
+/*
+ * A reading of the driver's free and total bytes is taken between two clock readings; one the
+ * scheduler stretched (the thread preempted) is taken again, up to READ_TRIES times, and the
+ * narrowest kept: the memory records of other threads that fall between the two readings are
+ * the ones the figure may or may not hold.
+ */
+#define READ_TRIES 4
+#define READ_NS	   20000
+
+int64_t gprof_runtime_memory_in_use(int *device, uint64_t *at_ns)
 {
 	typedef cudaError_t (*info_fn)(size_t *, size_t *);
 	typedef CUresult (*drv_info_fn)(size_t *, size_t *);
@@ -91,20 +101,35 @@ int64_t gprof_runtime_memory_in_use(int *device)
 	info_fn info = (info_fn)gprof_runtime_fn(&cache, "cudaMemGetInfo");
 	drv_info_fn drv_info = info ? NULL : (drv_info_fn)driver_fn("cuMemGetInfo_v2");
 	drv_device_fn drv_device = info ? NULL : (drv_device_fn)driver_fn("cuCtxGetDevice");
+	uint64_t width = UINT64_MAX;
 	size_t free_bytes = 0, total = 0;
 	bool ok = false;
 
 	gprof_collector_own_calls(true);
 	if (info) {
 		*device = gprof_runtime_device();
-		ok = info(&free_bytes, &total) == cudaSuccess;
 	} else if (drv_info && drv_device) { /* the thread's context, as the runtime set it */
 		CUdevice d = 0;
 
-		ok =
-		    drv_device(&d) == CUDA_SUCCESS && drv_info(&free_bytes, &total) == CUDA_SUCCESS;
+		ok = drv_device(&d) == CUDA_SUCCESS;
 		*device = d;
 	}
+	for (int i = 0; i < READ_TRIES && width > READ_NS && (info || ok); i++) {
+		size_t f = 0, t = 0;
+		uint64_t t0 = gprof_realtime_ns();
+		bool read = info ? info(&f, &t) == cudaSuccess : drv_info(&f, &t) == CUDA_SUCCESS;
+		uint64_t t1 = gprof_realtime_ns();
+
+		if (!read)
+			break;
+		if (t1 - t0 < width) {
+			width = t1 - t0;
+			*at_ns = t0 + width / 2;
+			free_bytes = f;
+			total = t;
+		}
+	}
+	ok = width != UINT64_MAX;
 	if (ok && total >= free_bytes) /* as the program's allocations count it */
 		free_bytes += pool_unused(*device, info != NULL);
 	gprof_collector_own_calls(false);

@@ -932,6 +932,47 @@ TEST(e2e_collector_optional_kinds_refused)
 	e2e_free(&r);
 }
 
+/* Whether a device allocation or free of the log was made during the first call named `name`. */
+static bool gt_memory_during_first(json_t *gt, const char *name)
+{
+	json_t *calls = gtlog_sorted(gt, "{\"type\":\"api\"}", "start");
+	json_t *ops = gtlog_filter(gt, "{\"type\":\"memory\",\"memory_kind\":\"device\"}");
+	long long start = -1, end = -1;
+	bool during = false;
+	size_t i;
+	json_t *g;
+
+	json_array_foreach(calls, i, g)
+	{
+		if (start < 0 && !strcmp(gtlog_str(g, "name"), name)) {
+			start = gtlog_int(g, "start");
+			end = gtlog_int(g, "end");
+		}
+	}
+	json_array_foreach(ops, i, g) during |=
+	    start <= gtlog_int(g, "time") && gtlog_int(g, "time") <= end;
+	json_decref(calls);
+	json_decref(ops);
+	return during;
+}
+
+/*
+ * The opening's figure when another thread allocates or frees while it is read (the reading
+ * thread stopped inside cudaMemGetInfo): the counter still equals the memory the program holds.
+ */
+TEST(e2e_collector_memory_read_while_allocating)
+{
+	const char *argv[] = {proc_build_path("test/apps/rt-app"), "-s", "8", "-t", "2", NULL};
+	const char *env[] = {"FAKEGPU_MEMINFO_RACE=1", NULL};
+	struct e2e_run r;
+
+	e2e_run(&r, argv, e2e_cupti(true), env, true);
+	ASSERT_MSG(r.res.status == 0 && r.n_traces == 1, "%s", r.res.err);
+	ASSERT(gt_memory_during_first(r.gt, "cudaMemGetInfo"));
+	e2e_check_memory(&r.traces[0], r.gt);
+	e2e_free(&r);
+}
+
 /* Driver-API launches (the Triton pattern: no hook sees them) with their cuda_driver events. */
 TEST(e2e_collector_driver_api)
 {

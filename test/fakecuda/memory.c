@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "test/fakecuda/fakegpu.h"
@@ -93,12 +94,63 @@ static int table_insert(const struct alloc *a)
 /* FAKEGPU_MALLOC_FAIL_ABOVE=bytes: device allocations larger than this fail (0: none). */
 static uint64_t fail_above;
 
+/*
+ * FAKEGPU_MEMINFO_RACE=1: the first reading of the bytes in use (cudaMemGetInfo, cuMemGetInfo)
+ * is followed, before its call returns, by another thread's next device allocation or free, as
+ * when the scheduler stops the reading thread there (it waits up to a second for one); that
+ * thread then stops for RACE_PAUSE_NS once out of its call, so the reading's returns first.
+ * Under mem_lock, with the count of those made so far.
+ */
+#define RACE_PAUSE_NS 20000000
+
+static bool meminfo_race, race_waiting;
+static uint64_t device_ops;
+static pthread_cond_t device_op_made = PTHREAD_COND_INITIALIZER;
+static __thread bool race_paused;
+
 void fakecuda_mem_init(void)
 {
 	const char *env = getenv("FAKEGPU_MALLOC_FAIL_ABOVE");
 
 	if (env && *env)
 		__atomic_store_n(&fail_above, strtoull(env, NULL, 0) + 1, __ATOMIC_RELAXED);
+	env = getenv("FAKEGPU_MEMINFO_RACE");
+	pthread_mutex_lock(&mem_lock);
+	meminfo_race = env && !strcmp(env, "1");
+	pthread_mutex_unlock(&mem_lock);
+}
+
+/* A device allocation or free was recorded. Under mem_lock. */
+static void device_op(void)
+{
+	device_ops++;
+	race_paused = race_waiting;
+	race_waiting = false;
+	pthread_cond_broadcast(&device_op_made);
+}
+
+/* After mem_lock is released: the thread whose operation the reading waited for stops. */
+static void race_pause(void)
+{
+	if (race_paused) {
+		race_paused = false;
+		nanosleep(&(struct timespec){.tv_nsec = RACE_PAUSE_NS}, NULL);
+	}
+}
+
+/* The reading's thread, stopped until another thread allocates or frees. Under mem_lock. */
+static void race_reading(void)
+{
+	uint64_t seen = device_ops;
+	struct timespec until;
+
+	meminfo_race = false;
+	race_waiting = true;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 1;
+	while (device_ops == seen &&
+	       pthread_cond_timedwait(&device_op_made, &mem_lock, &until) != ETIMEDOUT)
+		;
 }
 
 static bool injected_failure(size_t bytes, CUpti_ActivityMemoryKind kind)
@@ -264,8 +316,11 @@ static int mem_alloc(void **out, size_t bytes, CUpti_ActivityMemoryKind kind, in
 	if (record)
 		emit_memory(&a, CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, correlation,
 			    stream_id);
+	if (record && device_mem)
+		device_op();
 out:
 	pthread_mutex_unlock(&mem_lock);
+	race_pause();
 	return err;
 }
 
@@ -287,6 +342,8 @@ uint64_t fakecuda_mem_in_use(int device)
 
 	pthread_mutex_lock(&mem_lock);
 	bytes = device >= 0 && device < FAKECUDA_MAX_DEVICES ? in_use[device] : 0;
+	if (meminfo_race)
+		race_reading();
 	pthread_mutex_unlock(&mem_lock);
 	return bytes;
 }
@@ -331,11 +388,14 @@ int fakecuda_mem_free(void *ptr, CUpti_ActivityMemoryKind kind, uint32_t correla
 		in_use[a.device] -= a.bytes;
 	/* Under the lock, so the release is reported before the address can be handed out again. */
 	emit_memory(&a, CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE, correlation, stream_id);
+	if (kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE)
+		device_op();
 	/* A pool destroyed with allocations out goes once the last one is back. */
 	if (a.pool && a.pool->destroyed && !a.pool->used && pool_shrink(a.pool, 0))
 		emit_pool(a.pool, "release", CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_INVALID, 0,
 			  correlation);
 	pthread_mutex_unlock(&mem_lock);
+	race_pause();
 	free(ptr);
 	return 0;
 }
