@@ -89,9 +89,10 @@ static inline cudaError_t call_done(const struct gprof_hooked_call *c, int saved
 /*
  * The start of the hook of `sym`: its runtime definition `fn` is called at once when the
  * process is idle (one load and a branch) or the session does not want the call; otherwise
- * the call is timed into c and the hook goes on to describe it.
+ * `before` runs (it may read `writes`), the call is timed into c and the hook goes on to
+ * describe it.
  */
-#define CALL_REAL(c, sym, ...)                                                        \
+#define CALL_REAL_AFTER(c, sym, before, ...)                                          \
 	__typeof__(&sym) fn = (__typeof__(&sym))real_fn(GPROF_HOOK_##sym);            \
 	int writes;                                                                   \
                                                                                       \
@@ -99,9 +100,19 @@ static inline cudaError_t call_done(const struct gprof_hooked_call *c, int saved
 		return MISSING;                                                       \
 	if (likely(!gprof_hot_load()) || (writes = call_begin(GPROF_HOOK_##sym)) < 0) \
 		return fn(__VA_ARGS__);                                               \
+	before;                                                                       \
 	call_start(&(c), GPROF_HOOK_##sym, writes);                                   \
 	(c).result = fn(__VA_ARGS__);                                                 \
 	call_end(&(c))
+
+#define CALL_REAL(c, sym, ...) CALL_REAL_AFTER(c, sym, (void)0, __VA_ARGS__)
+
+/* Before a free whose memory change the hooks write: the size of what it frees, while it is. */
+static inline void before_free(int writes, const void *ptr)
+{
+	if (writes & GPROF_ACT_MEMORY)
+		gprof_memory_before_free(ptr);
+}
 
 /*
  * What each family's event shows (its GPROF_EXPORT_ARG_* flags), written into the event the
@@ -339,7 +350,7 @@ GPROF_EXPORT cudaError_t cudaFree(void *ptr)
 {
 	struct gprof_hooked_call c;
 
-	CALL_REAL(c, cudaFree, ptr);
+	CALL_REAL_AFTER(c, cudaFree, before_free(writes, ptr), ptr);
 	return free_done(&c, ptr, NULL);
 }
 
@@ -347,7 +358,7 @@ GPROF_EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t s)
 {
 	struct gprof_hooked_call c;
 
-	CALL_REAL(c, cudaFreeAsync, ptr, s);
+	CALL_REAL_AFTER(c, cudaFreeAsync, before_free(writes, ptr), ptr, s);
 	return free_done(&c, ptr, s);
 }
 
@@ -355,7 +366,7 @@ GPROF_EXPORT cudaError_t cudaFreeAsync_ptsz(void *ptr, cudaStream_t s)
 {
 	struct gprof_hooked_call c;
 
-	CALL_REAL(c, cudaFreeAsync_ptsz, ptr, s);
+	CALL_REAL_AFTER(c, cudaFreeAsync_ptsz, before_free(writes, ptr), ptr, s);
 	return free_done(&c, ptr, s);
 }
 

@@ -23,6 +23,15 @@ void gprof_memory_reset(uint64_t in_use, uint64_t since_ns)
 	__atomic_store_n(&counted_from_ns, since_ns, __ATOMIC_RELAXED);
 }
 
+void gprof_memory_before_free(const void *ptr)
+{
+	uint64_t bytes;
+
+	if (ptr && !gprof_map_get_shared(&allocations, (uintptr_t)ptr) &&
+	    (bytes = gprof_runtime_allocation_size(ptr)))
+		gprof_map_put_shared(&allocations, (uintptr_t)ptr, bytes);
+}
+
 void gprof_memory_event(uint32_t window, const struct gprof_hooked_call *c, const void *ptr,
 			size_t bytes)
 {

@@ -378,6 +378,11 @@ void gprof_memory_reset(uint64_t in_use, uint64_t since_ns);
  */
 void gprof_memory_event(uint32_t window, const struct gprof_hooked_call *c, const void *ptr,
 			size_t bytes);
+/*
+ * Before a free of ptr: an allocation the hooks did not see (made before the window) is
+ * sized from the driver, so that its free counts.
+ */
+void gprof_memory_before_free(const void *ptr);
 
 /* ---- run.c: the processes of one gprof-run (GPROF_RUN_DIR) ---- */
 
@@ -398,6 +403,9 @@ uint64_t gprof_run_agree(unsigned signal_number, uint64_t proposed);
  * are made), as it was at *at_ns; -1 if the runtime cannot say.
  */
 int64_t gprof_runtime_memory_in_use(int *device, uint64_t *at_ns);
+
+/* The size of the device allocation that begins at ptr, from the driver; 0 if none or unknown. */
+uint64_t gprof_runtime_allocation_size(const void *ptr);
 
 /*
  * A runtime function, looked up once into *cache (a race only looks it up twice), found or not:

@@ -136,6 +136,27 @@ int64_t gprof_runtime_memory_in_use(int *device, uint64_t *at_ns)
 	return ok && total >= free_bytes ? (int64_t)(total - free_bytes) : -1;
 }
 
+uint64_t gprof_runtime_allocation_size(const void *ptr)
+{
+	typedef CUresult (*range_fn)(CUdeviceptr *, size_t *, CUdeviceptr);
+	static void *cache;
+	range_fn range = __atomic_load_n(&cache, __ATOMIC_RELAXED);
+	CUdeviceptr base = 0;
+	size_t bytes = 0;
+	bool ok;
+
+	if (!range) {
+		range = (range_fn)driver_fn("cuMemGetAddressRange_v2");
+		__atomic_store_n(&cache, (void *)range, __ATOMIC_RELAXED);
+	}
+	if (!range)
+		return 0;
+	gprof_collector_own_calls(true);
+	ok = range(&base, &bytes, (CUdeviceptr)(uintptr_t)ptr) == CUDA_SUCCESS;
+	gprof_collector_own_calls(false);
+	return ok && base == (uintptr_t)ptr ? bytes : 0;
+}
+
 /* cudaDeviceProp -> the header's device fields. */
 static void device_of(const struct cudaDeviceProp *p, int id, struct gprof_export_device *d)
 {

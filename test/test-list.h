@@ -150,6 +150,7 @@ X(fakecuda_injection_at_cuinit)
 
 /* end to end: preload */
 X(preload_default_schedule)
+X(preload_memory_freed_from_before_the_window)
 X(preload_domain_and_tids)
 X(preload_markers_on_launching_thread)
 X(preload_numbered_step_markers)

@@ -145,6 +145,26 @@ TEST(preload_default_schedule)
 	e2e_free(&r);
 }
 
+/*
+ * Allocations made before the window and freed in it (steps-app -c: each step frees the step
+ * before's): their frees count, from the hooks (sized from the driver) as from CUPTI.
+ */
+TEST(preload_memory_freed_from_before_the_window)
+{
+	const char *argv[] = {
+	    proc_build_path("test/apps/steps-app"), "-c", "-t", "2", "-s", "8", NULL};
+
+	for (int cupti = 0; cupti < 2; cupti++) {
+		struct e2e_run r;
+
+		e2e_run(&r, argv, e2e_cupti(cupti), NULL, true);
+		ASSERT_MSG(r.res.status == 0 && r.n_traces == 1, "%s", r.res.err);
+		/* the opening's figure, then per step and worker a cudaMalloc and a cudaFree */
+		ASSERT_EQ(e2e_check_memory(&r.traces[0], r.gt), 1 + 3 * 2 * 2);
+		e2e_free(&r);
+	}
+}
+
 TEST(preload_domain_and_tids)
 {
 	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "6", NULL};

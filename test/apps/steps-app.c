@@ -19,7 +19,8 @@
  * errno, so outputs with and without a profiler can be compared, -l k after the body of step k
  * each worker also launches kernel slow (_Z4slowPf, grid 1, block 32) on a second stream of its
  * own that nothing waits for until the next step's cudaFree (make it long with
- * FAKEGPU_KERNEL_TABLE=slow=<ns> to have it end after the next step marker).
+ * FAKEGPU_KERNEL_TABLE=slow=<ns> to have it end after the next step marker), -c each step's
+ * cudaFree frees the allocation of the step before (none in step 0; the last after the steps).
  * The main thread marks NVTX "step" at the start of each step, then the workers run it; on
  * the simulated GPU each mark is also a ground-truth line {"type":"mark","step":k,"before":ns,
  * "after":ns}, with the clock read just before and just after it.
@@ -49,7 +50,8 @@ static void slow_stub(void)
 	stub_calls += 2;
 }
 
-static int steps = 10, workers = 1, single, numbered, errors, late_step = -1;
+static int steps = 10, workers = 1, single, numbered, errors, late_step = -1, carry;
+static __thread float *carried; /* -c: the allocation of the thread's step before */
 static pthread_barrier_t step_begin, step_end;
 static nvtxDomainHandle_t domain;
 static nvtxRangeId_t across; /* started by the main thread, ended by the first worker */
@@ -97,7 +99,8 @@ static void step_body(int k, cudaStream_t s)
 	CHECK(cudaMemsetAsync(dev, k, n * 128, s));
 	CHECK(cudaMemcpyAsync(host, dev, n * 256, cudaMemcpyDeviceToHost, s));
 	CHECK(cudaStreamSynchronize(s));
-	CHECK(cudaFree(dev));
+	CHECK(cudaFree(carry ? carried : dev));
+	carried = carry ? dev : NULL;
 	free(host);
 	nvtxRangePop();
 	domain_range();
@@ -138,6 +141,8 @@ static void *worker(void *arg)
 			nvtxRangeEnd(across);
 		pthread_barrier_wait(&step_end);
 	}
+	if (carried)
+		CHECK(cudaFree(carried));
 	CHECK(cudaStreamDestroy(s));
 	side_stream(&side, 0);
 	return NULL;
@@ -183,7 +188,7 @@ static void parse(int argc, char **argv)
 {
 	int c;
 
-	while ((c = getopt(argc, argv, "s:t:Sxel:")) != -1) {
+	while ((c = getopt(argc, argv, "s:t:Sxel:c")) != -1) {
 		switch (c) {
 		case 's':
 			steps = atoi(optarg);
@@ -203,10 +208,12 @@ static void parse(int argc, char **argv)
 		case 'l':
 			late_step = atoi(optarg);
 			break;
+		case 'c':
+			carry = 1;
+			break;
 		default:
-			fprintf(
-			    stderr,
-			    "usage: steps-app [-s steps] [-t threads] [-S] [-x] [-e] [-l step]\n");
+			fprintf(stderr, "usage: steps-app [-s steps] [-t threads] [-S] [-x] [-e] "
+					"[-l step] [-c]\n");
 			exit(64);
 		}
 	}
@@ -240,6 +247,8 @@ int main(int argc, char **argv)
 			step_body(k, s);
 			late_launch(k, side);
 		}
+		if (carried)
+			CHECK(cudaFree(carried));
 		printf("steps-app: %d steps on one thread ok\n", steps);
 		return 0;
 	}
