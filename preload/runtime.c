@@ -18,15 +18,21 @@
 /* What a cache holds for a function the runtime lacks (the static cudart, an older one). */
 static char missing;
 
-void *gprof_runtime_fn(void **cache, const char *symbol)
+/* find(symbol), looked up once into *cache (a race only looks it up twice), found or not. */
+static void *cached(void **cache, const char *symbol, void *(*find)(const char *))
 {
 	void *fn = __atomic_load_n(cache, __ATOMIC_RELAXED);
 
 	if (!fn) {
-		fn = gprof_resolve(symbol);
+		fn = find(symbol);
 		__atomic_store_n(cache, fn ? fn : &missing, __ATOMIC_RELAXED);
 	}
 	return fn == &missing ? NULL : fn;
+}
+
+void *gprof_runtime_fn(void **cache, const char *symbol)
+{
+	return cached(cache, symbol, gprof_resolve);
 }
 
 int gprof_runtime_device(void)
@@ -47,6 +53,12 @@ static void *driver_fn(const char *symbol)
 	return gprof_dso_sym("libcuda.so.1", symbol);
 }
 
+/* The same, looked up once (for the calls made at each window's opening, or free). */
+static void *driver_fn_once(void **cache, const char *symbol)
+{
+	return cached(cache, symbol, driver_fn);
+}
+
 /*
  * What the device's current stream-ordered pool holds that no allocation uses (reserved -
  * used): in the driver's figure, not in the program's allocations; 0 if it cannot say.
@@ -57,23 +69,25 @@ static uint64_t pool_unused(int device, bool runtime)
 	typedef cudaError_t (*rt_attr_fn)(cudaMemPool_t, enum cudaMemPoolAttr, void *);
 	typedef CUresult (*drv_pool_fn)(CUmemoryPool *, CUdevice);
 	typedef CUresult (*drv_attr_fn)(CUmemoryPool, CUmemPool_attribute, void *);
-	static void *rt_pool_cache, *rt_attr_cache;
+	static void *rt_cache[2], *drv_cache[2];
 	cuuint64_t reserved = 0, used = 0;
 	bool ok = false;
 
 	if (runtime) {
 		rt_pool_fn get_pool =
-		    (rt_pool_fn)gprof_runtime_fn(&rt_pool_cache, "cudaDeviceGetMemPool");
+		    (rt_pool_fn)gprof_runtime_fn(&rt_cache[0], "cudaDeviceGetMemPool");
 		rt_attr_fn get =
-		    (rt_attr_fn)gprof_runtime_fn(&rt_attr_cache, "cudaMemPoolGetAttribute");
+		    (rt_attr_fn)gprof_runtime_fn(&rt_cache[1], "cudaMemPoolGetAttribute");
 		cudaMemPool_t pool;
 
 		ok = get_pool && get && !get_pool(&pool, device) &&
 		     !get(pool, cudaMemPoolAttrReservedMemCurrent, &reserved) &&
 		     !get(pool, cudaMemPoolAttrUsedMemCurrent, &used);
 	} else {
-		drv_pool_fn get_pool = (drv_pool_fn)driver_fn("cuDeviceGetMemPool");
-		drv_attr_fn get = (drv_attr_fn)driver_fn("cuMemPoolGetAttribute");
+		drv_pool_fn get_pool =
+		    (drv_pool_fn)driver_fn_once(&drv_cache[0], "cuDeviceGetMemPool");
+		drv_attr_fn get =
+		    (drv_attr_fn)driver_fn_once(&drv_cache[1], "cuMemPoolGetAttribute");
 		CUmemoryPool pool;
 
 		ok = get_pool && get && !get_pool(&pool, device) &&
@@ -97,13 +111,15 @@ int64_t gprof_runtime_memory_in_use(int *device, uint64_t *at_ns)
 	typedef cudaError_t (*info_fn)(size_t *, size_t *);
 	typedef CUresult (*drv_info_fn)(size_t *, size_t *);
 	typedef CUresult (*drv_device_fn)(CUdevice *);
-	static void *cache;
+	static void *cache, *drv_cache[2];
 	info_fn info = (info_fn)gprof_runtime_fn(&cache, "cudaMemGetInfo");
-	drv_info_fn drv_info = info ? NULL : (drv_info_fn)driver_fn("cuMemGetInfo_v2");
-	drv_device_fn drv_device = info ? NULL : (drv_device_fn)driver_fn("cuCtxGetDevice");
+	drv_info_fn drv_info =
+	    info ? NULL : (drv_info_fn)driver_fn_once(&drv_cache[0], "cuMemGetInfo_v2");
+	drv_device_fn drv_device =
+	    info ? NULL : (drv_device_fn)driver_fn_once(&drv_cache[1], "cuCtxGetDevice");
 	uint64_t width = UINT64_MAX;
 	size_t free_bytes = 0, total = 0;
-	bool ok = false;
+	bool can = info != NULL, ok;
 
 	gprof_collector_own_calls(true);
 	if (info) {
@@ -111,10 +127,10 @@ int64_t gprof_runtime_memory_in_use(int *device, uint64_t *at_ns)
 	} else if (drv_info && drv_device) { /* the thread's context, as the runtime set it */
 		CUdevice d = 0;
 
-		ok = drv_device(&d) == CUDA_SUCCESS;
+		can = drv_device(&d) == CUDA_SUCCESS;
 		*device = d;
 	}
-	for (int i = 0; i < READ_TRIES && width > READ_NS && (info || ok); i++) {
+	for (int i = 0; can && i < READ_TRIES && width > READ_NS; i++) {
 		size_t f = 0, t = 0;
 		uint64_t t0 = gprof_realtime_ns();
 		bool read = info ? info(&f, &t) == cudaSuccess : drv_info(&f, &t) == CUDA_SUCCESS;
@@ -140,15 +156,11 @@ uint64_t gprof_runtime_allocation_size(const void *ptr)
 {
 	typedef CUresult (*range_fn)(CUdeviceptr *, size_t *, CUdeviceptr);
 	static void *cache;
-	range_fn range = __atomic_load_n(&cache, __ATOMIC_RELAXED);
+	range_fn range = (range_fn)driver_fn_once(&cache, "cuMemGetAddressRange_v2");
 	CUdeviceptr base = 0;
 	size_t bytes = 0;
 	bool ok;
 
-	if (!range) {
-		range = (range_fn)driver_fn("cuMemGetAddressRange_v2");
-		__atomic_store_n(&cache, (void *)range, __ATOMIC_RELAXED);
-	}
 	if (!range)
 		return 0;
 	gprof_collector_own_calls(true);
