@@ -59,41 +59,35 @@ static void *driver_fn_once(void **cache, const char *symbol)
 	return cached(cache, symbol, driver_fn);
 }
 
+/* The runtime's pool calls are the driver's, handle and attribute numbers alike. */
+_Static_assert((int)cudaMemPoolAttrReservedMemCurrent == (int)CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
+	       "the runtime's and the driver's pool attributes agree");
+_Static_assert((int)cudaMemPoolAttrUsedMemCurrent == (int)CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
+	       "the runtime's and the driver's pool attributes agree");
+
 /*
  * What the device's current stream-ordered pool holds that no allocation uses (reserved -
- * used): in the driver's figure, not in the program's allocations; 0 if it cannot say.
+ * used): in the driver's figure, not in the program's allocations; 0 if it cannot say. Asked of
+ * the runtime, or of the driver where the runtime is static.
  */
 static uint64_t pool_unused(int device, bool runtime)
 {
-	typedef cudaError_t (*rt_pool_fn)(cudaMemPool_t *, int);
-	typedef cudaError_t (*rt_attr_fn)(cudaMemPool_t, enum cudaMemPoolAttr, void *);
-	typedef CUresult (*drv_pool_fn)(CUmemoryPool *, CUdevice);
-	typedef CUresult (*drv_attr_fn)(CUmemoryPool, CUmemPool_attribute, void *);
-	static void *rt_cache[2], *drv_cache[2];
+	typedef CUresult (*pool_fn)(CUmemoryPool *, CUdevice);
+	typedef CUresult (*attr_fn)(CUmemoryPool, CUmemPool_attribute, void *);
+	static const char *const names[2][2] = {
+	    {"cuDeviceGetMemPool", "cuMemPoolGetAttribute"},
+	    {"cudaDeviceGetMemPool", "cudaMemPoolGetAttribute"},
+	};
+	static void *cache[2][2];
+	void *(*find)(void **, const char *) = runtime ? gprof_runtime_fn : driver_fn_once;
+	pool_fn get_pool = (pool_fn)find(&cache[runtime][0], names[runtime][0]);
+	attr_fn get = (attr_fn)find(&cache[runtime][1], names[runtime][1]);
 	cuuint64_t reserved = 0, used = 0;
-	bool ok = false;
+	CUmemoryPool pool;
+	bool ok = get_pool && get && !get_pool(&pool, device) &&
+		  !get(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) &&
+		  !get(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used);
 
-	if (runtime) {
-		rt_pool_fn get_pool =
-		    (rt_pool_fn)gprof_runtime_fn(&rt_cache[0], "cudaDeviceGetMemPool");
-		rt_attr_fn get =
-		    (rt_attr_fn)gprof_runtime_fn(&rt_cache[1], "cudaMemPoolGetAttribute");
-		cudaMemPool_t pool;
-
-		ok = get_pool && get && !get_pool(&pool, device) &&
-		     !get(pool, cudaMemPoolAttrReservedMemCurrent, &reserved) &&
-		     !get(pool, cudaMemPoolAttrUsedMemCurrent, &used);
-	} else {
-		drv_pool_fn get_pool =
-		    (drv_pool_fn)driver_fn_once(&drv_cache[0], "cuDeviceGetMemPool");
-		drv_attr_fn get =
-		    (drv_attr_fn)driver_fn_once(&drv_cache[1], "cuMemPoolGetAttribute");
-		CUmemoryPool pool;
-
-		ok = get_pool && get && !get_pool(&pool, device) &&
-		     !get(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) &&
-		     !get(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used);
-	}
 	return ok && reserved > used ? reserved - used : 0;
 }
 
