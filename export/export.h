@@ -319,7 +319,14 @@ struct gprof_export_config {
 	 * GPROF_EXPORT_MEMORY_TENSOR): device allocations then make the counter only.
 	 */
 	bool tensor_memory;
+	/*
+	 * GPROF_TORCH=on: a window's cpu_op events are written at its end, with the inputs
+	 * gprof_export_window_op_args hands over (at most GPROF_EXPORT_HELD_OPS; those past it at
+	 * once, with their own sizes).
+	 */
+	bool torch_ops;
 };
+#define GPROF_EXPORT_HELD_OPS (1u << 18)
 
 /*
  * Once per process, before anything else here (no thread is started: that waits for the first
@@ -399,12 +406,20 @@ int gprof_export_window_open(const struct gprof_export_window_info *info, uint32
 bool gprof_export_window_can_open(void);
 /*
  * Another party (the collector) delays the finish until its own release. Hold before the
- * opener releases: a hold on a window whose holds already reached zero is ignored.
+ * opener releases: a hold on a window whose holds already reached zero is ignored (false).
  */
-void gprof_export_window_hold(uint32_t id);
+bool gprof_export_window_hold(uint32_t id);
 /* Drops one hold; at zero the writer drains what was committed before and finishes the file. */
 void gprof_export_window_release(uint32_t id);
 void gprof_export_window_set_last_step(uint32_t id, uint64_t step);
+/*
+ * --torch: PyTorch's operators' inputs as torch.profiler's record_shapes writes them, from
+ * the start-up hook, as a JSON array [[id, {args}], ...] (export/opargs.c): the window's
+ * cpu_op events of those RecordFunction ids take these args in place of their "Input Dims".
+ * Call while holding the window; a second call replaces the first. Returns how many operators
+ * it names, or a negative errno with *why.
+ */
+int gprof_export_window_op_args(uint32_t id, const char *json, size_t len, const char **why);
 /* Records CUPTI lost (cuptiActivityGetNumDroppedRecords), for the metadata. */
 void gprof_export_window_add_cupti_dropped(uint32_t id, uint64_t n);
 /* Waits until the window is finished or abandoned: 0, or -ETIMEDOUT. */

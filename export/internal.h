@@ -293,6 +293,15 @@ void gprof_annotations_work(struct gprof_annotations *a, uint32_t id,
 size_t gprof_annotations_finish(struct gprof_annotations *a);
 void gprof_annotations_free(struct gprof_annotations *a);
 
+/* Operators' inputs by RecordFunction id (export/opargs.c). */
+struct gprof_op_args;
+/* Parses [[id, {args}], ...]: the table, or NULL and why. */
+struct gprof_op_args *gprof_op_args_parse(const char *json, size_t len, const char **why);
+size_t gprof_op_args_count(const struct gprof_op_args *a);
+/* The members of id's args object, without braces (not NUL-terminated), or NULL. */
+const char *gprof_op_args_find(const struct gprof_op_args *a, uint64_t id, size_t *len);
+void gprof_op_args_free(struct gprof_op_args *a);
+
 /*
  * Output formats: what the writer calls to turn a window's events into a file, over a sink it
  * made (a gzip file; tests make memory ones). A second format is one new file defining its ops.
@@ -310,6 +319,9 @@ struct gprof_trace_meta {
 	uint64_t dropped_buffer, dropped_cupti, dropped_late;
 	uint64_t left_out;  /* API calls not written (GPROF_EXPORT_QUIET): set by the format */
 	bool tensor_memory; /* gprof_export_config.tensor_memory */
+	bool torch_ops;	    /* gprof_export_config.torch_ops */
+	/* The window's operators' inputs (gprof_export_window_op_args), at its close; or NULL */
+	struct gprof_op_args *op_args;
 	char (*warnings)[GPROF_LOG_LINE_MAX];
 	size_t n_warnings;
 	size_t warnings_lost; /* printed in the window but no longer kept by common/log */

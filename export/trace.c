@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "common/array.h"
 #include "export/internal.h"
 
 #define OUT_FLUSH_BYTES (64u << 10)  /* formatted text handed to the sink in pieces this big */
@@ -30,6 +31,10 @@ struct gprof_trace {
 	uint64_t counts[GPROF_EXPORT_KINDS];
 	uint64_t left_out;  /* GPROF_EXPORT_QUIET calls */
 	bool tensor_memory; /* [memory] events for tensors only */
+	/* torch_ops: cpu_op events kept for the window's end (and the inputs it brings) */
+	bool hold_ops;
+	struct gprof_export_event *ops;
+	size_t n_ops, cap_ops;
 	struct gprof_tracks tracks;
 	struct gprof_annotations annotations;
 };
@@ -487,10 +492,16 @@ static void put_fwdbwd(struct gprof_trace *t, const struct gprof_export_event *e
 	gprof_jbuf_lit(b, "},\n");
 }
 
-/* An operator as PyTorch's profiler writes it: readers tie work to it by "External id". */
-static void emit_cpu_op(struct gprof_trace *t, const struct gprof_export_event *ev)
+/*
+ * An operator as PyTorch's profiler writes it: readers tie work to it by "External id". args:
+ * its inputs as record_shapes writes them (gprof_op_args), else the sizes NVTX gave.
+ */
+static void put_cpu_op(struct gprof_trace *t, const struct gprof_export_event *ev,
+		       const struct gprof_op_args *inputs)
 {
 	struct gprof_jbuf *b = &t->out;
+	size_t len;
+	const char *args = gprof_op_args_find(inputs, ev->u.op.rf_id, &len);
 
 	if (ev->flags & GPROF_EXPORT_OP_USER) {
 		gprof_annotations_name(&t->annotations, ev->u.op.external, ev->name);
@@ -500,7 +511,11 @@ static void emit_cpu_op(struct gprof_trace *t, const struct gprof_export_event *
 	put_text(b, ev->name);
 	host_track(t, ev);
 	gprof_jbuf_lit(b, ",\"args\":{");
-	if (ev->u.op.dims && ev->u.op.dims->text[0] == '[' && !ev->u.op.dims->cut) {
+	if (args) {
+		/* checked JSON members (export/opargs.c) */
+		gprof_jbuf_put(b, args, len);
+		gprof_jbuf_lit(b, ",");
+	} else if (ev->u.op.dims && ev->u.op.dims->text[0] == '[' && !ev->u.op.dims->cut) {
 		/* checked JSON (gprof_torch_op_parse), written as it is; not the placeholder */
 		gprof_jbuf_lit(b, "\"Input Dims\":");
 		gprof_jbuf_put(b, ev->u.op.dims->text, ev->u.op.dims->len);
@@ -532,6 +547,17 @@ static void emit_cpu_op(struct gprof_trace *t, const struct gprof_export_event *
 		put_fwdbwd(t, ev, true);
 		put_fwdbwd(t, ev, false);
 	}
+}
+
+/* Under --torch kept for the window's end, when the operators' inputs have come. */
+static void emit_cpu_op(struct gprof_trace *t, const struct gprof_export_event *ev)
+{
+	if (t->hold_ops && !gprof_array_room((void **)&t->ops, &t->cap_ops, t->n_ops, sizeof(*ev),
+					     1024, GPROF_EXPORT_HELD_OPS)) {
+		t->ops[t->n_ops++] = *ev;
+		return;
+	}
+	put_cpu_op(t, ev, NULL);
 }
 
 /* A module's forward as PyTorch's profiler writes it (with_modules). */
@@ -771,6 +797,11 @@ static int trace_close(struct gprof_format *f, struct gprof_trace_meta *m)
 	struct gprof_trace *t = (struct gprof_trace *)f;
 	struct gprof_jbuf head;
 
+	for (size_t i = 0; i < t->n_ops; i++) {
+		put_cpu_op(t, &t->ops[i], m->op_args);
+		if (t->out.len >= OUT_FLUSH_BYTES)
+			hand_over(t);
+	}
 	put_gpu_annotations(t);
 	put_processes(t);
 	put_tracks(t);
@@ -800,6 +831,7 @@ static void trace_free(struct gprof_format *f)
 	if (!t)
 		return;
 	gprof_jbuf_free(&t->out);
+	free(t->ops);
 	gprof_tracks_free(&t->tracks);
 	gprof_annotations_free(&t->annotations);
 	free(t);
@@ -821,6 +853,7 @@ static struct gprof_format *trace_open(const struct gprof_trace_meta *m, uint64_
 	t->proc = *m->proc;
 	t->base_ns = m->base_ns;
 	t->tensor_memory = m->tensor_memory;
+	t->hold_ops = m->torch_ops;
 	t->open_ns = t->last_sync_ns = open_ns;
 	t->pid = (int)getpid();
 	*err = gprof_trace_head(&head, m, t->counts);

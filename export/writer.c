@@ -42,6 +42,7 @@ struct window {
 	char schedule[256];
 	unsigned long log_seq; /* warnings from this one on belong to the window */
 	uint64_t open_ns;
+	struct gprof_op_args *op_args; /* gprof_export_window_op_args; the writer's at finish */
 	/* Writer only. */
 	uint32_t wid;		    /* the id this slot's trace was opened for, 0 if none */
 	struct gprof_sink *sink;    /* the trace's file; NULL with trace */
@@ -232,6 +233,7 @@ static void meta_of(const struct window *w, struct gprof_trace_meta *m)
 	    .has_last_step = w->has_last_step,
 	    .dropped_cupti = w->cupti_dropped,
 	    .tensor_memory = ctl.cfg.tensor_memory,
+	    .torch_ops = ctl.cfg.torch_ops,
 	    .trace_name = slash ? slash + 1 : w->path,
 	};
 }
@@ -380,6 +382,7 @@ static void finish_window(struct window *w, struct gprof_trace_meta *m)
 out:
 	report(w, m, w->trace ? w->trace->ops->counts(w->trace) : NULL, err);
 	drop_trace(w);
+	gprof_op_args_free(m->op_args);
 	w->error = err;
 }
 
@@ -398,6 +401,11 @@ static void plan(struct pass *p)
 		p->in_use |= w->id != 0;
 		if (w->id)
 			meta_of(w, &p->meta[i]);
+		if (p->finish[i]) {
+			/* the finish takes them: the window's are complete once it closes */
+			p->meta[i].op_args = w->op_args;
+			w->op_args = NULL;
+		}
 	}
 	p->paused = ctl.paused;
 	p->proc_changed = ctl.proc_gen != wr.proc_gen;
@@ -598,14 +606,16 @@ bool gprof_export_window_can_open(void)
 	return free_slot;
 }
 
-void gprof_export_window_hold(uint32_t id)
+bool gprof_export_window_hold(uint32_t id)
 {
 	pthread_mutex_lock(&ctl.lock);
 	struct window *w = window_of(id);
+	bool held = w && !w->closing;
 
-	if (w && !w->closing)
+	if (held)
 		w->holds++;
 	pthread_mutex_unlock(&ctl.lock);
+	return held;
 }
 
 void gprof_export_window_release(uint32_t id)
@@ -630,6 +640,28 @@ void gprof_export_window_set_last_step(uint32_t id, uint64_t step)
 		w->has_last_step = true;
 	}
 	pthread_mutex_unlock(&ctl.lock);
+}
+
+int gprof_export_window_op_args(uint32_t id, const char *json, size_t len, const char **why)
+{
+	struct gprof_op_args *a = gprof_op_args_parse(json, len, why), *old = NULL;
+	int n = a ? (int)gprof_op_args_count(a) : -EINVAL;
+
+	pthread_mutex_lock(&ctl.lock);
+	struct window *w = window_of(id);
+
+	if (a && w && !w->closing) {
+		old = w->op_args;
+		w->op_args = a;
+		a = NULL;
+	} else if (a) {
+		*why = "the window is no longer held";
+		n = -ESRCH;
+	}
+	pthread_mutex_unlock(&ctl.lock);
+	gprof_op_args_free(old);
+	gprof_op_args_free(a);
+	return n;
 }
 
 void gprof_export_window_add_cupti_dropped(uint32_t id, uint64_t n)

@@ -211,6 +211,11 @@ GPROF_EXPORT void gprof_torch_backend(const char *name);
 /* For --torch's start-up hook (ctypes): gprof_session_tensor_memory, ts in ns. */
 GPROF_EXPORT void gprof_torch_memory(uint64_t ts_ns, uint64_t address, int64_t bytes,
 				     uint64_t allocated, uint64_t reserved, int device);
+/* For --torch's start-up hook (ctypes): gprof_session_torch_hold, 1 if held. */
+GPROF_EXPORT int gprof_torch_hold(void);
+GPROF_EXPORT void gprof_torch_release(void);
+/* For --torch's start-up hook (ctypes): gprof_session_torch_inputs; how many, or -1. */
+GPROF_EXPORT int gprof_torch_inputs(const char *json, size_t len);
 /*
  * Whether a step marker of the calling thread counts: the hook's (gprof_torch_marks came
  * before it) until the program makes one of its own, then only the program's (one line says
@@ -246,6 +251,8 @@ void gprof_preload_exec_failed(const char *what, int err);
 int gprof_session_init(const struct gprof_config *cfg);
 /* A CUDA call saw a GPROF_HOT_SESSION bit: the first call, or a SIGUSR2 waits. */
 void gprof_session_cuda_call(void);
+/* --torch's hook's first call: a marker for step 0's start (torch.c). */
+void gprof_session_step_zero(void);
 /*
  * A hooked call of h saw gprof_hot not 0: -1 when the session does not want it, else what the
  * hooks write of it (gprof_events_writes). Notes the first CUDA call and SIGUSR2s on the way.
@@ -270,8 +277,16 @@ void gprof_session_nccl(const struct gprof_nccl_call *call);
 /* Whether the step the next marker begins records (gprof_stepper_next_records). */
 bool gprof_session_next_records(void);
 /*
+ * --torch: holds the open window for what the start-up hook hands over after the marker that
+ * ends it (releasing one held before); false when none is open.
+ */
+bool gprof_session_torch_hold(void);
+void gprof_session_torch_release(void);
+/* The held window's operators' inputs (gprof_export_window_op_args). */
+int gprof_session_torch_inputs(const char *json, size_t len, const char **why);
+/*
  * A tensor's allocation (bytes > 0) or free in PyTorch's caching allocator, with its totals
- * after it, written when it falls in the open window.
+ * after it, written when it falls in the held window.
  */
 void gprof_session_tensor_memory(uint64_t ts_ns, uint64_t address, int64_t bytes,
 				 uint64_t allocated, uint64_t reserved, uint32_t device);

@@ -357,6 +357,7 @@ int gprof_session_init(const struct gprof_config *config)
 	    .buffer_bytes = total - cupti,
 	    .on_window_done = gprof_report_window_done,
 	    .tensor_memory = cfg->torch == GPROF_TORCH_ON,
+	    .torch_ops = cfg->torch == GPROF_TORCH_ON,
 	    .arg = (void *)cfg,
 	};
 	ccfg = (struct gprof_collector_config){
@@ -510,6 +511,13 @@ void gprof_session_profiler_api(bool start)
 	errno = saved_errno;
 }
 
+/* Under the steps schedule (not `all`, whose steps begin with the window). */
+void gprof_session_step_zero(void)
+{
+	if (!is_inert() && cfg->trigger == GPROF_TRIGGER_STEPS && !cfg->schedule.all)
+		gprof_session_step_marker(gprof_realtime_ns());
+}
+
 void gprof_session_step_marker(uint64_t ts_ns)
 {
 	int saved_errno = errno;
@@ -602,6 +610,43 @@ void gprof_session_torch_op(const struct gprof_torch_frame *f, const char *msg, 
 	gprof_events_torch_op(window, tid, f, msg, start_ns, end_ns);
 }
 
+/*
+ * --torch's start-up hook holds the window it recorded past the step marker that ends it,
+ * and hands over what PyTorch kept of it (tensor memory, operators' inputs) after that
+ * marker, out of the step's time; then releases it.
+ */
+static uint32_t torch_held;
+static uint64_t torch_held_begin_ns;
+
+bool gprof_session_torch_hold(void)
+{
+	uint32_t id;
+
+	gprof_session_torch_release();
+	if (cfg->torch != GPROF_TORCH_ON || !window_get(&id) || !gprof_export_window_hold(id))
+		return false;
+	__atomic_store_n(&torch_held_begin_ns, __atomic_load_n(&window_begin_ns, __ATOMIC_RELAXED),
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&torch_held, id, __ATOMIC_RELEASE);
+	return true;
+}
+
+void gprof_session_torch_release(void)
+{
+	uint32_t id = __atomic_exchange_n(&torch_held, 0, __ATOMIC_ACQ_REL);
+
+	if (id)
+		gprof_export_window_release(id);
+}
+
+int gprof_session_torch_inputs(const char *json, size_t len, const char **why)
+{
+	uint32_t id = __atomic_load_n(&torch_held, __ATOMIC_ACQUIRE);
+
+	*why = NULL;
+	return id ? gprof_export_window_op_args(id, json, len, why) : -ESRCH;
+}
+
 void gprof_session_tensor_memory(uint64_t ts_ns, uint64_t address, int64_t bytes,
 				 uint64_t allocated, uint64_t reserved, uint32_t device)
 {
@@ -609,6 +654,7 @@ void gprof_session_tensor_memory(uint64_t ts_ns, uint64_t address, int64_t bytes
 	    .kind = GPROF_EXPORT_MEMORY,
 	    .flags = GPROF_EXPORT_MEMORY_TENSOR,
 	    .ts_ns = ts_ns,
+	    .window = __atomic_load_n(&torch_held, __ATOMIC_ACQUIRE),
 	    .device = device,
 	    .u.memory = {.allocated = allocated,
 			 .address = address,
@@ -616,8 +662,8 @@ void gprof_session_tensor_memory(uint64_t ts_ns, uint64_t address, int64_t bytes
 			 .reserved = reserved},
 	};
 
-	if (!(cfg->activities & GPROF_ACT_MEMORY) || !window_get(&e.window) ||
-	    ts_ns < __atomic_load_n(&window_begin_ns, __ATOMIC_RELAXED))
+	if (!(cfg->activities & GPROF_ACT_MEMORY) || !e.window ||
+	    ts_ns < __atomic_load_n(&torch_held_begin_ns, __ATOMIC_RELAXED))
 		return;
 	e.tid = (uint32_t)gprof_tid();
 	gprof_collector_note_thread(e.tid);

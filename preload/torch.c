@@ -6,6 +6,7 @@
  * external correlation stack, so the API calls and the GPU work it causes carry the id too.
  * A backward operator is linked to the forward one of the same sequence number ("fwdbwd").
  */
+#include <errno.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -155,16 +156,57 @@ GPROF_EXPORT void gprof_torch_backend(const char *name)
 	gprof_export_set_backend(kept);
 }
 
-/* For the start-up hook, through ctypes: the calling thread's next step marker is its own. */
+/*
+ * For the start-up hook, through ctypes: the calling thread's next step marker is its own.
+ * The hook marks each step's end (optimizer.step()), so the program's first iteration, before
+ * the hook's first marker, is step 0, as torch.profiler counts it: the hook's first call,
+ * while the program has marked nothing, counts a marker for that step's start (now: a step 0
+ * that the schedule records is empty).
+ */
 GPROF_EXPORT void gprof_torch_marks(void)
 {
+	static bool step_zero;
+
 	hook_marks = true;
+	if (!__atomic_load_n(&program_marks, __ATOMIC_RELAXED) &&
+	    !__atomic_exchange_n(&step_zero, true, __ATOMIC_RELAXED))
+		gprof_session_step_zero();
 }
 
 /*
- * For --torch's start-up hook, through ctypes, at a window's end: one of the tensor
- * allocations and frees PyTorch's caching allocator recorded in it (torch.cuda.memory's
- * history), with the allocator's totals after it.
+ * For --torch's start-up hook, through ctypes: right before the step marker that ends a
+ * window, it holds the window; after the marker it hands over what PyTorch kept of it (below),
+ * then releases it.
+ */
+GPROF_EXPORT int gprof_torch_hold(void)
+{
+	return gprof_session_torch_hold();
+}
+
+GPROF_EXPORT void gprof_torch_release(void)
+{
+	gprof_session_torch_release();
+}
+
+/*
+ * The operators' inputs, as torch.profiler's record_shapes writes them, from PyTorch's
+ * execution trace observer: [[RecordFunction id, {args}], ...] (export/opargs.c).
+ */
+GPROF_EXPORT int gprof_torch_inputs(const char *json, size_t len)
+{
+	const char *why = "no text";
+	int n = json ? gprof_session_torch_inputs(json, len, &why) : -EINVAL;
+
+	/* Said once: the hook, its own fault, stops trying. Nothing held: nothing to say. */
+	if (n < 0 && why)
+		pr_warn_once("the operators' input types, strides and values are not written: %s",
+			     why);
+	return n < 0 ? -1 : n;
+}
+
+/*
+ * One of the tensor allocations and frees PyTorch's caching allocator recorded in the held
+ * window (torch.cuda.memory's history), with the allocator's totals after it.
  */
 GPROF_EXPORT void gprof_torch_memory(uint64_t ts_ns, uint64_t address, int64_t bytes,
 				     uint64_t allocated, uint64_t reserved, int device)

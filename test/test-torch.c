@@ -385,6 +385,56 @@ TEST(e2e_torch_tensor_memory)
 	e2e_free(&r);
 }
 
+/*
+ * Operators' inputs as --torch's hook hands them over (the stream's inputs lines): the
+ * operator they name takes them in place of its NVTX sizes, one it does not name keeps those,
+ * and text that is no [[id, {args}], ...] array changes nothing and is said once.
+ */
+TEST(e2e_torch_operator_inputs)
+{
+	const char *env[] = {"GPROF_TORCH=on", NULL};
+	struct e2e_run r;
+	json_t *ev, *want = json_loads("{\"Input Dims\":[[2,16],[]],"
+				       "\"Input type\":[\"c10::BFloat16\",\"Scalar\"],"
+				       "\"Input Strides\":[[16,1],[]],"
+				       "\"Concrete Inputs\":[\"\",\"0.5\"]}",
+				       0, NULL);
+	int named = 0, other = 0;
+	size_t i;
+	const char *key;
+	json_t *v;
+
+	ASSERT(want);
+	run_replay(&r, env);
+	json_array_foreach(r.traces[0].events, i, ev)
+	{
+		json_t *args = json_object_get(ev, "args");
+
+		if (strcmp(trace_str(ev, "cat"), "cpu_op"))
+			continue;
+		if (e2e_arg_int(ev, "Record function id") == 9100) {
+			json_object_foreach(want, key, v)
+			{
+				ASSERT_MSG(json_equal(json_object_get(args, key), v), "%s", key);
+			}
+			named++;
+		} else if (e2e_arg_int(ev, "Record function id") == 321) {
+			/* NVTX's sizes, nothing else */
+			ASSERT_EQ(json_array_size(json_object_get(args, "Input Dims")), 3);
+			ASSERT(!json_object_get(args, "Input type"));
+			other++;
+		}
+	}
+	ASSERT_EQ(named, RECORDED);
+	ASSERT_EQ(other, RECORDED);
+	ASSERT_EQ(text_count(r.res.err, "gprof: --torch: the operators' input types, "
+					"strides and values are not written: not a JSON "
+					"array of [id, {args}] pairs"),
+		  1);
+	json_decref(want);
+	e2e_free(&r);
+}
+
 /* ---- the summary's operator tables ---- */
 
 struct op_inst {

@@ -19,6 +19,7 @@ sitecustomize it hides on sys.path, if there is one.
 """
 
 import atexit
+import math
 import importlib.machinery
 import importlib.util
 import os
@@ -46,7 +47,8 @@ def _libgprof(name):
 
 class _Operators:
     """PyTorch's profiler in NVTX mode, and modules' forwards as NVTX ranges, on while libgprof
-    wants them."""
+    wants them; with the recorders of what NVTX does not carry (tensor memory, operators'
+    inputs), whose records are handed to libgprof after the window's last step."""
 
     def __init__(self):
         self.shapes = os.environ.get("GPROF_TORCH_SHAPES", "1") != "0"
@@ -56,6 +58,9 @@ class _Operators:
         self.names = None  # module -> "nn.Module: <class>_<n>", numbered as torch.profiler
         self.exit_hooked = False
         self.memory = None  # the allocator's totals per device when its history began
+        self.inputs = None  # the execution trace observer's file while it records
+        self.kept = None  # (memory, inputs) of a window, until handed over
+        self.c10_level = None
         self.wanted = _libgprof("gprof_torch_wanted")
         self.broken = os.environ.get("GPROF_TORCH") != "on"
         if not self.broken and not self.wanted:
@@ -92,8 +97,8 @@ class _Operators:
                 self.pending_off = False
                 if not self.on:
                     self._on()
-            elif self.on:
-                self._memory_end()
+            elif self.on and not self.pending_off:
+                self._stop()
                 # Not here, inside optimizer.step's own range: its end would find the mode
                 # off and PyTorch would complain. At the next module call instead, which is
                 # outside every operator.
@@ -120,6 +125,7 @@ class _Operators:
         self.hooks = [module.register_module_forward_pre_hook(self._pre),
                       module.register_module_forward_hook(self._post, always_call=True)]
         self._memory_begin()
+        self._inputs_begin()
         if not self.exit_hooked:
             # PyTorch complains at exit about a mode left on
             atexit.register(self._off)
@@ -139,6 +145,29 @@ class _Operators:
 
     def _post(self, module, args, output):
         self.pop()
+
+    def _stop(self):
+        """The window's last step ends: libgprof holds the window, the recorders stop; what
+        they kept waits for hand(), at the next module call (out of the step's time, as the
+        mode's switching off) or at exit."""
+        if self.memory is None and self.inputs is None:
+            return
+        self.hold = _libgprof("gprof_torch_hold")
+        held = self.hold and self.hold()
+        self.kept = self._memory_take(), self._inputs_take()
+        if not held:
+            self.kept = None
+
+    def hand(self):
+        """Hands libgprof the held window's tensor memory and operators' inputs; releases it."""
+        if self.kept is None:
+            return
+        (memory, inputs), self.kept = self.kept, None
+        try:
+            self._memory_hand(memory)
+            self._inputs_hand(inputs)
+        finally:
+            _libgprof("gprof_torch_release")()
 
     MEMORY_ENTRIES = 1 << 18  # the allocator's history kept, at most (about 100 bytes each)
 
@@ -161,25 +190,33 @@ class _Operators:
             self.memory = None
             _warn("tensor memory is not recorded: %s" % e)
 
-    def _memory_end(self):
-        """Hands libgprof the allocations and frees since _memory_begin, with their totals
-        after each, as torch.profiler's profile_memory reports them; stops the history."""
+    def _memory_take(self):
+        """The allocations and frees since _memory_begin, with the totals then; stops the
+        history."""
         import torch
 
         if self.memory is None:
-            return
+            return None
         base, self.memory = self.memory, None
         try:
             traces = torch.cuda.memory._snapshot()["device_traces"]
             torch.cuda.memory._record_memory_history(None)
         except Exception as e:
             _warn("tensor memory is not recorded: %s" % e)
-            return
+            return None
         if any(len(t) >= self.MEMORY_ENTRIES for t in traces):
             _warn("tensor memory: more than %d allocations and frees in the window, the "
                   "allocator kept the last ones: its totals are not known and nothing is "
                   "written" % self.MEMORY_ENTRIES)
+            return None
+        return base, traces
+
+    def _memory_hand(self, kept):
+        """Each allocation and free, with the allocator's totals after it, as torch.profiler's
+        profile_memory reports them."""
+        if kept is None:
             return
+        base, traces = kept
         for device, trace in enumerate(traces[:len(base)]):
             allocated, reserved = base[device]
             for i, e in enumerate(trace):
@@ -210,9 +247,97 @@ class _Operators:
                 self.push_memory(e["time_us"] * 1000, addr, size, max(allocated, 0),
                                  max(reserved, 0), device)
 
+    def _quiet(self, call):
+        """call() with PyTorch's C++ warnings off: its execution trace observer logs each
+        start and stop ("Enabling Execution Trace Observer"), which the program never asked
+        for."""
+        import ctypes
+
+        import torch
+
+        if self.c10_level is None:
+            try:
+                self.c10_level = ctypes.c_int.in_dll(ctypes.CDLL(os.path.join(
+                    os.path.dirname(torch.__file__), "lib", "libc10.so")),
+                    "FLAGS_caffe2_log_level")
+            except (OSError, ValueError):
+                self.c10_level = False
+        old = self.c10_level.value if self.c10_level else None
+        if old is not None:
+            self.c10_level.value = max(old, 2)  # errors only
+        try:
+            return call()
+        finally:
+            if old is not None:
+                self.c10_level.value = old
+
+    def _inputs_begin(self):
+        """PyTorch's execution trace observer, for what torch.profiler's record_shapes writes
+        and NVTX does not carry: input types, strides and values, collectives' arguments."""
+        if not self.shapes:
+            return
+        try:
+            import tempfile
+
+            from torch._C import _profiler as p
+
+            fd, path = tempfile.mkstemp(prefix="gprof-inputs-", suffix=".json")
+            os.close(fd)
+            if not p._add_execution_trace_observer(path):
+                os.unlink(path)
+                raise RuntimeError("PyTorch's execution trace observer did not start")
+            self.inputs = path
+            self._quiet(p._enable_execution_trace_observer)
+        except Exception as e:
+            self._inputs_fail(e)
+
+    def _inputs_fail(self, why):
+        self.shapes = False  # not tried again
+        _warn("operators' input types, strides and values are not recorded: %s" % why)
+
+    def _inputs_take(self):
+        if self.inputs is None:
+            return None
+        path, self.inputs = self.inputs, None
+        try:
+            from torch._C import _profiler as p
+
+            self._quiet(p._disable_execution_trace_observer)
+            p._remove_execution_trace_observer()
+            return path
+        except Exception as e:
+            self._inputs_fail(e)
+            os.unlink(path)
+            return None
+
+    def _inputs_hand(self, path):
+        if path is None:
+            return
+        try:
+            import ctypes
+            import json
+
+            with open(path) as f:
+                nodes = json.load(f)["nodes"]
+            pairs = []
+            for node in nodes:
+                attrs = {a["name"]: a["value"] for a in node.get("attrs", ())}
+                args = _kineto_inputs(node, attrs)
+                if attrs.get("rf_id") and args:
+                    pairs.append([attrs["rf_id"], args])
+            text = json.dumps(pairs, separators=(",", ":")).encode()
+            give = _libgprof("gprof_torch_inputs")
+            give.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+            give(text, len(text))
+        except Exception as e:
+            self._inputs_fail(e)
+        finally:
+            os.unlink(path)
+
     def _off(self):
         self.pending_off = False
-        self._memory_end()
+        self._stop()
+        self.hand()
         if not self.on:
             return
         for h in self.hooks:
@@ -225,6 +350,82 @@ class _Operators:
             self.on = False
         except Exception as e:
             self._fail("PyTorch's NVTX profiler mode failed (%s)" % e)
+
+
+def _scalar(v):
+    """A scalar input as torch.profiler's "Concrete Inputs" writes it (c10's IValue printing:
+    a whole double as "2.", another with 17 significant digits)."""
+    if isinstance(v, bool):
+        return str(v)
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if math.isfinite(v) and abs(v) < 1e10 and v == int(v):
+            return "-0." if v == 0 and math.copysign(1, v) < 0 else "%d." % int(v)
+        return "%.17g" % v
+    return ""
+
+
+_SCALARS = ("Int", "Double", "Bool")
+
+
+def _kineto_input(kind, value, dims, strides):
+    """One input of an execution trace node as torch.profiler's record_shapes writes it:
+    (Input type, Input Dims, Input Strides, Concrete Inputs)."""
+    if kind.startswith("Tensor(") and kind != "Tensor(nullptr (uninitialized))":
+        return kind[7:-1], dims, strides, ""
+    if kind.startswith("GenericList["):
+        items = [x for x in kind[12:-1].split(",") if x]
+        if any(x.startswith("Tensor(") for x in items):
+            return "TensorList", dims, strides, ""
+        if all(x in _SCALARS for x in items) and isinstance(value, list):
+            return "ScalarList", [], [], "[%s]" % ", ".join(_scalar(x) for x in value)
+    elif kind in _SCALARS:
+        return "Scalar", [], [], _scalar(value)
+    return "", [], [], ""
+
+
+# A collective's arguments (record_param_comms): the execution trace's name, torch.profiler's
+_COMMS = (("collective_name", "Collective name"), ("dtype", "dtype"),
+          ("in_msg_nelems", "In msg nelems"), ("out_msg_nelems", "Out msg nelems"),
+          ("in_split_size", "In split size"), ("out_split_size", "Out split size"),
+          ("global_rank_start", "Global rank start"),
+          ("global_rank_stride", "Global rank stride"), ("pg_name", "Process Group Name"),
+          ("pg_desc", "Process Group Description"), ("pg_size", "Group size"))
+
+
+def _group_ranks(attrs):
+    """The process group's ranks as torch.profiler writes them, "[0, 1]"."""
+    dist = sys.modules.get("torch.distributed")
+    try:
+        for group, name in dist.distributed_c10d._world.pg_names.items():
+            if name == attrs["pg_name"]:
+                return str(dist.get_process_group_ranks(group))
+    except Exception:
+        pass
+    return str([attrs["global_rank_start"] + i * attrs["global_rank_stride"]
+                for i in range(attrs["pg_size"])])
+
+
+def _kineto_inputs(node, attrs):
+    """An execution trace node's inputs (and a collective's arguments) as torch.profiler's
+    record_shapes writes them in its operator's args; {} for an operator without inputs."""
+    ins = node.get("inputs", {})
+    cols = list(zip(*[_kineto_input(*x) for x in zip(
+        ins.get("types", ()), ins.get("values", ()), ins.get("shapes", ()),
+        ins.get("strides", ()))]))
+    if not cols:
+        return {}
+    args = {"Input type": cols[0], "Input Dims": cols[1], "Input Strides": cols[2],
+            "Concrete Inputs": cols[3]}
+    if "collective_name" in attrs:
+        args.update((theirs, attrs[ours]) for ours, theirs in _COMMS if ours in attrs)
+        try:
+            args["Process Group Ranks"] = _group_ranks(attrs)
+            args["Rank"] = sys.modules["torch.distributed"].get_rank()
+        except Exception:
+            pass
+    return args
 
 
 class _StepMarker:
@@ -259,6 +460,9 @@ class _StepMarker:
             self.owner = weakref.ref(optimizer)
         if self.owner() is not optimizer or self.broken:
             return
+        # first, as the first one's numbering of the steps is libgprof's from here
+        if self.mine:
+            self.mine()
         # before the mark, which libgprof counts when optimizer.step's range ends
         self.operators.update()
         if self.tell_backend:
@@ -268,8 +472,6 @@ class _StepMarker:
                 from torch.cuda import nvtx  # torch is imported by now
 
                 self.mark = nvtx.mark
-            if self.mine:
-                self.mine()
             self.mark(self.marker)
         except Exception as e:  # a hook must never stop training
             self.broken = True

@@ -6,7 +6,9 @@
  * push <message> (nvtxRangePushA), pop (nvtxRangePop), launch (_Z5torchPf with grid.x = the
  * launch's number in the iteration, from 1), step (nvtxMarkA("step")), memory <addr> <bytes>
  * <allocated> <reserved> (a tensor's allocation or free as --torch's hook hands it to libgprof:
- * gprof_torch_memory, found with dlsym, at the present time; nothing without libgprof).
+ * gprof_torch_memory, found with dlsym, at the present time), inputs <text> (operators' inputs
+ * as the hook hands them: gprof_torch_inputs); each of the two inside gprof_torch_hold and
+ * gprof_torch_release, as the hook calls them; nothing without libgprof.
  * Prints "torch-app: ok <launches per iteration>" and exits 0; 1 on any failure.
  */
 #include <dlfcn.h>
@@ -31,8 +33,9 @@ void torch_stub(void)
 
 struct line {
 	int thread;
-	char verb; /* its second letter: 'u' push, 'o' pop, 'a' launch, 't' step, 'e' memory */
-	char *msg; /* push */
+	/* its second letter: 'u' push, 'o' pop, 'a' launch, 't' step, 'e' memory, 'n' inputs */
+	char verb;
+	char *msg;	  /* push, inputs */
 	long long mem[4]; /* memory: addr, bytes, allocated, reserved */
 	unsigned idx;	  /* launch: its number in the iteration */
 };
@@ -67,7 +70,7 @@ static void load(const char *path)
 			exit(1);
 		}
 		l->verb = verb[1];
-		if (!strcmp(verb, "push"))
+		if (!strcmp(verb, "push") || !strcmp(verb, "inputs"))
 			l->msg = strdup(text + at);
 		else if (!strcmp(verb, "launch"))
 			l->idx = ++launches;
@@ -75,9 +78,10 @@ static void load(const char *path)
 			 sscanf(text + at, "%lld %lld %lld %lld", &l->mem[0], &l->mem[1],
 				&l->mem[2], &l->mem[3]) != 4)
 			l->verb = 0;
-		else if (strcmp(verb, "pop") && strcmp(verb, "step") && strcmp(verb, "memory"))
+		else if (strcmp(verb, "pop") && strcmp(verb, "step") && strcmp(verb, "memory") &&
+			 strcmp(verb, "inputs"))
 			l->verb = 0;
-		if (!l->verb || (l->verb == 'u' && !l->msg)) {
+		if (!l->verb || ((l->verb == 'u' || l->verb == 'n') && !l->msg)) {
 			fprintf(stderr, "torch-app: %s: bad line '%s'\n", path, text);
 			exit(1);
 		}
@@ -87,16 +91,26 @@ static void load(const char *path)
 }
 
 typedef void (*memory_fn)(uint64_t, uint64_t, int64_t, uint64_t, uint64_t, int);
+typedef int (*inputs_fn)(const char *, size_t);
 
-static void memory(const long long m[4])
+/* What --torch's hook hands over, inside a hold of the window. */
+static void hand(const struct line *l)
 {
-	memory_fn fn = (memory_fn)dlsym(RTLD_DEFAULT, "gprof_torch_memory");
+	int (*hold)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "gprof_torch_hold");
+	void (*release)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "gprof_torch_release");
+	memory_fn memory = (memory_fn)dlsym(RTLD_DEFAULT, "gprof_torch_memory");
+	inputs_fn inputs = (inputs_fn)dlsym(RTLD_DEFAULT, "gprof_torch_inputs");
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	if (fn)
-		fn((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec, (uint64_t)m[0], m[1],
-		   (uint64_t)m[2], (uint64_t)m[3], 0);
+	if (!hold || !release || !memory || !inputs || !hold())
+		return;
+	if (l->verb == 'e')
+		memory((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
+		       (uint64_t)l->mem[0], l->mem[1], (uint64_t)l->mem[2], (uint64_t)l->mem[3], 0);
+	else
+		inputs(l->msg, strlen(l->msg));
+	release();
 }
 
 static void play(const struct line *l)
@@ -115,7 +129,8 @@ static void play(const struct line *l)
 		nvtxMarkA("step");
 		break;
 	case 'e':
-		memory(l->mem);
+	case 'n':
+		hand(l);
 		break;
 	default:
 		if (cudaLaunchKernel((const void *)torch_stub, grid, block, args, 0, 0) !=

@@ -8,17 +8,18 @@ Before the loop (fixed seed 0): a 2-layer transformer encoder (d_model 64, 4 hea
   - a batch: 8 sequences of 32 tokens x 64 features and 8 labels, from a DataLoader of W worker
     processes (fork) when --workers is given, else made on the CPU in the loop; copied to the GPU;
   - forward under torch.autocast("cuda", bfloat16), cross-entropy of the first token's logits,
-    zero_grad(set_to_none), backward, optimizer.step();
+    zero_grad(set_to_none), backward;
   - a scratch tensor of (step + 1) MiB made and dropped, then torch.cuda.empty_cache(), so that
-    the caching allocator calls cudaMalloc and cudaFree inside every step.
+    the caching allocator calls cudaMalloc and cudaFree inside every step;
+  - optimizer.step() (last, as gprof-run --torch-steps ends the step there).
 Attention takes PyTorch's default backend on an sm_90 device, cuDNN's (its kernels compiled at run
 time by NVRTC and loaded as libraries). With --torch-profiler, the loop runs under
 torch.profiler.profile (CPU and CUDA activities, record_shapes, profile_memory, with_modules and
 with_stack (which with_modules needs for its module events), the schedule wait=1, warmup=1, active=3,
 prof.step() after each step), which writes its trace to FILE. With FRAMEWORKS_MARKS=path, the
 realtime clock (ns) of each step's start is appended to path, one per line: right before the NVTX
-mark with --nvtx, else right after optimizer.step() (where gprof-run --torch-steps marks), so a
-test can place the simulated GPU's work in steps without libgprof. The kernels do not run on the simulated GPU, so no value is printed: the program prints
+mark with --nvtx, else before the loop and right after each optimizer.step() (where gprof-run
+--torch-steps marks, and torch.profiler's step() begins the next step), so a test can place the simulated GPU's work in steps without libgprof. The kernels do not run on the simulated GPU, so no value is printed: the program prints
 "train: N steps, P parameters, loss <dtype>" and exits 0.
 """
 
@@ -76,6 +77,8 @@ def main():
                        with_stack=True,
                        on_trace_ready=lambda p: p.export_chrome_trace(args.torch_profiler))
         prof.start()
+    if not args.nvtx:
+        note()
     for step in range(args.steps):
         if args.nvtx:
             note()
@@ -91,12 +94,12 @@ def main():
             loss = torch.nn.functional.cross_entropy(model(x)[:, 0], y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        opt.step()
-        if not args.nvtx:
-            note()
         scratch = torch.empty((step + 1) << 18, device="cuda")
         del scratch
         torch.cuda.empty_cache()
+        opt.step()
+        if not args.nvtx:
+            note()
         if prof:
             prof.step()
     if prof:
