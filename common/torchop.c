@@ -110,9 +110,17 @@ bool gprof_torch_op_parse(const char *msg, size_t len, struct gprof_torch_op *op
 	return op->name_len > 0;
 }
 
+bool gprof_torch_op_collective(const char *name, size_t len)
+{
+	return starts(name, name + len, "nccl:") || starts(name, name + len, "gloo:");
+}
+
 bool gprof_torch_op_user_scope(const char *name, size_t len)
 {
 	const char *hash = memchr(name, '#', len);
+
+	if (gprof_torch_op_collective(name, len))
+		return true;
 
 	for (size_t i = 0; hash && i + 1 < len; i++)
 		if (name[i] == ':' && name[i + 1] == ':')

@@ -24,9 +24,16 @@ bool gprof_torch_op_parse(const char *msg, size_t len, struct gprof_torch_op *op
 /*
  * Whether torch.profiler writes the range as user_annotation rather than cpu_op: the names
  * PyTorch gives its own record_function scopes, "Optimizer.step#AdamW.step",
- * "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__" (NVTX carries no scope).
+ * "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", and its process groups'
+ * collectives, "nccl:all_reduce", "gloo:broadcast" (NVTX carries no scope).
  */
 bool gprof_torch_op_user_scope(const char *name, size_t len);
+/*
+ * Whether it is a process group's collective ("nccl:all_reduce"): a user scope whose span on
+ * the GPU's streams is not written (TensorBoard's distributed view would take it, by its
+ * External id, for the collective itself, without its sizes).
+ */
+bool gprof_torch_op_collective(const char *name, size_t len);
 
 /*
  * Whether msg names a module's forward as PyTorch's profiler does, "nn.Module: Linear_0"

@@ -2,7 +2,8 @@
  * NCCL's collectives, interposed. Inside a window each call becomes a CPU operator named as
  * PyTorch's profiler names it ("nccl:all_reduce"), with its element count and type, and the
  * runtime calls and kernels it makes carry the operator's External id (CUPTI's external
- * correlation): what TensorBoard's distributed view reads. Outside a window a hook is one load
+ * correlation): what TensorBoard's distributed view reads. A call inside PyTorch's own operator
+ * of that name (--torch, emit_nvtx) is PyTorch's to write. Outside a window a hook is one load
  * and a branch. ncclSend/ncclRecv and the group calls are not hooked: the readers know no
  * operator of theirs, and a collective called inside a group launches its kernels at
  * ncclGroupEnd, so its operator has no GPU work of its own.
@@ -97,10 +98,14 @@ static nccl_result missing(enum nccl_op op)
 	return NCCL_SYSTEM_ERROR;
 }
 
-/* Whether the call is recorded: then c is started and the operator is the thread's. */
+/*
+ * Whether the call is recorded: then c is started and the operator is the thread's. Not when
+ * PyTorch's profiler already writes it (its NVTX range of the same name is open): its kernels
+ * are then tied to PyTorch's.
+ */
 static bool op_begin(struct gprof_nccl_call *c, enum nccl_op op, size_t count, int type)
 {
-	if (gprof_current_op() || !gprof_session_recording())
+	if (gprof_current_op() || !gprof_session_recording() || gprof_nvtx_in_op(op_name[op]))
 		return false;
 	*c = (struct gprof_nccl_call){
 	    .name = op_name[op],

@@ -231,6 +231,18 @@ static void check_step(const struct nvtx_domain *d, const struct nvtx_msg *m, ui
 	gprof_session_step_marker(ts);
 }
 
+bool gprof_nvtx_in_op(const char *name)
+{
+	const struct nvtx_thread *t = self;
+	size_t n = strlen(name);
+
+	for (int i = t ? t->depth : 0; i-- > 0;)
+		if (i < NVTX_DEPTH && t->frames[i].op.external &&
+		    t->frames[i].op.op.name_len == n && !memcmp(t->frames[i].text, name, n))
+			return true;
+	return false;
+}
+
 static void do_mark(const struct nvtx_domain *d, const struct nvtx_msg *m)
 {
 	uint64_t ts = gprof_realtime_ns();

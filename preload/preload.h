@@ -314,6 +314,11 @@ void gprof_session_forked(void);
 
 /* ---- nvtx.c ---- */
 
+/*
+ * Whether one of the calling thread's open ranges is PyTorch's operator `name` (it names its
+ * own NCCL collectives: libgprof's event for the call would repeat it).
+ */
+bool gprof_nvtx_in_op(const char *name);
 /* The step marker NVTX messages are matched against (from the constructor). */
 void gprof_nvtx_set_marker(const char *marker);
 /*

@@ -67,7 +67,8 @@ void gprof_torch_open(struct gprof_torch_frame *f, const char *msg, size_t len,
 	f->external = gprof_events_next_external();
 	f->pushed = gprof_collector_external_begin(false, f->external);
 	/* record_function's scopes are user annotations too, on the GPU's streams. */
-	if (f->pushed && gprof_torch_op_user_scope(msg, f->op.name_len))
+	if (f->pushed && gprof_torch_op_user_scope(msg, f->op.name_len) &&
+	    !gprof_torch_op_collective(msg, f->op.name_len))
 		f->annotated = gprof_collector_external_begin(true, f->external);
 	if (f->op.seq < 0)
 		return;

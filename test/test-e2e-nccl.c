@@ -240,3 +240,47 @@ TEST(e2e_nccl_refused_call)
 {
 	check_collectives(true, true);
 }
+
+/*
+ * Collectives made inside PyTorch's own ranges of their names (nccl-app -p, as PyTorch's
+ * process groups under --torch): PyTorch's event is the only one (a user_annotation, as
+ * torch.profiler writes it), and the collective's kernel is tied to it.
+ */
+TEST(e2e_nccl_inside_pytorch_operators)
+{
+	const char *argv[] = {proc_build_path("test/apps/nccl-app"), "-s", "8", "-p", NULL};
+	const char *env[] = {"GPROF_SUMMARY=off", "RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=0", NULL};
+	long long ids[2 * STEPS];
+	int n = 0, kernels = 0;
+	struct e2e_run r;
+	json_t *ev;
+	size_t i;
+
+	e2e_run(&r, argv, e2e_cupti(true), env, true);
+	ASSERT_MSG(r.res.status == 0, "status %d: %s", r.res.status, r.res.err);
+	ASSERT_EQ(r.n_traces, 1);
+	json_array_foreach(r.traces[0].events, i, ev)
+	{
+		/* the host's events; their spans on the GPU's streams aside */
+		if (strncmp(trace_str(ev, "name"), "nccl:", 5) ||
+		    strcmp(trace_str(ev, "ph"), "X") ||
+		    !strcmp(trace_str(ev, "cat"), "gpu_user_annotation"))
+			continue;
+		ASSERT_STR_EQ(trace_str(ev, "cat"), "user_annotation");
+		ASSERT_GT(e2e_arg_int(ev, "Record function id"), 0);
+		ASSERT_MSG(n < 2 * STEPS, "more than one event per collective");
+		ids[n++] = e2e_arg_int(ev, "External id");
+	}
+	ASSERT_EQ(n, 2 * STEPS);
+	json_array_foreach(r.traces[0].events, i, ev)
+	{
+		if (strcmp(trace_str(ev, "cat"), "kernel") ||
+		    strncmp(trace_str(ev, "name"), "ncclDevKernel_", 14))
+			continue;
+		for (int k = 0; k < n && ids[k] != e2e_arg_int(ev, "External id"); k++)
+			ASSERT_MSG(k + 1 < n, "%s not tied to a collective", trace_str(ev, "name"));
+		kernels++;
+	}
+	ASSERT_EQ(kernels, 2 * STEPS);
+	e2e_free(&r);
+}

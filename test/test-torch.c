@@ -66,6 +66,9 @@ TEST(torch_op_parse)
 	ASSERT(gprof_torch_op_user_scope("Optimizer.step#AdamW.step", 25));
 	ASSERT(!gprof_torch_op_user_scope("aten::foo#bar", 13));
 	ASSERT(!gprof_torch_op_user_scope("aten::mm", 8));
+	ASSERT(gprof_torch_op_user_scope("nccl:all_reduce", 15));
+	ASSERT(gprof_torch_op_user_scope("gloo:broadcast", 14));
+	ASSERT(!gprof_torch_op_user_scope("nccl", 4));
 }
 
 /* ---- the replay ---- */

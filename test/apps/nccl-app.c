@@ -3,7 +3,9 @@
  * WORLD_SIZE ranks (this process is RANK), and per step an NVTX "step" mark, a compute kernel
  * (_Z7computePfi, grid 64, block 256) on one stream and, on another, as DDP overlaps them,
  * ncclAllReduce of -n floats (sum) and ncclAllGather of -n / 4 / WORLD_SIZE bf16 values; then
- * both streams are synchronized. -s steps (default 6). With -e each step also makes a call
+ * both streams are synchronized. -s steps (default 6). With -p each collective is made inside
+ * an NVTX range named as PyTorch's profiler names it in NVTX mode ("nccl:all_reduce, op_id =
+ * <n>"), as PyTorch's process groups under --torch. With -e each step also makes a call
  * NCCL refuses (a NULL communicator) and checks that it returned ncclInvalidArgument. The
  * ranks run one after another (the tests start them so), so their id is zeros: ranks that
  * never meet, whose collectives move nothing (test/fakecuda/nccl.c). With -m FILE the ranks run
@@ -101,6 +103,25 @@ static void exchange(ncclComm_t comm, cudaStream_t s, int rank, int world)
 	printf("nccl-app: rank %d: the ranks' bytes met\n", rank);
 }
 
+static int pytorch; /* -p */
+
+/* With -p, PyTorch's range around a collective, as its profiler's NVTX mode pushes it. */
+static void op_push(const char *name)
+{
+	static int op_id;
+	char msg[64];
+
+	snprintf(msg, sizeof(msg), "%s, op_id = %d", name, ++op_id);
+	if (pytorch)
+		nvtxRangePushA(msg);
+}
+
+static void op_pop(void)
+{
+	if (pytorch)
+		nvtxRangePop();
+}
+
 static int env_int(const char *name, int dflt)
 {
 	const char *v = getenv(name);
@@ -120,9 +141,11 @@ int main(int argc, char **argv)
 	void *args[1];
 	const char *meet_at = NULL;
 
-	while ((opt = getopt(argc, argv, "s:n:em:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:n:epm:")) != -1) {
 		if (opt == 'e')
 			refused = 1;
+		else if (opt == 'p')
+			pytorch = 1;
 		else if (opt == 'm')
 			meet_at = optarg;
 		else if (opt == 's')
@@ -147,12 +170,16 @@ int main(int argc, char **argv)
 		nvtxMarkA("step");
 		CHECK(cudaLaunchKernel((const void *)compute_stub, grid, block, args, 0, stream),
 		      cudaSuccess);
+		op_push("nccl:all_reduce");
 		CHECK(ncclAllReduce(grads, grads, (size_t)count, ncclFloat32, ncclSum, comm,
 				    comm_stream),
 		      ncclSuccess);
+		op_pop();
+		op_push("nccl:all_gather");
 		CHECK(ncclAllGather(grads, grads, (size_t)count / 4 / world, ncclBfloat16, comm,
 				    comm_stream),
 		      ncclSuccess);
+		op_pop();
 		if (refused)
 			CHECK(
 			    ncclAllReduce(grads, grads, 1, ncclFloat32, ncclSum, NULL, comm_stream),
