@@ -624,8 +624,10 @@ struct b5_mode {
 static const struct b5_mode b5_modes[] = {
     {.name = "no profiler"},
     {.name = "libgprof default (`gprof-run --torch-steps`)", .torch = "steps"},
-    {.name = "libgprof `--torch` (operators, input sizes, modules)", .torch = "on"},
-    {.name = "torch.profiler (record_shapes, with_modules, with_stack)", .torch_profiler = true},
+    {.name = "libgprof `--torch` (operators and their inputs, modules, tensor memory)",
+     .torch = "on"},
+    {.name = "torch.profiler (record_shapes, profile_memory, with_modules, with_stack)",
+     .torch_profiler = true},
 };
 #define B5_MODES (sizeof(b5_modes) / sizeof(b5_modes[0]))
 

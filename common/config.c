@@ -227,7 +227,7 @@ static const struct var vars[] = {
 	.help = "PyTorch without code change (what gprof-run --torch-steps and --torch set, and "
 		"what a launcher that passes only environment gives each process): steps, a step "
 		"at every step of the first optimizer that steps; on, that and, in warmup and "
-		"active steps, every operator as a cpu_op with its input sizes, linked to the "
+		"active steps, every operator as a cpu_op with its inputs, linked to the "
 		"calls and GPU work it made, each module's forward and the GPU tensors' memory, "
 		"as torch.profiler writes them (README: --torch)",
 	.form = "off, steps or on",
@@ -239,8 +239,9 @@ static const struct var vars[] = {
 	.name = "GPROF_TORCH_SHAPES",
 	.type = VAR_BOOL,
 	.dflt = "1",
-	.help = "with GPROF_TORCH=on: 1 writes each operator's input sizes (\"Input Dims\", as "
-		"torch.profiler's record_shapes), 0 leaves them out",
+	.help = "with GPROF_TORCH=on: 1 writes each operator's inputs as torch.profiler's "
+		"record_shapes does (\"Input Dims\", \"Input type\", \"Input Strides\", "
+		"\"Concrete Inputs\"), 0 leaves them out",
 	.form = "0 or 1",
 	FIELD(torch_shapes),
     },

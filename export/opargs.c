@@ -66,7 +66,8 @@ struct gprof_op_args *gprof_op_args_parse(const char *json, size_t len, const ch
 	*why = "not a JSON array of [id, {args}] pairs";
 	if (!json_is_array(root))
 		goto fail;
-	json_array_foreach(root, i, pair) {
+	json_array_foreach(root, i, pair)
+	{
 		json_t *id = json_array_get(pair, 0), *args = json_array_get(pair, 1);
 
 		if (json_array_size(pair) != 2 || !json_is_integer(id) ||

@@ -7,21 +7,26 @@ torch.cuda.nvtx.mark(<step marker>) after every step of the first optimizer that
 mark per iteration with several optimizers). The marker is GPROF_STEP_MARKER, "step" by
 default, as libgprof reads it. Before each mark it tells libgprof (gprof_torch_marks, through
 ctypes) that the mark is the hook's: once the program marks steps itself, only its marks count.
+The hook's first mark ends step 0, the first iteration, as torch.profiler counts steps.
 
 Under GPROF_TORCH=on (gprof-run --torch) the same hook also switches PyTorch's profiler in
 NVTX mode on while libgprof records or is about to (it asks libgprof's gprof_torch_wanted
 through ctypes at start and before each mark) and off again when not: each operator is then an
-NVTX range that libgprof turns into a cpu_op event, with input sizes unless
-GPROF_TORCH_SHAPES=0; global module forward hooks push an NVTX range "nn.Module: <class>_<n>"
-around each module's forward, which libgprof writes as a python_function event. Outside
-windows all of it is off, so the program runs as without it. Last, this file runs the
-sitecustomize it hides on sys.path, if there is one.
+NVTX range that libgprof turns into a cpu_op event; global module forward hooks push an NVTX
+range "nn.Module: <class>_<n>" around each module's forward, which libgprof writes as a
+python_function event. In the same steps the caching allocator's history and (unless
+GPROF_TORCH_SHAPES=0) PyTorch's execution trace observer record what NVTX does not carry:
+tensor memory, operators' input types, strides and values, collectives' arguments. libgprof
+holds the window past its last marker (gprof_torch_hold) until the hook hands both over, at the
+next module call (out of the step's time) or at exit. Outside windows all of it is off, so the
+program runs as without it. Last, this file runs the sitecustomize it hides on sys.path, if
+there is one.
 """
 
 import atexit
-import math
 import importlib.machinery
 import importlib.util
+import math
 import os
 import sys
 import weakref

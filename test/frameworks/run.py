@@ -272,11 +272,11 @@ print(sorted(a.t.get_ranks()))
 """
 
 
-def two_ranks(tmp, backend):
+def two_ranks(tmp, backend, torch="steps"):
     """Two ranks of ddp.py (RANK/WORLD_SIZE by hand), one folder: one file each, one HTA run;
-    GPROF_TORCH=steps, so that the start-up hook names the process group's backend (ddp.py
-    marks its steps itself: they count, not the hook's)."""
-    c = Case("two_ranks_" + backend)
+    GPROF_TORCH=steps (or torch), so that the start-up hook names the process group's backend
+    (ddp.py marks its steps itself: they count, not the hook's)."""
+    c = Case("two_ranks_" + backend + ("_torch" if torch == "on" else ""))
     traces_dir = os.path.join(tmp, "traces")
     argv = [PYTHON, os.path.join(HERE, "ddp.py"), "--backend", backend]
     preload = [os.path.join(BUILD, "libgprof.so")]
@@ -288,10 +288,11 @@ def two_ranks(tmp, backend):
         env = simulated_env(os.path.join(tmp, "rank%d" % rank), {
             "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "2",
             "MASTER_ADDR": "127.0.0.1",
-            "MASTER_PORT": str(29400 + os.getpid() % 500 + (backend == "nccl")),
+            "MASTER_PORT": str(29400 + os.getpid() % 500 + (backend == "nccl") +
+                               2 * (torch == "on")),
             "GPROF_OUTPUT": traces_dir, "LD_PRELOAD": ":".join(preload),
             # the start-up hook tells libgprof the process group's backend
-            "GPROF_TORCH": "steps"})
+            "GPROF_TORCH": torch})
         envs.append(env)
         procs.append(subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True))
@@ -316,6 +317,8 @@ def two_ranks(tmp, backend):
         for k in RECORDED:
             c.check("rank %d step %d: kernels and copies = its ground truth" % (rank, k),
                     got.get(k) == want[k] and want[k], "%d operations" % sum(want[k].values()))
+        if torch == "on":
+            check_comms(c, rank, trace, gt, marks, backend)
     hta = os.path.join(BUILD, "clients-venv", "env", "bin", "python")
     if not os.path.exists(hta):
         print("info %s: no HTA (make test-clients installs it): one HTA run not checked" % c.name)
@@ -325,7 +328,9 @@ def two_ranks(tmp, backend):
     ok = p.stdout.strip() == "[0, 1]"
     c.check("HTA loads the folder as one run of ranks 0 and 1", ok,
             p.stdout.strip() if ok else (p.stdout + p.stderr[-300:]).strip())
-    if backend == "nccl":
+    if torch == "on":
+        check_distributed_view(c, traces_dir, envs, tmp)
+    elif backend == "nccl":
         # the client tier's checks of HTA's and TensorBoard's views, on both ranks
         by_rank = sorted((load_trace(p)["distributedInfo"]["rank"], p) for p in paths)
         pairs = [x for rank, path in by_rank for x in (path, envs[rank]["FAKEGPU_LOG"])]
@@ -340,6 +345,64 @@ def two_ranks(tmp, backend):
     return c
 
 
+# ddp.py's gradients: one bucket of Linear(64, 128) and Linear(128, 16), all-reduced a step
+DDP_GRADIENTS = 64 * 128 + 128 + 128 * 16 + 16
+
+
+def all_reduces(gt, marks):
+    """The element counts the recorded steps all-reduce: the simulated NCCL's log, or over
+    gloo (no GPU log) ddp.py's one bucket a step."""
+    first, end = marks[RECORDED[0]], marks[RECORDED[-1] + 1]
+    nccl = sorted(g["count"] for g in gt if g["type"] == "nccl" and
+                  g["name"] == "ncclAllReduce" and first <= g["start"] < end)
+    return nccl or [DDP_GRADIENTS] * len(RECORDED)
+
+
+def check_comms(c, rank, trace, gt, marks, backend):
+    """Each all-reduce of the recorded steps is an event as torch.profiler writes it: over NCCL
+    a record_param_comms with its element count, dtype, rank and group; over gloo (which has
+    none) its gloo:all_reduce scope with the tensor's sizes and type."""
+    first, end = marks[RECORDED[0]], marks[RECORDED[-1] + 1]
+    base = trace["baseTimeNanoseconds"]
+    calls = all_reduces(gt, marks)
+    if backend == "nccl":
+        comms = [e["args"] for e in trace["traceEvents"] if e.get("name") == "record_param_comms"
+                 and e["args"].get("Collective name") == "allreduce" and
+                 first <= base + e["ts"] * 1000 < end]
+        counts = [a.get("In msg nelems") for a in comms]
+        want = {"dtype": "Float", "Rank": rank, "Group size": 2,
+                "Process Group Ranks": "[0, 1]", "Process Group Description": "default_pg"}
+    else:
+        comms = [e["args"] for e in trace["traceEvents"] if e.get("name") == "gloo:all_reduce"
+                 and e.get("cat") == "user_annotation" and first <= base + e["ts"] * 1000 < end]
+        counts = [(a.get("Input Dims") or [[0]])[0][0] for a in comms]
+        want = {"Input type": ["float"]}
+    c.check("rank %d: each all-reduce an event with torch.profiler's arguments" % rank,
+            sorted(counts) == calls and all(a.get(k) == v for a in comms for k, v in want.items()),
+            "all-reduces %s; events %s" % (calls, [json.dumps(a)[:300] for a in comms[:1]]))
+
+
+def check_distributed_view(c, traces_dir, envs, tmp):
+    """TensorBoard's Distributed view on the two ranks: each one's all-reduces, their calls
+    and bytes."""
+    v = views(traces_dir, tmp + "/views")
+    if v is None:
+        print("info %s: no client tier (make test-clients installs it): views not checked" %
+              c.name)
+        return
+    want = []
+    for env in envs:
+        with open(env["FAKEGPU_LOG"]) as f:
+            gt = [json.loads(line) for line in f]
+        with open(env["FRAMEWORKS_MARKS"]) as f:
+            calls = all_reduces(gt, [int(line) for line in f])
+        want.append([len(calls), 4 * sum(calls)])
+    got = sorted([ops.get(n) for n in ("nccl:all_reduce", "gloo:all_reduce") if n in ops]
+                 for ops in v.get("comm_ops", {}).values())
+    c.check("TensorBoard's Distributed view: each rank's all-reduces, calls and bytes",
+            got == sorted([w] for w in want), "%s vs %s" % (got, sorted(want)))
+
+
 def case_two_ranks(tmp):
     """6: two ranks over gloo."""
     return two_ranks(tmp, "gloo")
@@ -349,6 +412,16 @@ def case_two_ranks_nccl(tmp):
     """11: two ranks over NCCL: the simulated libnccl.so.2 preloaded, where the wheel's would be
     (which does not run on the simulated driver)."""
     return two_ranks(tmp, "nccl")
+
+
+def case_two_ranks_torch(tmp):
+    """12: case 6 under GPROF_TORCH=on: collectives as torch.profiler writes them."""
+    return two_ranks(tmp, "gloo", "on")
+
+
+def case_two_ranks_nccl_torch(tmp):
+    """13: case 11 under GPROF_TORCH=on."""
+    return two_ranks(tmp, "nccl", "on")
 
 
 def case_torch_steps(tmp):
@@ -416,15 +489,18 @@ def inputs(e):
 
 
 def views(trace_path, tmp):
-    """The client tier's TensorBoard Operator view and HTA aten analysis of one trace, or None."""
+    """The client tier's TensorBoard views and HTA aten analysis (views.py) of one trace, or
+    of a folder of ranks' traces; None without the client tier."""
     python = os.path.join(BUILD, "clients-venv", "env", "bin", "python")
     if not os.path.exists(python):
         return None
-    os.makedirs(tmp)
-    os.symlink(trace_path, os.path.join(tmp, "worker.pt.trace.json" +
-                                        (".gz" if trace_path.endswith(".gz") else "")))
-    p = subprocess.run([python, os.path.join(HERE, "views.py"), tmp], capture_output=True,
-                       text=True, timeout=600)
+    if not os.path.isdir(trace_path):
+        os.makedirs(tmp)
+        os.symlink(trace_path, os.path.join(tmp, "worker.pt.trace.json" +
+                                            (".gz" if trace_path.endswith(".gz") else "")))
+        trace_path = tmp
+    p = subprocess.run([python, os.path.join(HERE, "views.py"), trace_path],
+                       capture_output=True, text=True, timeout=600)
     return json.loads(p.stdout) if p.returncode == 0 else {"error": p.stderr[-300:]}
 
 
@@ -620,15 +696,17 @@ CASES = {"train_nvtx": case_nvtx, "train_torch_steps": case_torch_steps,
          "triton": case_triton, "two_ranks_gloo": case_two_ranks,
          "dataloader_workers": case_dataloader, "torch_operators": case_torch_operators,
          "train_cuda_malloc_async": case_malloc_async, "cuda_graph": case_cuda_graph,
-         "two_ranks_nccl": case_two_ranks_nccl}
+         "two_ranks_nccl": case_two_ranks_nccl, "two_ranks_gloo_torch": case_two_ranks_torch,
+         "two_ranks_nccl_torch": case_two_ranks_nccl_torch}
 
 
 def main():
     chosen = [n for n in CASES if not sys.argv[3:] or any(t in n for t in sys.argv[3:])]
     passed = failed = 0
+    keep = os.environ.get("FRAMEWORKS_KEEP")  # a folder: each case's files stay there
     with tempfile.TemporaryDirectory(prefix="gprof-frameworks-") as tmp:
         for name in chosen:
-            c = CASES[name](os.path.join(tmp, name))
+            c = CASES[name](os.path.join(keep or tmp, name))
             passed += c.passed
             failed += c.failed
     print("%d passed, %d failed" % (passed, failed))

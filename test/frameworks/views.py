@@ -1,8 +1,10 @@
 """The PyTorch views of the client tier's readers on one trace, for run.py (clients venv).
 
-Usage: views.py DIR: DIR holds one trace. Prints one JSON object: TensorBoard's plugin's
-Operator view ("operators": name -> calls), Module view ("modules": "parent/child" paths ->
-occurrences), Memory view ("memory_peaks": device -> peak bytes), the view names ("views"), and
+Usage: views.py DIR: DIR holds one trace (or one per rank). Prints one JSON object: TensorBoard's
+plugin's Operator view ("operators": name -> calls), Module view ("modules": "parent/child"
+paths -> occurrences), Memory view ("memory_peaks": device -> peak bytes), the view names
+("views") of one trace, the Distributed view's communication operations of several ("comm_ops":
+worker -> operator -> [calls, bytes]), and
 HTA's aten operator analysis ("aten_kernels": the
 rows of get_aten_op_kernels_and_delay, or the error it raised).
 """
@@ -26,8 +28,13 @@ def tensorboard(trace_dir):
 
     loader.Process = InProcess
     run = RunLoader("views", trace_dir, Cache()).load()
+    out = {"views": [], "operators": {}, "modules": {}, "comm_ops": {}}
     for (worker, _), p in run.profiles.items():
         if worker == "All":
+            out["comm_ops"] = {w: {r[0]: r[1:3] for r in t.get("rows", [])}
+                               for w, t in p.comm_ops["data"].items()}
+            continue
+        if out["views"]:
             continue
         rows = p.operation_table_by_name["data"]
         modules = {}
@@ -42,9 +49,9 @@ def tensorboard(trace_dir):
         if p.memory_snapshot:
             peaks = {"%s%s" % (dev.name, i): v
                      for (dev, i), v in p.memory_snapshot.get_peak_memory().items()}
-        return {"views": [v.display_name for v in p.views], "modules": modules,
-                "memory_peaks": peaks, "operators": {r["name"]: r["calls"] for r in rows}}
-    return {"views": [], "operators": {}, "modules": {}}
+        out.update({"views": [v.display_name for v in p.views], "modules": modules,
+                    "memory_peaks": peaks, "operators": {r["name"]: r["calls"] for r in rows}})
+    return out
 
 
 def hta(trace_dir):
