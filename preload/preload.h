@@ -202,8 +202,10 @@ void gprof_torch_open(struct gprof_torch_frame *f, const char *msg, size_t len,
 void gprof_torch_close(struct gprof_torch_frame *f, const char *msg, uint64_t start_ns,
 		       uint64_t end_ns);
 
-/* For --torch's start-up hook (ctypes): 1 while PyTorch's operators are wanted, else 0. */
+/* For --torch's start-up hook (ctypes): gprof_session_torch_wants. */
 GPROF_EXPORT int gprof_torch_wanted(void);
+/* For --torch's start-up hook (ctypes): the recorded operators open now, on every thread. */
+GPROF_EXPORT int gprof_torch_open_ops(void);
 /* For the start-up hook (ctypes): the calling thread's next step marker is the hook's. */
 GPROF_EXPORT void gprof_torch_marks(void);
 /* For the start-up hook (ctypes): the default process group's backend, kept once. */
@@ -274,8 +276,11 @@ struct gprof_export_event *gprof_session_api(const struct gprof_hooked_call *c, 
 					     size_t mem_bytes);
 /* An NCCL collective recorded by nccl.c, after it returned. */
 void gprof_session_nccl(const struct gprof_nccl_call *call);
-/* Whether the step the next marker begins records (gprof_stepper_next_records). */
-bool gprof_session_next_records(void);
+/*
+ * For --torch's hook: 1 when the step the next marker begins records (warmup or active), | 2
+ * when the one it ends is a window's last (scheduler.h).
+ */
+int gprof_session_torch_wants(void);
 /*
  * --torch: holds the open window for what the start-up hook hands over after the marker that
  * ends it (releasing one held before); false when none is open.

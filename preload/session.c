@@ -594,9 +594,12 @@ struct gprof_export_event *gprof_session_api(const struct gprof_hooked_call *c, 
 	return gprof_events_api(e, window, tid, c);
 }
 
-bool gprof_session_next_records(void)
+int gprof_session_torch_wants(void)
 {
-	return !is_inert() && gprof_stepper_next_records(&stepper);
+	if (is_inert())
+		return 0;
+	return gprof_stepper_next_records(&stepper) |
+	       gprof_stepper_next_ends_window(&stepper) << 1;
 }
 
 void gprof_session_torch_op(const struct gprof_torch_frame *f, const char *msg, uint64_t start_ns,

@@ -53,6 +53,9 @@ static void forward_find(struct gprof_torch_frame *f, uint64_t seq)
 /* Python ids of modules' forwards, from 1 (0 is none). */
 static uint32_t last_py_id;
 
+/* Operators open now, on every thread (those recorded). */
+static int open_ops;
+
 void gprof_torch_open(struct gprof_torch_frame *f, const char *msg, size_t len,
 		      struct gprof_torch_frame *up, const char *up_msg, uint64_t start_ns)
 {
@@ -65,6 +68,7 @@ void gprof_torch_open(struct gprof_torch_frame *f, const char *msg, size_t len,
 	if (!gprof_torch_op_parse(msg, len, &f->op))
 		return;
 	f->external = gprof_events_next_external();
+	__atomic_add_fetch(&open_ops, 1, __ATOMIC_RELAXED);
 	f->pushed = gprof_collector_external_begin(false, f->external);
 	/* record_function's scopes are user annotations too, on the GPU's streams. */
 	if (f->pushed && gprof_torch_op_user_scope(msg, f->op.name_len) &&
@@ -95,17 +99,29 @@ void gprof_torch_close(struct gprof_torch_frame *f, const char *msg, uint64_t st
 		gprof_collector_external_end(false);
 	if (gprof_session_recording())
 		gprof_session_torch_op(f, msg, start_ns, end_ns);
+	if (f->external)
+		__atomic_sub_fetch(&open_ops, 1, __ATOMIC_RELAXED);
 	f->external = f->py_id = 0;
 }
 
 /*
  * For --torch's start-up hook, through ctypes, at start and right before each step marker it
- * makes: 1 while PyTorch's operators are wanted (the step that marker begins records), 0 when
- * they are not.
+ * makes: bit 0 while PyTorch's operators are wanted (the step that marker begins records), bit
+ * 1 when the step it ends is a window's last (the hook hands over what it kept of it).
  */
 GPROF_EXPORT int gprof_torch_wanted(void)
 {
-	return gprof_session_next_records();
+	return gprof_session_torch_wants();
+}
+
+/*
+ * For --torch's start-up hook, through ctypes: how many of PyTorch's operators (and scopes)
+ * libgprof recorded are open now. PyTorch's execution trace observer, started again while one
+ * it saw begin is open, crashes the program at that one's end: the hook waits for none.
+ */
+GPROF_EXPORT int gprof_torch_open_ops(void)
+{
+	return __atomic_load_n(&open_ops, __ATOMIC_RELAXED);
 }
 
 /* Whose step markers count: the program's once it makes one, else the hook's. */

@@ -225,5 +225,11 @@ uint64_t gprof_stepper_markers(const struct gprof_stepper *s);
  * switched on around windows asks at each step. Under a trigger, whether this one does.
  */
 bool gprof_stepper_next_records(const struct gprof_stepper *s);
+/*
+ * Whether the step the next marker ends is the last of a window of the schedule (its
+ * RECORD_AND_SAVE step): such a tool hands over what it kept of the window, even when the next
+ * window begins at once.
+ */
+bool gprof_stepper_next_ends_window(const struct gprof_stepper *s);
 
 #endif

@@ -460,6 +460,14 @@ uint64_t gprof_stepper_markers(const struct gprof_stepper *s)
 	return __atomic_load_n(&s->markers, __ATOMIC_ACQUIRE);
 }
 
+bool gprof_stepper_next_ends_window(const struct gprof_stepper *s)
+{
+	uint64_t m = gprof_stepper_markers(s);
+
+	return s->trig.mode == GPROF_STEPPER_SCHEDULE && m > 0 &&
+	       gprof_sched_action(&s->sched, m - 1) == GPROF_SCHED_RECORD_AND_SAVE;
+}
+
 bool gprof_stepper_next_records(const struct gprof_stepper *s)
 {
 	enum gprof_sched_phase p = gprof_stepper_phase(s);

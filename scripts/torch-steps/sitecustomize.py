@@ -67,6 +67,9 @@ class _Operators:
         self.kept = None  # (memory, inputs) of a window, until handed over
         self.c10_level = None
         self.wanted = _libgprof("gprof_torch_wanted")
+        self.hold, self.release = _libgprof("gprof_torch_hold"), _libgprof("gprof_torch_release")
+        self.open_ops = _libgprof("gprof_torch_open_ops")
+        self.restart = False  # the recorders wait for a module call outside every operator
         self.broken = os.environ.get("GPROF_TORCH") != "on"
         if not self.broken and not self.wanted:
             self._fail("libgprof is not loaded in this process (LD_PRELOAD)")
@@ -97,13 +100,16 @@ class _Operators:
         if self.broken:
             return
         try:
-            want = bool(self.wanted())
-            if want:
+            want = self.wanted()
+            if self.on and (want & 2 or not want & 1):
+                self._stop()  # the window ends with this step
+            if want & 1:
                 self.pending_off = False
                 if not self.on:
                     self._on()
-            elif self.on and not self.pending_off:
-                self._stop()
+                else:  # the next window begins at once: its recorders at a module call
+                    self.restart = True
+            elif self.on:
                 # Not here, inside optimizer.step's own range: its end would find the mode
                 # off and PyTorch would complain. At the next module call instead, which is
                 # outside every operator.
@@ -129,17 +135,29 @@ class _Operators:
         self.names, self.per_class = weakref.WeakKeyDictionary(), {}
         self.hooks = [module.register_module_forward_pre_hook(self._pre),
                       module.register_module_forward_hook(self._post, always_call=True)]
-        self._memory_begin()
-        self._inputs_begin()
+        self._recorders_begin()
         if not self.exit_hooked:
             # PyTorch complains at exit about a mode left on
             atexit.register(self._off)
             self.exit_hooked = True
 
+    def _recorders_begin(self):
+        if self.memory is None:
+            self._memory_begin()
+        if self.inputs is None:
+            self._inputs_begin()
+
     def _pre(self, module, args):
         if self.pending_off:
             self._off()
             return
+        if self.kept is not None:  # a window ended, and the next began at once
+            self.hand()
+        # PyTorch's execution trace observer crashes the program when it starts again while
+        # an operator it saw begin is open: at a module call with none open
+        if self.restart and not self.open_ops():
+            self.restart = False
+            self._recorders_begin()
         name = self.names.get(module)
         if name is None:
             cls = type(module).__name__
@@ -157,11 +175,12 @@ class _Operators:
         mode's switching off) or at exit."""
         if self.memory is None and self.inputs is None:
             return
-        self.hold = _libgprof("gprof_torch_hold")
-        held = self.hold and self.hold()
+        held = self.hold()
         self.kept = self._memory_take(), self._inputs_take()
-        if not held:
-            self.kept = None
+        if not held:  # no window to hand them to (libgprof's exit came first)
+            self.kept, path = None, self.kept[1]
+            if path:
+                os.unlink(path)
 
     def hand(self):
         """Hands libgprof the held window's tensor memory and operators' inputs; releases it."""
@@ -172,7 +191,7 @@ class _Operators:
             self._memory_hand(memory)
             self._inputs_hand(inputs)
         finally:
-            _libgprof("gprof_torch_release")()
+            self.release()
 
     MEMORY_ENTRIES = 1 << 18  # the allocator's history kept, at most (about 100 bytes each)
 
@@ -340,7 +359,7 @@ class _Operators:
             os.unlink(path)
 
     def _off(self):
-        self.pending_off = False
+        self.pending_off = self.restart = False
         self._stop()
         self.hand()
         if not self.on:
@@ -360,9 +379,7 @@ class _Operators:
 def _scalar(v):
     """A scalar input as torch.profiler's "Concrete Inputs" writes it (c10's IValue printing:
     a whole double as "2.", another with 17 significant digits)."""
-    if isinstance(v, bool):
-        return str(v)
-    if isinstance(v, int):
+    if isinstance(v, (bool, int)):
         return str(v)
     if isinstance(v, float):
         if math.isfinite(v) and abs(v) < 1e10 and v == int(v):

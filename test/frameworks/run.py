@@ -608,6 +608,29 @@ def case_torch_operators(tmp):
     return c
 
 
+def case_torch_back_to_back(tmp):
+    """14: --torch with windows one right after the other (no wait or warmup between): each
+    window's operators carry their inputs, and its tensor memory is in its own file."""
+    c = Case("torch_back_to_back")
+    wrap = [os.path.join(SRC, "scripts", "gprof-run"), "--lib",
+            os.path.join(BUILD, "libgprof.so"), "--torch", "--"]
+    p = run(train(["--steps", "8"]), tmp, wrap=wrap, extra={
+        "GPROF_SCHEDULE": "skip_first=2,wait=0,warmup=0,active=2,repeat=2"})[::4]
+    if not c.check("two traces", p[0].returncode == 0 and len(p[1]) == 2,
+                   "%s; %s" % (p[1], p[0].stderr[-300:])):
+        return c
+    for path in p[1]:
+        ev = load_trace(path)["traceEvents"]
+        ops = [e for e in ev if e.get("cat") == "cpu_op" and e["name"].startswith("aten::")]
+        typed = [e for e in ops if "Input type" in e["args"]]
+        memory = [e for e in ev if e.get("name") == "[memory]"]
+        c.check("%s: its operators' inputs and its tensor memory" % os.path.basename(path),
+                ops and len(typed) >= 0.9 * len(ops) and memory,
+                "%d of %d operators with their types; %d [memory] events" % (
+                    len(typed), len(ops), len(memory)))
+    return c
+
+
 def check_script(c, tmp, script):
     """A program here that allocates before its loop (the counter's one event is the window's
     start), run without and with libgprof: its trace, checked."""
@@ -697,7 +720,8 @@ CASES = {"train_nvtx": case_nvtx, "train_torch_steps": case_torch_steps,
          "dataloader_workers": case_dataloader, "torch_operators": case_torch_operators,
          "train_cuda_malloc_async": case_malloc_async, "cuda_graph": case_cuda_graph,
          "two_ranks_nccl": case_two_ranks_nccl, "two_ranks_gloo_torch": case_two_ranks_torch,
-         "two_ranks_nccl_torch": case_two_ranks_nccl_torch}
+         "two_ranks_nccl_torch": case_two_ranks_nccl_torch,
+         "torch_back_to_back": case_torch_back_to_back}
 
 
 def main():
