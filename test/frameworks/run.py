@@ -401,6 +401,8 @@ def check_distributed_view(c, traces_dir, envs, tmp):
                  for ops in v.get("comm_ops", {}).values())
     c.check("TensorBoard's Distributed view: each rank's all-reduces, calls and bytes",
             got == sorted([w] for w in want), "%s vs %s" % (got, sorted(want)))
+    c.check("HTA's communication/computation overlap: a row for each rank",
+            v.get("comm_comp_ranks") == 2, str(v.get("comm_comp_ranks")))
 
 
 def case_two_ranks(tmp):

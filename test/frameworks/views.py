@@ -4,9 +4,9 @@ Usage: views.py DIR: DIR holds one trace (or one per rank). Prints one JSON obje
 plugin's Operator view ("operators": name -> calls), Module view ("modules": "parent/child"
 paths -> occurrences), Memory view ("memory_peaks": device -> peak bytes), the view names
 ("views") of one trace, the Distributed view's communication operations of several ("comm_ops":
-worker -> operator -> [calls, bytes]), and
-HTA's aten operator analysis ("aten_kernels": the
-rows of get_aten_op_kernels_and_delay, or the error it raised).
+worker -> operator -> [calls, bytes]), and of HTA's analyses the aten operators'
+("aten_kernels": the rows of get_aten_op_kernels_and_delay) and the communication/computation
+overlap ("comm_comp_ranks": its rows, one a rank), or the error each raised.
 """
 
 import json
@@ -54,20 +54,24 @@ def tensorboard(trace_dir):
     return out
 
 
-def hta(trace_dir):
+def hta(trace_dir, out):
     from hta.trace_analysis import TraceAnalysis
 
-    try:
-        rows = TraceAnalysis(trace_dir=trace_dir).get_aten_op_kernels_and_delay()
-        return sum(len(df) for df in rows.values())
-    except Exception as e:  # what a user would see instead of the table
-        return "%s: %s" % (type(e).__name__, e)
+    a = TraceAnalysis(trace_dir=trace_dir)
+    for key, rows in (("aten_kernels", lambda: sum(
+            len(df) for df in a.get_aten_op_kernels_and_delay().values())),
+                      ("comm_comp_ranks", lambda: len(a.get_comm_comp_overlap(
+                          visualize=False)))):
+        try:
+            out[key] = rows()
+        except Exception as e:  # what a user would see instead of the table
+            out[key] = "%s: %s" % (type(e).__name__, e)
 
 
 def main():
     logging.disable(logging.WARNING)
     out = tensorboard(sys.argv[1])
-    out["aten_kernels"] = hta(sys.argv[1])
+    hta(sys.argv[1], out)
     print(json.dumps(out))
 
 
