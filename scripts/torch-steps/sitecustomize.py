@@ -194,6 +194,7 @@ class _Operators:
             self.release()
 
     MEMORY_ENTRIES = 1 << 18  # the allocator's history kept, at most (about 100 bytes each)
+    HELD_OPS = 1 << 18  # a window's operators libgprof keeps for their inputs (export.h)
 
     def _memory_begin(self):
         """The caching allocator's history of tensor allocations and frees, from now."""
@@ -338,18 +339,18 @@ class _Operators:
         if path is None:
             return
         try:
+            import collections
             import ctypes
             import json
 
-            with open(path) as f:
-                nodes = json.load(f)["nodes"]
-            pairs = []
-            for node in nodes:
+            # the last ones, as many as libgprof keeps of a window's operators
+            pairs = collections.deque(maxlen=self.HELD_OPS)
+            for node in _et_nodes(path):
                 attrs = {a["name"]: a["value"] for a in node.get("attrs", ())}
                 args = _kineto_inputs(node, attrs)
                 if attrs.get("rf_id") and args:
                     pairs.append([attrs["rf_id"], args])
-            text = json.dumps(pairs, separators=(",", ":")).encode()
+            text = json.dumps(list(pairs), separators=(",", ":")).encode()
             give = _libgprof("gprof_torch_inputs")
             give.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
             give(text, len(text))
@@ -374,6 +375,36 @@ class _Operators:
             self.on = False
         except Exception as e:
             self._fail("PyTorch's NVTX profiler mode failed (%s)" % e)
+
+
+def _et_nodes(path, chunk=1 << 20):
+    """The nodes of an execution trace file, one at a time: its "nodes" array is read a chunk
+    at a time, so a long window's file is never all in memory."""
+    import json
+
+    decode = json.JSONDecoder().raw_decode
+    with open(path) as f:
+        text, i = "", -1
+        while i < 0:
+            more = f.read(chunk)
+            if not more:
+                raise ValueError("no nodes in the execution trace")
+            text += more
+            i = text.find("[", text.find('"nodes"')) if '"nodes"' in text else -1
+        i += 1
+        while True:
+            while i < len(text) and text[i] in " \t\r\n,":
+                i += 1
+            try:
+                if i < len(text) and text[i] == "]":
+                    return
+                node, i = decode(text, i)
+                yield node
+            except ValueError:  # the chunk ends inside a node (or the file, broken, does)
+                more = f.read(chunk)
+                if not more:
+                    raise
+                text, i = text[i:] + more, 0
 
 
 def _scalar(v):
