@@ -321,8 +321,8 @@ struct gprof_export_config {
 	bool tensor_memory;
 	/*
 	 * GPROF_TORCH=on: a window's cpu_op events are written at its end, with the inputs
-	 * gprof_export_window_op_args hands over (at most GPROF_EXPORT_HELD_OPS; those past it at
-	 * once, with their own sizes).
+	 * gprof_export_window_op_args hands over (its last GPROF_EXPORT_HELD_OPS; those before
+	 * them with their own sizes).
 	 */
 	bool torch_ops;
 };

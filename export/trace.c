@@ -31,10 +31,13 @@ struct gprof_trace {
 	uint64_t counts[GPROF_EXPORT_KINDS];
 	uint64_t left_out;  /* GPROF_EXPORT_QUIET calls */
 	bool tensor_memory; /* [memory] events for tensors only */
-	/* torch_ops: cpu_op events kept for the window's end (and the inputs it brings) */
+	/*
+	 * torch_ops: cpu_op events kept for the window's end (and the inputs it brings), the
+	 * last GPROF_EXPORT_HELD_OPS: a ring from ops[first] once full
+	 */
 	bool hold_ops;
 	struct gprof_export_event *ops;
-	size_t n_ops, cap_ops;
+	size_t n_ops, cap_ops, first;
 	struct gprof_tracks tracks;
 	struct gprof_annotations annotations;
 };
@@ -549,15 +552,25 @@ static void put_cpu_op(struct gprof_trace *t, const struct gprof_export_event *e
 	}
 }
 
-/* Under --torch kept for the window's end, when the operators' inputs have come. */
+/*
+ * Under --torch kept for the window's end, when the operators' inputs come (those of its last
+ * operators: the oldest kept is written at once when there is no room).
+ */
 static void emit_cpu_op(struct gprof_trace *t, const struct gprof_export_event *ev)
 {
-	if (t->hold_ops && !gprof_array_room((void **)&t->ops, &t->cap_ops, t->n_ops, sizeof(*ev),
-					     1024, GPROF_EXPORT_HELD_OPS)) {
+	int err = t->hold_ops ? gprof_array_room((void **)&t->ops, &t->cap_ops, t->n_ops,
+						 sizeof(*ev), 1024, GPROF_EXPORT_HELD_OPS)
+			      : -EINVAL;
+
+	if (!err) {
 		t->ops[t->n_ops++] = *ev;
-		return;
+	} else if (err == -ENOSPC) {
+		put_cpu_op(t, &t->ops[t->first], NULL);
+		t->ops[t->first] = *ev;
+		t->first = (t->first + 1) % t->n_ops;
+	} else {
+		put_cpu_op(t, ev, NULL);
 	}
-	put_cpu_op(t, ev, NULL);
 }
 
 /* A module's forward as PyTorch's profiler writes it (with_modules). */
@@ -798,7 +811,7 @@ static int trace_close(struct gprof_format *f, struct gprof_trace_meta *m)
 	struct gprof_jbuf head;
 
 	for (size_t i = 0; i < t->n_ops; i++) {
-		put_cpu_op(t, &t->ops[i], m->op_args);
+		put_cpu_op(t, &t->ops[(t->first + i) % t->n_ops], m->op_args);
 		if (t->out.len >= OUT_FLUSH_BYTES)
 			hand_over(t);
 	}

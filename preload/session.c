@@ -598,8 +598,7 @@ int gprof_session_torch_wants(void)
 {
 	if (is_inert())
 		return 0;
-	return gprof_stepper_next_records(&stepper) |
-	       gprof_stepper_next_ends_window(&stepper) << 1;
+	return gprof_stepper_next_records(&stepper) | gprof_stepper_next_ends_window(&stepper) << 1;
 }
 
 void gprof_session_torch_op(const struct gprof_torch_frame *f, const char *msg, uint64_t start_ns,

@@ -529,6 +529,81 @@ TEST(export_trace_every_kind)
 }
 
 /*
+ * --torch's operators wait for the window's end and take the inputs handed over then, by
+ * Record function id; past GPROF_EXPORT_HELD_OPS the oldest are written at once with their
+ * own sizes, so the last ones (those the hook's table keeps) carry the inputs.
+ */
+TEST(export_operators_take_their_inputs)
+{
+	struct gprof_export_process_info proc = {0};
+	struct gprof_trace_meta m = {.proc = &proc,
+				     .rank = {0, 1},
+				     .base_ns = BASE_NS,
+				     .torch_ops = true,
+				     .trace_name = "host_1.2.pt.trace.json.gz"};
+	const uint64_t n = GPROF_EXPORT_HELD_OPS + 3, named[] = {2, n - 1, n};
+	const struct gprof_export_str *name = gprof_export_intern("aten::mm"),
+				      *dims = gprof_export_intern("[[2, 3]]");
+	struct gprof_export_event ev = {.kind = GPROF_EXPORT_CPU_OP,
+					.window = 1,
+					.tid = 7,
+					.name = name,
+					.dur_ns = 1000,
+					.u.op.dims = dims};
+	const char *bad, *text;
+	char json[256];
+	size_t len, i;
+	int typed = 0, ops = 0;
+	struct tt tr;
+	struct trace t;
+	json_t *e, *sizes = json_pack("[[ii]]", 2, 3);
+
+	snprintf(json, sizeof(json),
+		 "[[%llu,{\"Input type\":[\"float\"]}],[%llu,{\"Input type\":[\"float\"]}],"
+		 "[%llu,{\"Input type\":[\"float\"]}]]",
+		 (unsigned long long)named[0], (unsigned long long)named[1],
+		 (unsigned long long)named[2]);
+	m.op_args = gprof_op_args_parse(json, strlen(json), &bad);
+	ASSERT_MSG(m.op_args, "%s", bad);
+	ASSERT(!gprof_op_args_parse("[[1,{}],[0,{}]]", 15, &bad));
+	ASSERT_STR_EQ(bad, "not a JSON array of [id, {args}] pairs");
+	tt_open(&tr, &m, BASE_NS, -1);
+	for (uint64_t k = 1; k <= n; k++) {
+		ev.ts_ns = BASE_NS + US(k);
+		ev.u.op.rf_id = k;
+		ev.u.op.external = (uint32_t)k;
+		tt_events(&tr, &ev, 1);
+	}
+	ASSERT_EQ(tt_close(&tr, &m), 0);
+	text = tt_text(&tr, &len);
+	ASSERT_EQ(trace_parse(text, len, &t, why, sizeof(why)), 0);
+	json_array_foreach(t.events, i, e)
+	{
+		json_t *args = json_object_get(e, "args");
+		long long rf;
+
+		if (strcmp(trace_str(e, "cat"), "cpu_op"))
+			continue;
+		rf = int_at(args, "Record function id");
+		ops++;
+		/* the named ones held to the end take their inputs, the rest keep their sizes */
+		if (json_object_get(args, "Input type")) {
+			ASSERT_MSG(rf == (long long)named[1] || rf == (long long)named[2], "%lld",
+				   rf);
+			typed++;
+		} else {
+			ASSERT(json_equal(json_object_get(args, "Input Dims"), sizes));
+		}
+	}
+	ASSERT_EQ(ops, (int)n);
+	ASSERT_EQ(typed, 2);
+	json_decref(sizes);
+	gprof_op_args_free(m.op_args);
+	trace_free(&t);
+	tt_free(&tr);
+}
+
+/*
  * Every kind of common/activity.h's GPROF_EXPORT_KIND_TABLE is written and counted under a
  * key of its own (issue #19); a kind past the table is skipped, not looked up.
  */
