@@ -59,6 +59,12 @@ static const struct word torch_words[] = {
     {"on", GPROF_TORCH_ON},
 };
 
+static const struct word torch_shapes_words[] = {
+    {"0", 0},
+    {"1", 1},
+    {"sizes", 2},
+};
+
 struct var {
 	const char *name;
 	enum var_type type;
@@ -237,13 +243,16 @@ static const struct var vars[] = {
     },
     {
 	.name = "GPROF_TORCH_SHAPES",
-	.type = VAR_BOOL,
+	.type = VAR_CHOICE,
 	.dflt = "1",
 	.help = "with GPROF_TORCH=on: 1 writes each operator's inputs as torch.profiler's "
 		"record_shapes does (\"Input Dims\", \"Input type\", \"Input Strides\", "
-		"\"Concrete Inputs\"), 0 leaves them out",
-	.form = "0 or 1",
+		"\"Concrete Inputs\"), sizes only their sizes (\"Input Dims\", at less cost: "
+		"README, --torch), 0 leaves them out",
+	.form = "0, 1 or sizes",
 	FIELD(torch_shapes),
+	.words = torch_shapes_words,
+	.n_words = ARRAY_SIZE(torch_shapes_words),
     },
     {
 	.name = "GPROF_DELAY",

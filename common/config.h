@@ -66,7 +66,7 @@ struct gprof_config {
 	bool signals;		       /* finish the window on SIGTERM/SIGINT (preload/init.c) */
 	int trigger;		       /* enum gprof_trigger */
 	int torch;		       /* enum gprof_torch */
-	bool torch_shapes;	       /* read by the start-up hook itself */
+	int torch_shapes;	       /* 0, 1, 2 (sizes): read by the start-up hook itself */
 	int api_calls;		       /* enum gprof_api_calls */
 	struct gprof_seconds delay;    /* from the first CUDA call to the time window's start */
 	struct gprof_seconds duration; /* longest a window records */

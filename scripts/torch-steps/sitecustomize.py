@@ -15,8 +15,8 @@ through ctypes at start and before each mark) and off again when not: each opera
 NVTX range that libgprof turns into a cpu_op event; global module forward hooks push an NVTX
 range "nn.Module: <class>_<n>" around each module's forward, which libgprof writes as a
 python_function event. In the same steps the caching allocator's history and (unless
-GPROF_TORCH_SHAPES=0) PyTorch's execution trace observer record what NVTX does not carry:
-tensor memory, operators' input types, strides and values, collectives' arguments. libgprof
+GPROF_TORCH_SHAPES is 0 or sizes) PyTorch's execution trace observer record what NVTX does not
+carry: tensor memory, operators' input types, strides and values, collectives' arguments. libgprof
 holds the window past its last marker (gprof_torch_hold) until the hook hands both over, at the
 next module call (out of the step's time) or at exit. Outside windows all of it is off, so the
 program runs as without it. Last, this file runs the sitecustomize it hides on sys.path, if
@@ -56,7 +56,9 @@ class _Operators:
     inputs), whose records are handed to libgprof after the window's last step."""
 
     def __init__(self):
-        self.shapes = os.environ.get("GPROF_TORCH_SHAPES", "1") != "0"
+        shapes = os.environ.get("GPROF_TORCH_SHAPES", "1")
+        self.shapes = shapes != "0"  # NVTX's sizes
+        self.types = shapes not in ("0", "sizes")  # the rest of record_shapes' inputs
         self.on = False
         self.pending_off = False  # switched off at the next module call
         self.hooks = []
@@ -299,7 +301,7 @@ class _Operators:
     def _inputs_begin(self):
         """PyTorch's execution trace observer, for what torch.profiler's record_shapes writes
         and NVTX does not carry: input types, strides and values, collectives' arguments."""
-        if not self.shapes:
+        if not self.types:
             return
         try:
             import tempfile
@@ -317,7 +319,7 @@ class _Operators:
             self._inputs_fail(e)
 
     def _inputs_fail(self, why):
-        self.shapes = False  # not tried again
+        self.types = False  # not tried again
         _warn("operators' input types, strides and values are not recorded: %s" % why)
 
     def _inputs_take(self):
