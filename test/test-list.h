@@ -51,6 +51,7 @@ X(sched_stepper_threads)
 X(sched_stepper_time_never_runs_backwards)
 X(sched_stepper_finish_on_thread)
 X(sched_stepper_phase_order)
+X(sched_stepper_next_records_and_ends_window)
 X(sched_marker_match)
 
 /* export */

@@ -641,6 +641,40 @@ TEST(sched_stepper_phase_order)
 	free(log);
 }
 
+/*
+ * What --torch's hook asks before each marker: whether the step it begins records, and
+ * whether the step it ends is a window's last, also when the next window begins at once.
+ */
+TEST(sched_stepper_next_records_and_ends_window)
+{
+	static const struct gprof_schedule dflt = DEFAULTS,
+					   back_to_back = {.active = 2, .repeat = 2};
+	static const struct {
+		const struct gprof_schedule *sched;
+		bool records[7], ends[7]; /* before marker k */
+	} cases[] = {
+	    {&dflt, {0, 1, 1, 1, 1, 0, 0}, {0, 0, 0, 0, 0, 1, 0}},
+	    {&back_to_back, {1, 1, 1, 1, 0, 0, 0}, {0, 0, 1, 0, 1, 0, 0}},
+	};
+	struct event_log *log = new_log();
+	struct gprof_stepper st;
+
+	log->st = &st;
+	for (size_t c = 0; c < ARRAY_SIZE(cases); c++) {
+		ASSERT_EQ(gprof_stepper_init(&st, cases[c].sched, log_event, log), 0);
+		for (unsigned k = 0; k < 7; k++) {
+			ASSERT_MSG(gprof_stepper_next_records(&st) == cases[c].records[k],
+				   "case %zu, before marker %u", c, k);
+			ASSERT_MSG(gprof_stepper_next_ends_window(&st) == cases[c].ends[k],
+				   "case %zu, before marker %u", c, k);
+			gprof_stepper_mark(&st, T(k), 100 + k);
+		}
+		gprof_stepper_destroy(&st);
+		log->n = 0;
+	}
+	free(log);
+}
+
 struct marker_case {
 	const char *marker;
 	const char *msg;
