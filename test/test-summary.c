@@ -435,6 +435,16 @@ static void truth_copy(struct truth *t, const json_t *ev, long long dur)
 	t->copies[i].ns += dur;
 }
 
+/* [ts, ts + dur) among device d's busy spans. */
+static void truth_span(struct truth *t, int d, long long ts, long long dur)
+{
+	if (!(t->n_spans[d] & (t->n_spans[d] - 1))) { /* 0, 1, 2, 4, ...: double */
+		t->spans[d] = realloc(t->spans[d], 2 * (t->n_spans[d] + 1) * sizeof(struct span));
+		ASSERT(t->spans[d]);
+	}
+	t->spans[d][t->n_spans[d]++] = (struct span){ts, ts + dur};
+}
+
 static void truth_gpu(struct truth *t, const json_t *ev, int kind)
 {
 	long long ts = ns_of(ev, "ts"), dur = ns_of(ev, "dur");
@@ -447,11 +457,7 @@ static void truth_gpu(struct truth *t, const json_t *ev, int kind)
 		truth_copy(t, ev, dur);
 	t->kind_ns[d][kind] += dur;
 	t->gpu_ns += dur;
-	if (!(t->n_spans[d] & (t->n_spans[d] - 1))) { /* 0, 1, 2, 4, ...: double */
-		t->spans[d] = realloc(t->spans[d], 2 * (t->n_spans[d] + 1) * sizeof(struct span));
-		ASSERT(t->spans[d]);
-	}
-	t->spans[d][t->n_spans[d]++] = (struct span){ts, ts + dur};
+	truth_span(t, d, ts, dur);
 }
 
 static void truth_event(struct truth *t, const json_t *ev)
@@ -464,6 +470,12 @@ static void truth_event(struct truth *t, const json_t *ev)
 			truth_gpu(t, ev, k);
 			return;
 		}
+	}
+	/* work launched before the window: busy time, and nothing else */
+	if (!strcmp(cat, "gpu_earlier")) {
+		truth_span(t, device_index(t, (int)json_integer_value(json_object_get(ev, "pid"))),
+			   ns_of(ev, "ts"), ns_of(ev, "dur"));
+		return;
 	}
 	if (!strcmp(cat, "user_annotation") && !strncmp(name, "ProfilerStep#", 13)) {
 		long long b = ns_of(ev, "ts"), e = b + ns_of(ev, "dur");
