@@ -320,7 +320,8 @@ struct gprof_export_config {
 	 */
 	bool tensor_memory;
 	/*
-	 * GPROF_TORCH=on: a window's cpu_op events are written at its end, with the inputs
+	 * GPROF_TORCH=on with GPROF_TORCH_SHAPES=1 (the start-up hook runs PyTorch's execution
+	 * trace observer): a window's cpu_op events are written at its end, with the inputs
 	 * gprof_export_window_op_args hands over (its last GPROF_EXPORT_HELD_OPS; those before
 	 * them with their own sizes).
 	 */

@@ -357,7 +357,7 @@ int gprof_session_init(const struct gprof_config *config)
 	    .buffer_bytes = total - cupti,
 	    .on_window_done = gprof_report_window_done,
 	    .tensor_memory = cfg->torch == GPROF_TORCH_ON,
-	    .torch_ops = cfg->torch == GPROF_TORCH_ON,
+	    .torch_ops = cfg->torch == GPROF_TORCH_ON && cfg->torch_shapes == 1,
 	    .arg = (void *)cfg,
 	};
 	ccfg = (struct gprof_collector_config){
