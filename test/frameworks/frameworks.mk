@@ -16,7 +16,7 @@ $(FRAMEWORKS_STATUS): test/frameworks/requirements.txt
 	else echo "cannot install $< ($(FRAMEWORKS_VENV)/log: $$(tail -n 1 $(FRAMEWORKS_VENV)/log))" >$@; fi
 
 .PHONY: test-frameworks
-test-frameworks: all $(FAKECUPTI_LIB) $(FAKE_DRIVER) $(FRAMEWORKS_STATUS)
+test-frameworks: all $(FAKECUPTI_LIB) $(FAKE_DRIVER) $(FAKE_NCCL_LIB) $(FRAMEWORKS_STATUS)
 	$(Q)if [ "$$(cat $(FRAMEWORKS_STATUS))" != ok ]; then \
 		echo "test-frameworks: skipped: $$(cat $(FRAMEWORKS_STATUS))"; exit 77; fi
 	$(Q)python3 test/frameworks/run.py $(FRAMEWORKS_VENV)/env/bin/python $(BUILD) $(T)
