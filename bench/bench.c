@@ -618,7 +618,6 @@ static void b4(void)
 struct b5_mode {
 	const char *name;
 	const char *torch;   /* GPROF_TORCH: steps or on; NULL: no libgprof */
-	const char *shapes;  /* GPROF_TORCH_SHAPES=...; NULL: the default */
 	bool torch_profiler; /* train.py --torch-profiler */
 };
 
@@ -627,9 +626,6 @@ static const struct b5_mode b5_modes[] = {
     {.name = "libgprof default (`gprof-run --torch-steps`)", .torch = "steps"},
     {.name = "libgprof `--torch` (operators and their inputs, modules, tensor memory)",
      .torch = "on"},
-    {.name = "libgprof `--torch`, `GPROF_TORCH_SHAPES=sizes` (inputs' sizes only)",
-     .torch = "on",
-     .shapes = "GPROF_TORCH_SHAPES=sizes"},
     {.name = "torch.profiler (record_shapes, profile_memory, with_modules, with_stack)",
      .torch_profiler = true},
 };
@@ -663,8 +659,6 @@ static void b5_run(size_t m, int round)
 		env[e++] = g.preload;
 		env[e++] = g.cupti;
 		env[e++] = torch;
-		if (mode->shapes)
-			env[e++] = mode->shapes;
 		env[e++] = "GPROF_SUMMARY=off";
 		env[e++] = output_env(out_env, sizeof(out_env), "b5", round);
 	} else if (mode->torch_profiler) {

@@ -62,7 +62,6 @@ static const struct word torch_words[] = {
 static const struct word torch_shapes_words[] = {
     {"0", 0},
     {"1", 1},
-    {"sizes", 2},
 };
 
 struct var {
@@ -247,9 +246,8 @@ static const struct var vars[] = {
 	.dflt = "1",
 	.help = "with GPROF_TORCH=on: 1 writes each operator's inputs as torch.profiler's "
 		"record_shapes does (\"Input Dims\", \"Input type\", \"Input Strides\", "
-		"\"Concrete Inputs\"), sizes only their sizes (\"Input Dims\", at less cost: "
-		"README, --torch), 0 leaves them out",
-	.form = "0, 1 or sizes",
+		"\"Concrete Inputs\"), 0 leaves them out",
+	.form = "0 or 1",
 	FIELD(torch_shapes),
 	.words = torch_shapes_words,
 	.n_words = ARRAY_SIZE(torch_shapes_words),

@@ -63,12 +63,12 @@ struct gprof_config {
 	int log_level;		  /* enum gprof_log_level */
 	char cupti_lib[PATH_MAX]; /* empty: search for it */
 	bool disable;
-	bool signals;		    /* finish the window on SIGTERM/SIGINT (preload/init.c) */
-	int trigger;		    /* enum gprof_trigger */
-	int torch;		    /* enum gprof_torch */
-	int torch_shapes;	    /* 0, 1, 2 (sizes): for the start-up hook; 1 holds operators */
-	int api_calls;		    /* enum gprof_api_calls */
-	struct gprof_seconds delay; /* from the first CUDA call to the time window's start */
+	bool signals;		       /* finish the window on SIGTERM/SIGINT (preload/init.c) */
+	int trigger;		       /* enum gprof_trigger */
+	int torch;		       /* enum gprof_torch */
+	int torch_shapes;	       /* 0 or 1: for the start-up hook */
+	int api_calls;		       /* enum gprof_api_calls */
+	struct gprof_seconds delay;    /* from the first CUDA call to the time window's start */
 	struct gprof_seconds duration; /* longest a window records */
 };
 

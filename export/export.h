@@ -112,6 +112,12 @@ enum gprof_export_flag {
 	GPROF_EXPORT_MEMORY_TENSOR = 1u << 11,
 	/* MEMORY (a device's): u.memory.reserved is what its stream-ordered pools hold */
 	GPROF_EXPORT_MEMORY_POOLS = 1u << 12,
+	/*
+	 * CPU_OP: an operator of PyTorch's own profiler (preload/kineto.c), u.op.rf_id its
+	 * Kineto id: its name, args and "fwdbwd" link come with the window's operators'
+	 * (gprof_export_window_op_args)
+	 */
+	GPROF_EXPORT_OP_KINETO = 1u << 13,
 };
 
 /* Same values as CUPTI's CUpti_ActivityMemcpyKind. */
@@ -177,6 +183,9 @@ struct gprof_export_copy {
 };
 
 /* One event, 128 bytes. Fields a kind does not use are ignored. */
+/* MEMORY's device for a tensor in the host's memory (PyTorch's "Device Type" 0) */
+#define GPROF_EXPORT_HOST UINT32_MAX
+
 struct gprof_export_event {
 	uint64_t ts_ns;			     /* start, CLOCK_REALTIME ns (CUPTI's clock) */
 	uint64_t dur_ns;		     /* X kinds: end - start (a wrapped negative is 0) */
@@ -320,10 +329,10 @@ struct gprof_export_config {
 	 */
 	bool tensor_memory;
 	/*
-	 * GPROF_TORCH=on with GPROF_TORCH_SHAPES=1 (the start-up hook runs PyTorch's execution
-	 * trace observer): a window's cpu_op events are written at its end, with the inputs
-	 * gprof_export_window_op_args hands over (its last GPROF_EXPORT_HELD_OPS; those before
-	 * them with their own sizes).
+	 * GPROF_TORCH=on (the start-up hook runs PyTorch's own profiler): a window's operators
+	 * of PyTorch's profiler (GPROF_EXPORT_OP_KINETO) are written at its end, with the names
+	 * and args gprof_export_window_op_args hands over (its last GPROF_EXPORT_HELD_OPS; those
+	 * before them by PyTorch's own times).
 	 */
 	bool torch_ops;
 };
@@ -420,7 +429,8 @@ void gprof_export_window_set_last_step(uint32_t id, uint64_t step);
  * Call while holding the window; a second call replaces the first. Returns how many operators
  * it names, or a negative errno with *why.
  */
-int gprof_export_window_op_args(uint32_t id, const char *json, size_t len, const char **why);
+int gprof_export_window_op_args(uint32_t id, const char *json, size_t len, uint64_t since_ns,
+				const char **why);
 /* Records CUPTI lost (cuptiActivityGetNumDroppedRecords), for the metadata. */
 void gprof_export_window_add_cupti_dropped(uint32_t id, uint64_t n);
 /* Waits until the window is finished or abandoned: 0, or -ETIMEDOUT. */

@@ -293,13 +293,32 @@ void gprof_annotations_work(struct gprof_annotations *a, uint32_t id,
 size_t gprof_annotations_finish(struct gprof_annotations *a);
 void gprof_annotations_free(struct gprof_annotations *a);
 
-/* Operators' inputs by RecordFunction id (export/opargs.c). */
+/* PyTorch's operators as its profiler kept them, by Kineto's External id (export/opargs.c). */
 struct gprof_op_args;
-/* Parses [[id, {args}], ...]: the table, or NULL and why. */
-struct gprof_op_args *gprof_op_args_parse(const char *json, size_t len, const char **why);
+struct gprof_op_entry {
+	uint64_t kid;
+	const struct gprof_export_str *name;
+	size_t args_at, args_len;    /* its args object's members, without braces: see _text */
+	uint64_t ts_ns, dur_ns, fwd; /* by PyTorch's clock; fwd: the forward operator's kid */
+	uint32_t tid;
+	bool user;    /* a record_function scope (user_annotation) */
+	bool written; /* set by the writer */
+};
+/*
+ * Parses [[kid, user, name, {args}, ts, dur, tid, fwd], ...] (since_ns: the window's start):
+ * the table, or NULL and why.
+ */
+struct gprof_op_args *gprof_op_args_parse(const char *json, size_t len, uint64_t since_ns,
+					  const char **why);
+/* Adds what from holds to into (a later hand-over): 0 or -ENOMEM. */
+int gprof_op_args_merge(struct gprof_op_args *into, const struct gprof_op_args *from);
 size_t gprof_op_args_count(const struct gprof_op_args *a);
-/* The members of id's args object, without braces (not NUL-terminated), or NULL. */
-const char *gprof_op_args_find(const struct gprof_op_args *a, uint64_t id, size_t *len);
+/* e's args text (args_len bytes, not NUL-ended). */
+const char *gprof_op_args_text(const struct gprof_op_args *a, const struct gprof_op_entry *e);
+struct gprof_op_entry *gprof_op_args_find(struct gprof_op_args *a, uint64_t kid);
+/* From *i on, the next one not written that ran in the window (until until_ns); or NULL. */
+struct gprof_op_entry *gprof_op_args_unwritten(struct gprof_op_args *a, size_t *i,
+					       uint64_t until_ns);
 void gprof_op_args_free(struct gprof_op_args *a);
 
 /*

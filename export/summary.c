@@ -264,7 +264,7 @@ static void add_step(struct gprof_export_summary *s, const struct gprof_export_e
 
 static void add_memory(struct gprof_export_summary *s, const struct gprof_export_event *ev)
 {
-	struct device *d = device_of(s, ev->device);
+	struct device *d = ev->device == GPROF_EXPORT_HOST ? NULL : device_of(s, ev->device);
 
 	if (d && (ev->flags & GPROF_EXPORT_MEMORY_TENSOR)) {
 		if (ev->u.memory.allocated > d->tensor_peak)

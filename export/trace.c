@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/array.h"
+#include "common/torchop.h"
 #include "export/internal.h"
 
 #define OUT_FLUSH_BYTES (64u << 10)  /* formatted text handed to the sink in pieces this big */
@@ -496,54 +497,57 @@ static void put_fwdbwd(struct gprof_trace *t, const struct gprof_export_event *e
 }
 
 /*
- * An operator as PyTorch's profiler writes it: readers tie work to it by "External id". args:
- * its inputs as record_shapes writes them (gprof_op_args), else the sizes NVTX gave.
+ * An operator as PyTorch's profiler writes it: readers tie work to it by "External id". One of
+ * PyTorch's profiler (GPROF_EXPORT_OP_KINETO) takes its name and args from what the hook
+ * handed over (op); one of NVTX the sizes NVTX gave.
  */
 static void put_cpu_op(struct gprof_trace *t, const struct gprof_export_event *ev,
-		       const struct gprof_op_args *inputs)
+		       const struct gprof_op_entry *op, const char *args)
 {
 	struct gprof_jbuf *b = &t->out;
-	size_t len;
-	const char *args = gprof_op_args_find(inputs, ev->u.op.rf_id, &len);
+	const struct gprof_export_str *name = op ? op->name : ev->name;
+	const char *sep = "";
 
 	if (ev->flags & GPROF_EXPORT_OP_USER) {
-		gprof_annotations_name(&t->annotations, ev->u.op.external, ev->name);
+		/* a collective's scope has no span on the GPU's streams, as Kineto writes it */
+		if (ev->u.op.external && name && !gprof_torch_op_collective(name->text, name->len))
+			gprof_annotations_name(&t->annotations, ev->u.op.external, name);
 		gprof_jbuf_lit(b, "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"");
 	} else
 		gprof_jbuf_lit(b, "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"");
-	put_text(b, ev->name);
+	put_text(b, name);
 	host_track(t, ev);
 	gprof_jbuf_lit(b, ",\"args\":{");
-	if (args) {
+	if (ev->u.op.external) {
+		gprof_jbuf_lit(b, "\"External id\":");
+		gprof_jbuf_u64(b, ev->u.op.external);
+		sep = ",";
+	}
+	if (op && op->args_len) {
 		/* checked JSON members (export/opargs.c) */
-		gprof_jbuf_put(b, args, len);
-		gprof_jbuf_lit(b, ",");
-	} else if (ev->u.op.dims && ev->u.op.dims->text[0] == '[' && !ev->u.op.dims->cut) {
+		gprof_jbuf_put(b, sep, strlen(sep));
+		gprof_jbuf_put(b, args, op->args_len);
+	} else if (!op && ev->u.op.dims && ev->u.op.dims->text[0] == '[' && !ev->u.op.dims->cut) {
 		/* checked JSON (gprof_torch_op_parse), written as it is; not the placeholder */
-		gprof_jbuf_lit(b, "\"Input Dims\":");
+		gprof_jbuf_lit(b, ",\"Input Dims\":");
 		gprof_jbuf_put(b, ev->u.op.dims->text, ev->u.op.dims->len);
-		gprof_jbuf_lit(b, ",");
-	} else if (ev->u.op.type) {
-		gprof_jbuf_lit(b, "\"Input Dims\":[[");
+	} else if (!op && ev->u.op.type) {
+		gprof_jbuf_lit(b, ",\"Input Dims\":[[");
 		gprof_jbuf_u64(b, ev->u.op.count);
 		gprof_jbuf_lit(b, "]],\"Input type\":[\"");
 		put_text(b, ev->u.op.type);
-		gprof_jbuf_lit(b, "\"],");
+		gprof_jbuf_lit(b, "\"]");
 	}
-	if (ev->flags & GPROF_EXPORT_OP_SEQ) {
-		gprof_jbuf_lit(b, "\"Sequence number\":");
+	if (!op && ev->flags & GPROF_EXPORT_OP_SEQ) {
+		gprof_jbuf_lit(b, ",\"Sequence number\":");
 		gprof_jbuf_u64(b, ev->u.op.seq);
 		gprof_jbuf_lit(b, ",\"Fwd thread id\":");
 		gprof_jbuf_u64(b, ev->u.op.fwd_tid);
-		gprof_jbuf_lit(b, ",");
 	}
-	if (ev->u.op.rf_id) {
-		gprof_jbuf_lit(b, "\"Record function id\":");
+	if (!op && ev->u.op.rf_id) {
+		gprof_jbuf_lit(b, ",\"Record function id\":");
 		gprof_jbuf_u64(b, ev->u.op.rf_id);
-		gprof_jbuf_lit(b, ",");
 	}
-	gprof_jbuf_lit(b, "\"External id\":");
-	gprof_jbuf_u64(b, ev->u.op.external);
 	gprof_jbuf_lit(b, "}");
 	put_end(t, ev, true);
 	if (ev->u.op.fwd_ns) {
@@ -553,23 +557,24 @@ static void put_cpu_op(struct gprof_trace *t, const struct gprof_export_event *e
 }
 
 /*
- * Under --torch kept for the window's end, when the operators' inputs come (those of its last
- * operators: the oldest kept is written at once when there is no room).
+ * Under --torch an operator of PyTorch's profiler is kept for the window's end, when its name
+ * and args come: the last GPROF_EXPORT_HELD_OPS (an older one makes room, and is written from
+ * what PyTorch's profiler kept of it alone).
  */
 static void emit_cpu_op(struct gprof_trace *t, const struct gprof_export_event *ev)
 {
-	int err = t->hold_ops ? gprof_array_room((void **)&t->ops, &t->cap_ops, t->n_ops,
-						 sizeof(*ev), 1024, GPROF_EXPORT_HELD_OPS)
-			      : -EINVAL;
+	int err = t->hold_ops && ev->flags & GPROF_EXPORT_OP_KINETO
+		      ? gprof_array_room((void **)&t->ops, &t->cap_ops, t->n_ops, sizeof(*ev), 1024,
+					 GPROF_EXPORT_HELD_OPS)
+		      : -EINVAL;
 
 	if (!err) {
 		t->ops[t->n_ops++] = *ev;
 	} else if (err == -ENOSPC) {
-		put_cpu_op(t, &t->ops[t->first], NULL);
 		t->ops[t->first] = *ev;
 		t->first = (t->first + 1) % t->n_ops;
-	} else {
-		put_cpu_op(t, ev, NULL);
+	} else if (!(ev->flags & GPROF_EXPORT_OP_KINETO)) {
+		put_cpu_op(t, ev, NULL, NULL);
 	}
 }
 
@@ -599,7 +604,7 @@ static void emit_memory(struct gprof_trace *t, const struct gprof_export_event *
 	struct gprof_jbuf *b = &t->out;
 	bool tensor = ev->flags & GPROF_EXPORT_MEMORY_TENSOR;
 
-	if (gprof_tracks_device(&t->tracks, ev->device) < 0)
+	if (ev->device != GPROF_EXPORT_HOST && gprof_tracks_device(&t->tracks, ev->device) < 0)
 		b->failed = true;
 	if (!tensor) {
 		gprof_jbuf_lit(
@@ -615,13 +620,17 @@ static void emit_memory(struct gprof_trace *t, const struct gprof_export_event *
 	if (!ev->u.memory.address || (t->tensor_memory && !tensor))
 		return;
 	/*
-	 * PyTorch's allocator event: "Device Type" 1 is CUDA. A device allocation holds nothing
-	 * in reserve; a tensor's totals are the allocator's.
+	 * PyTorch's allocator event: "Device Type" 1 is CUDA, 0 the host. A device allocation
+	 * holds nothing in reserve; a tensor's totals are the allocator's.
 	 */
 	gprof_jbuf_lit(b, "{\"ph\":\"i\",\"cat\":\"cpu_instant_event\",\"name\":\"[memory]");
 	host_track(t, ev);
-	gprof_jbuf_lit(b, ",\"s\":\"t\",\"args\":{\"Device Type\":1,\"Device Id\":");
-	gprof_jbuf_u64(b, ev->device);
+	if (ev->device == GPROF_EXPORT_HOST) {
+		gprof_jbuf_lit(b, ",\"s\":\"t\",\"args\":{\"Device Type\":0,\"Device Id\":-1");
+	} else {
+		gprof_jbuf_lit(b, ",\"s\":\"t\",\"args\":{\"Device Type\":1,\"Device Id\":");
+		gprof_jbuf_u64(b, ev->device);
+	}
 	gprof_jbuf_arg(b, "Addr", u64, ev->u.memory.address);
 	gprof_jbuf_arg(b, "Bytes", i64, ev->u.memory.bytes);
 	gprof_jbuf_arg(b, "Total Allocated", u64, ev->u.memory.allocated);
@@ -805,16 +814,65 @@ static void put_tracks(struct gprof_trace *t)
 	}
 }
 
+/*
+ * The window's operators of PyTorch's profiler, at its end: each one libgprof saw, with its
+ * name, args and link to its forward operator; then those it did not see (one that began on
+ * one thread and ended on another, or made room) by PyTorch's own times.
+ */
+static void put_held_ops(struct gprof_trace *t, struct gprof_op_args *args)
+{
+	struct gprof_map at = {0}; /* kid -> its place in t->ops + 1 */
+	struct gprof_op_entry *op;
+	uint64_t until = 0, fwd;
+	size_t i;
+
+	if (gprof_map_init(&at, t->n_ops + 1))
+		t->out.failed = true;
+	for (i = 0; i < t->n_ops; i++) {
+		const struct gprof_export_event *ev = &t->ops[i];
+
+		if (gprof_map_slots(&at))
+			gprof_map_set(&at, ev->u.op.rf_id, i + 1);
+		until = ev->ts_ns + ev->dur_ns > until ? ev->ts_ns + ev->dur_ns : until;
+	}
+	for (i = 0; i < t->n_ops; i++) {
+		struct gprof_export_event ev = t->ops[(t->first + i) % t->n_ops];
+
+		op = gprof_op_args_find(args, ev.u.op.rf_id);
+		if (!op)
+			continue;
+		op->written = true;
+		if (op->fwd && gprof_map_slots(&at) && gprof_map_get(&at, op->fwd, &fwd)) {
+			ev.u.op.fwd_ns = t->ops[fwd - 1].ts_ns;
+			ev.u.op.fwd_tid = t->ops[fwd - 1].tid;
+		}
+		put_cpu_op(t, &ev, op, gprof_op_args_text(args, op));
+		if (t->out.len >= OUT_FLUSH_BYTES)
+			hand_over(t);
+	}
+	for (i = 0; (op = gprof_op_args_unwritten(args, &i, until));) {
+		struct gprof_export_event ev = {
+		    .kind = GPROF_EXPORT_CPU_OP,
+		    .flags =
+			(uint16_t)(GPROF_EXPORT_OP_KINETO | (op->user ? GPROF_EXPORT_OP_USER : 0)),
+		    .ts_ns = op->ts_ns,
+		    .dur_ns = op->dur_ns,
+		    .tid = op->tid,
+		};
+
+		put_cpu_op(t, &ev, op, gprof_op_args_text(args, op));
+		if (t->out.len >= OUT_FLUSH_BYTES)
+			hand_over(t);
+	}
+	gprof_map_free(&at);
+}
+
 static int trace_close(struct gprof_format *f, struct gprof_trace_meta *m)
 {
 	struct gprof_trace *t = (struct gprof_trace *)f;
 	struct gprof_jbuf head;
 
-	for (size_t i = 0; i < t->n_ops; i++) {
-		put_cpu_op(t, &t->ops[(t->first + i) % t->n_ops], m->op_args);
-		if (t->out.len >= OUT_FLUSH_BYTES)
-			hand_over(t);
-	}
+	put_held_ops(t, m->op_args);
 	put_gpu_annotations(t);
 	put_processes(t);
 	put_tracks(t);

@@ -642,16 +642,22 @@ void gprof_export_window_set_last_step(uint32_t id, uint64_t step)
 	pthread_mutex_unlock(&ctl.lock);
 }
 
-int gprof_export_window_op_args(uint32_t id, const char *json, size_t len, const char **why)
+int gprof_export_window_op_args(uint32_t id, const char *json, size_t len, uint64_t since_ns,
+				const char **why)
 {
-	struct gprof_op_args *a = gprof_op_args_parse(json, len, why), *old = NULL;
+	struct gprof_op_args *a = gprof_op_args_parse(json, len, since_ns, why);
 	int n = a ? (int)gprof_op_args_count(a) : -EINVAL;
 
 	pthread_mutex_lock(&ctl.lock);
 	struct window *w = window_of(id);
 
-	if (a && w && !w->closing) {
-		old = w->op_args;
+	if (a && w && !w->closing && w->op_args) {
+		/* a later hand-over adds to the earlier ones */
+		if (gprof_op_args_merge(w->op_args, a)) {
+			*why = "out of memory";
+			n = -ENOMEM;
+		}
+	} else if (a && w && !w->closing) {
 		w->op_args = a;
 		a = NULL;
 	} else if (a) {
@@ -659,7 +665,6 @@ int gprof_export_window_op_args(uint32_t id, const char *json, size_t len, const
 		n = -ESRCH;
 	}
 	pthread_mutex_unlock(&ctl.lock);
-	gprof_op_args_free(old);
 	gprof_op_args_free(a);
 	return n;
 }

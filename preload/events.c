@@ -120,6 +120,22 @@ void gprof_events_torch_op(uint32_t window, uint32_t tid, const struct gprof_tor
 	gprof_export_push(&e);
 }
 
+void gprof_events_kineto_op(uint32_t window, uint32_t tid, uint64_t kid, uint32_t ext, bool user,
+			    uint64_t start_ns, uint64_t end_ns)
+{
+	struct gprof_export_event e = {
+	    .kind = GPROF_EXPORT_CPU_OP,
+	    .flags = GPROF_EXPORT_OP_KINETO | (user ? GPROF_EXPORT_OP_USER : 0),
+	    .window = window,
+	    .ts_ns = start_ns,
+	    .dur_ns = end_ns - start_ns,
+	    .tid = tid,
+	    .u.op = {.rf_id = kid, .external = ext},
+	};
+
+	gprof_export_push(&e);
+}
+
 void gprof_events_nccl(uint32_t window, uint32_t tid, const struct gprof_nccl_call *c)
 {
 	struct gprof_export_event e = {

@@ -3,7 +3,8 @@
  * libgprof (torch.profiler's Kineto when its profiler starts, a profiler library) would
  * otherwise find it taken and record no GPU activity. Preloaded first, libgprof sees that
  * tool's cuptiSubscribe, gives CUPTI up (collector: gprof_collector_yield) and passes the call
- * on, so the tool gets what it asked for; libgprof goes on with its hooks alone.
+ * on, so the tool gets what it asked for; libgprof goes on with its hooks alone. The one
+ * exception is --torch's own use of PyTorch's profiler, served by libgprof (kineto.c).
  */
 #include <cupti.h>
 
@@ -21,6 +22,8 @@ GPROF_EXPORT CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *subscri
 {
 	__typeof__(&cuptiSubscribe) fn;
 
+	if (gprof_kineto_subscribe(subscriber))
+		return CUPTI_SUCCESS;
 	gprof_collector_yield();
 	fn = (__typeof__(fn))gprof_resolve_in("cuptiSubscribe", "libcupti.so");
 	return fn ? fn(subscriber, callback, userdata) : CUPTI_ERROR_NOT_INITIALIZED;
@@ -32,6 +35,8 @@ GPROF_EXPORT CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle *subs
 {
 	__typeof__(&cuptiSubscribe_v2) fn;
 
+	if (gprof_kineto_subscribe(subscriber))
+		return CUPTI_SUCCESS;
 	gprof_collector_yield();
 	fn = (__typeof__(fn))gprof_resolve_in("cuptiSubscribe_v2", "libcupti.so");
 	return fn ? fn(subscriber, callback, userdata, params) : CUPTI_ERROR_NOT_INITIALIZED;

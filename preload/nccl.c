@@ -100,12 +100,13 @@ static nccl_result missing(enum nccl_op op)
 
 /*
  * Whether the call is recorded: then c is started and the operator is the thread's. Not when
- * PyTorch's profiler already writes it (its NVTX range of the same name is open): its kernels
- * are then tied to PyTorch's.
+ * PyTorch's profiler already writes it (in NVTX mode its range of the same name is open; under
+ * --torch one of its operators is): its kernels are then tied to PyTorch's.
  */
 static bool op_begin(struct gprof_nccl_call *c, enum nccl_op op, size_t count, int type)
 {
-	if (gprof_current_op() || !gprof_session_recording() || gprof_nvtx_in_op(op_name[op]))
+	if (gprof_current_op() || !gprof_session_recording() || gprof_nvtx_in_op(op_name[op]) ||
+	    gprof_kineto_in_op())
 		return false;
 	*c = (struct gprof_nccl_call){
 	    .name = op_name[op],

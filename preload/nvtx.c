@@ -220,7 +220,7 @@ static void check_step(const struct nvtx_domain *d, const struct nvtx_msg *m, ui
 	struct nvtx_thread *t = self;
 
 	if (d || !step_marker || !gprof_sched_marker_match(step_marker, m->s) ||
-	    !gprof_torch_step_counts(step_marker))
+	    !gprof_torch_step_counts(step_marker) || gprof_kineto_defer_step())
 		return;
 	for (int i = t ? t->depth : 0; i-- > 0;)
 		if (i < NVTX_DEPTH && t->frames[i].op.external) {

@@ -204,8 +204,6 @@ void gprof_torch_close(struct gprof_torch_frame *f, const char *msg, uint64_t st
 
 /* For --torch's start-up hook (ctypes): gprof_session_torch_wants. */
 GPROF_EXPORT int gprof_torch_wanted(void);
-/* For --torch's start-up hook (ctypes): the recorded operators open now, on every thread. */
-GPROF_EXPORT int gprof_torch_open_ops(void);
 /* For the start-up hook (ctypes): the calling thread's next step marker is the hook's. */
 GPROF_EXPORT void gprof_torch_marks(void);
 /* For the start-up hook (ctypes): the default process group's backend, kept once. */
@@ -216,8 +214,8 @@ GPROF_EXPORT void gprof_torch_memory(uint64_t ts_ns, uint64_t address, int64_t b
 /* For --torch's start-up hook (ctypes): gprof_session_torch_hold, 1 if held. */
 GPROF_EXPORT int gprof_torch_hold(void);
 GPROF_EXPORT void gprof_torch_release(void);
-/* For --torch's start-up hook (ctypes): gprof_session_torch_inputs; how many, or -1. */
-GPROF_EXPORT int gprof_torch_inputs(const char *json, size_t len);
+/* For --torch's start-up hook (ctypes): gprof_session_torch_ops; how many, or -1. */
+GPROF_EXPORT int gprof_torch_ops(const char *json, size_t len);
 /*
  * Whether a step marker of the calling thread counts: the hook's (gprof_torch_marks came
  * before it) until the program makes one of its own, then only the program's (one line says
@@ -229,6 +227,22 @@ bool gprof_torch_step_counts(const char *marker);
  * step in progress at exit is what ran after the last one, not a step.
  */
 bool gprof_torch_steps_hooked(void);
+
+/* ---- kineto.c: PyTorch's profiler for --torch, on libgprof's CUPTI ---- */
+
+/*
+ * A cuptiSubscribe of PyTorch's libraries: true when libgprof serves it (the hook claimed
+ * PyTorch's CUPTI calls; *subscriber is a handle of its own), false to hand CUPTI over.
+ */
+bool gprof_kineto_subscribe(void *subscriber);
+/* Whether the calling thread is inside an operator or scope of PyTorch's profiler. */
+bool gprof_kineto_in_op(void);
+/* A step marker of the calling thread made inside an operator: counts at its end (true). */
+bool gprof_kineto_defer_step(void);
+/* For --torch's start-up hook (ctypes): PyTorch's CUPTI calls are libgprof's; 0: they can't be. */
+GPROF_EXPORT int gprof_torch_kineto(void);
+/* For --torch's start-up hook (ctypes): operators open now, on every thread. */
+GPROF_EXPORT int gprof_torch_kineto_open(void);
 
 /* ---- resolve.c ---- */
 
@@ -288,13 +302,19 @@ int gprof_session_torch_wants(void);
 bool gprof_session_torch_hold(void);
 void gprof_session_torch_release(void);
 /* The held window's operators' inputs (gprof_export_window_op_args). */
-int gprof_session_torch_inputs(const char *json, size_t len, const char **why);
+int gprof_session_torch_ops(const char *json, size_t len, const char **why);
 /*
  * A tensor's allocation (bytes > 0) or free in PyTorch's caching allocator, with its totals
  * after it, written when it falls in the held window.
  */
 void gprof_session_tensor_memory(uint64_t ts_ns, uint64_t address, int64_t bytes,
 				 uint64_t allocated, uint64_t reserved, uint32_t device);
+/*
+ * A PyTorch operator (user: a record_function scope) kineto.c saw begin and end, by Kineto's
+ * External id kid; ext: libgprof's (0: none).
+ */
+void gprof_session_kineto_op(uint64_t kid, uint32_t ext, bool user, uint64_t start_ns,
+			     uint64_t end_ns);
 /* A PyTorch operator recorded by torch.c, at its end. */
 void gprof_session_torch_op(const struct gprof_torch_frame *f, const char *msg, uint64_t start_ns,
 			    uint64_t end_ns);
@@ -374,6 +394,9 @@ uint32_t gprof_events_next_external(void);
 /* A PyTorch operator (torch.c). */
 void gprof_events_torch_op(uint32_t window, uint32_t tid, const struct gprof_torch_frame *f,
 			   const char *msg, uint64_t start_ns, uint64_t end_ns);
+/* A PyTorch operator of kineto.c: named when the hook hands its name and args over. */
+void gprof_events_kineto_op(uint32_t window, uint32_t tid, uint64_t kid, uint32_t ext, bool user,
+			    uint64_t start_ns, uint64_t end_ns);
 /* An NCCL collective as a CPU operator. */
 void gprof_events_nccl(uint32_t window, uint32_t tid, const struct gprof_nccl_call *call);
 /* An NVTX mark or range. */

@@ -38,6 +38,12 @@ static bool is_inert(void)
 static uint32_t cur_window;
 static int window_open;
 static uint64_t window_begin_ns; /* when the open window began */
+/*
+ * --torch's start-up hook holds the window it recorded past the step marker that ends it
+ * (gprof_session_torch_hold): which one, when it began and (once it has) ended.
+ */
+static uint32_t torch_held;
+static uint64_t torch_held_begin_ns, torch_held_end_ns;
 static int cuda_used;
 static pid_t forked_from; /* a child of fork() that has not exec'd: its parent's pid */
 /*
@@ -252,6 +258,8 @@ static void window_end(const struct gprof_sched_event *ev)
 	} else {
 		gprof_export_window_set_last_step(cur_window, ev->last_step);
 	}
+	if (cur_window == __atomic_load_n(&torch_held, __ATOMIC_ACQUIRE))
+		__atomic_store_n(&torch_held_end_ns, ev->end_ns, __ATOMIC_RELAXED);
 	gprof_hot_set(GPROF_HOT_RECORDING, false);
 	__atomic_store_n(&window_open, 0, __ATOMIC_RELEASE);
 	runtime_facts();
@@ -357,7 +365,7 @@ int gprof_session_init(const struct gprof_config *config)
 	    .buffer_bytes = total - cupti,
 	    .on_window_done = gprof_report_window_done,
 	    .tensor_memory = cfg->torch == GPROF_TORCH_ON,
-	    .torch_ops = cfg->torch == GPROF_TORCH_ON && cfg->torch_shapes == 1,
+	    .torch_ops = cfg->torch == GPROF_TORCH_ON,
 	    .arg = (void *)cfg,
 	};
 	ccfg = (struct gprof_collector_config){
@@ -612,13 +620,22 @@ void gprof_session_torch_op(const struct gprof_torch_frame *f, const char *msg, 
 	gprof_events_torch_op(window, tid, f, msg, start_ns, end_ns);
 }
 
+void gprof_session_kineto_op(uint64_t kid, uint32_t ext, bool user, uint64_t start_ns,
+			     uint64_t end_ns)
+{
+	uint32_t window, tid = (uint32_t)gprof_tid();
+
+	if (!(cfg->activities & GPROF_ACT_NVTX) || !window_get(&window))
+		return;
+	gprof_collector_note_thread(tid);
+	gprof_events_kineto_op(window, tid, kid, ext, user, start_ns, end_ns);
+}
+
 /*
  * --torch's start-up hook holds the window it recorded past the step marker that ends it,
  * and hands over what PyTorch kept of it (tensor memory, operators' inputs) after that
  * marker, out of the step's time; then releases it.
  */
-static uint32_t torch_held;
-static uint64_t torch_held_begin_ns;
 
 bool gprof_session_torch_hold(void)
 {
@@ -629,6 +646,7 @@ bool gprof_session_torch_hold(void)
 		return false;
 	__atomic_store_n(&torch_held_begin_ns, __atomic_load_n(&window_begin_ns, __ATOMIC_RELAXED),
 			 __ATOMIC_RELAXED);
+	__atomic_store_n(&torch_held_end_ns, UINT64_MAX, __ATOMIC_RELAXED);
 	__atomic_store_n(&torch_held, id, __ATOMIC_RELEASE);
 	return true;
 }
@@ -641,12 +659,14 @@ void gprof_session_torch_release(void)
 		gprof_export_window_release(id);
 }
 
-int gprof_session_torch_inputs(const char *json, size_t len, const char **why)
+int gprof_session_torch_ops(const char *json, size_t len, const char **why)
 {
 	uint32_t id = __atomic_load_n(&torch_held, __ATOMIC_ACQUIRE);
 
 	*why = NULL;
-	return id ? gprof_export_window_op_args(id, json, len, why) : -ESRCH;
+	return id ? gprof_export_window_op_args(
+			id, json, len, __atomic_load_n(&torch_held_begin_ns, __ATOMIC_RELAXED), why)
+		  : -ESRCH;
 }
 
 void gprof_session_tensor_memory(uint64_t ts_ns, uint64_t address, int64_t bytes,
@@ -665,7 +685,8 @@ void gprof_session_tensor_memory(uint64_t ts_ns, uint64_t address, int64_t bytes
 	};
 
 	if (!(cfg->activities & GPROF_ACT_MEMORY) || !e.window ||
-	    ts_ns < __atomic_load_n(&torch_held_begin_ns, __ATOMIC_RELAXED))
+	    ts_ns < __atomic_load_n(&torch_held_begin_ns, __ATOMIC_RELAXED) ||
+	    ts_ns > __atomic_load_n(&torch_held_end_ns, __ATOMIC_RELAXED))
 		return;
 	e.tid = (uint32_t)gprof_tid();
 	gprof_collector_note_thread(e.tid);

@@ -1,7 +1,8 @@
 /*
- * PyTorch's operators. PyTorch's profiler in NVTX mode (torch.autograd.profiler.emit_nvtx, or
- * --torch's start-up hook, which switches it on only around windows) pushes one NVTX range per
- * operator; nvtx.c hands each range it copies here. An operator's range becomes a cpu_op
+ * PyTorch's operators. PyTorch's profiler in NVTX mode (torch.autograd.profiler.emit_nvtx in
+ * the program) pushes one NVTX range per operator; nvtx.c hands each range it copies here
+ * (--torch's start-up hook runs PyTorch's own profiler instead: kineto.c). Also the rest of
+ * what the start-up hook calls (steps, windows held, tensor memory). An operator's range becomes a cpu_op
  * event, as torch.profiler writes it, and while it is open its External id is on CUPTI's
  * external correlation stack, so the API calls and the GPU work it causes carry the id too.
  * A backward operator is linked to the forward one of the same sequence number ("fwdbwd").
@@ -53,9 +54,6 @@ static void forward_find(struct gprof_torch_frame *f, uint64_t seq)
 /* Python ids of modules' forwards, from 1 (0 is none). */
 static uint32_t last_py_id;
 
-/* Operators open now, on every thread (those recorded). */
-static int open_ops;
-
 void gprof_torch_open(struct gprof_torch_frame *f, const char *msg, size_t len,
 		      struct gprof_torch_frame *up, const char *up_msg, uint64_t start_ns)
 {
@@ -68,7 +66,6 @@ void gprof_torch_open(struct gprof_torch_frame *f, const char *msg, size_t len,
 	if (!gprof_torch_op_parse(msg, len, &f->op))
 		return;
 	f->external = gprof_events_next_external();
-	__atomic_add_fetch(&open_ops, 1, __ATOMIC_RELAXED);
 	f->pushed = gprof_collector_external_begin(false, f->external);
 	/* record_function's scopes are user annotations too, on the GPU's streams. */
 	if (f->pushed && gprof_torch_op_user_scope(msg, f->op.name_len) &&
@@ -99,8 +96,6 @@ void gprof_torch_close(struct gprof_torch_frame *f, const char *msg, uint64_t st
 		gprof_collector_external_end(false);
 	if (gprof_session_recording())
 		gprof_session_torch_op(f, msg, start_ns, end_ns);
-	if (f->external)
-		__atomic_sub_fetch(&open_ops, 1, __ATOMIC_RELAXED);
 	f->external = f->py_id = 0;
 }
 
@@ -112,16 +107,6 @@ void gprof_torch_close(struct gprof_torch_frame *f, const char *msg, uint64_t st
 GPROF_EXPORT int gprof_torch_wanted(void)
 {
 	return gprof_session_torch_wants();
-}
-
-/*
- * For --torch's start-up hook, through ctypes: how many of PyTorch's operators (and scopes)
- * libgprof recorded are open now. PyTorch's execution trace observer, started again while one
- * it saw begin is open, crashes the program at that one's end: the hook waits for none.
- */
-GPROF_EXPORT int gprof_torch_open_ops(void)
-{
-	return __atomic_load_n(&open_ops, __ATOMIC_RELAXED);
 }
 
 /* Whose step markers count: the program's once it makes one, else the hook's. */
@@ -206,29 +191,27 @@ GPROF_EXPORT void gprof_torch_release(void)
 }
 
 /*
- * The operators' inputs, as torch.profiler's record_shapes writes them, from PyTorch's
- * execution trace observer: [[RecordFunction id, {args}], ...] (export/opargs.c).
+ * The window's operators as PyTorch's profiler kept them (names, inputs as record_shapes
+ * writes them, links to forward operators): one JSON array (export/opargs.c).
  */
-GPROF_EXPORT int gprof_torch_inputs(const char *json, size_t len)
+GPROF_EXPORT int gprof_torch_ops(const char *json, size_t len)
 {
 	const char *why = "no text";
-	int n = json ? gprof_session_torch_inputs(json, len, &why) : -EINVAL;
+	int n = json ? gprof_session_torch_ops(json, len, &why) : -EINVAL;
 
 	/* Said once: the hook, its own fault, stops trying. Nothing held: nothing to say. */
 	if (n < 0 && why)
-		pr_warn_once("the operators' input types, strides and values are not written: %s",
-			     why);
+		pr_warn_once("the window's operators are not written: %s", why);
 	return n < 0 ? -1 : n;
 }
 
 /*
- * One of the tensor allocations and frees PyTorch's caching allocator recorded in the held
- * window (torch.cuda.memory's history), with the allocator's totals after it.
+ * One of the tensor allocations and frees PyTorch's profiler recorded in the held window
+ * (device -1: the host's), with the allocator's totals after it.
  */
 GPROF_EXPORT void gprof_torch_memory(uint64_t ts_ns, uint64_t address, int64_t bytes,
 				     uint64_t allocated, uint64_t reserved, int device)
 {
-	if (device >= 0)
-		gprof_session_tensor_memory(ts_ns, address, bytes, allocated, reserved,
-					    (uint32_t)device);
+	gprof_session_tensor_memory(ts_ns, address, bytes, allocated, reserved,
+				    device < 0 ? GPROF_EXPORT_HOST : (uint32_t)device);
 }

@@ -541,37 +541,45 @@ TEST(export_operators_take_their_inputs)
 				     .base_ns = BASE_NS,
 				     .torch_ops = true,
 				     .trace_name = "host_1.2.pt.trace.json.gz"};
-	const uint64_t n = GPROF_EXPORT_HELD_OPS + 3, named[] = {2, n - 1, n};
-	const struct gprof_export_str *name = gprof_export_intern("aten::mm"),
-				      *dims = gprof_export_intern("[[2, 3]]");
+	/* libgprof saw n operators; the ring keeps the last HELD_OPS (kid 2 made room) */
+	const uint64_t n = GPROF_EXPORT_HELD_OPS + 3;
 	struct gprof_export_event ev = {.kind = GPROF_EXPORT_CPU_OP,
+					.flags = GPROF_EXPORT_OP_KINETO,
 					.window = 1,
 					.tid = 7,
-					.name = name,
-					.dur_ns = 1000,
-					.u.op.dims = dims};
+					.dur_ns = 1000};
 	const char *bad, *text;
-	char json[256];
+	char json[1024];
 	size_t len, i;
-	int typed = 0, ops = 0;
+	int ops = 0, flows = 0;
 	struct tt tr;
 	struct trace t;
-	json_t *e, *sizes = json_pack("[[ii]]", 2, 3);
+	json_t *e;
 
+	/* kid 2 made room: written by PyTorch's times; 1 and n + 1 ran outside the window */
 	snprintf(json, sizeof(json),
-		 "[[%llu,{\"Input type\":[\"float\"]}],[%llu,{\"Input type\":[\"float\"]}],"
-		 "[%llu,{\"Input type\":[\"float\"]}]]",
-		 (unsigned long long)named[0], (unsigned long long)named[1],
-		 (unsigned long long)named[2]);
-	m.op_args = gprof_op_args_parse(json, strlen(json), &bad);
+		 "[[2,0,\"aten::early\",{\"Input type\":[\"int\"]},%llu,500,9,0],"
+		 "[%llu,0,\"aten::mm\",{\"Input type\":[\"float\"]},1,1,1,0],"
+		 "[%llu,1,\"bwd \\\"q\\\"\",{},1,1,1,%llu],"
+		 "[1,0,\"aten::before\",{},%llu,10,9,0],"
+		 "[%llu,0,\"aten::after\",{},%llu,10,9,0]]",
+		 (unsigned long long)(BASE_NS + US(2)), (unsigned long long)(n - 1),
+		 (unsigned long long)n, (unsigned long long)(n - 1),
+		 (unsigned long long)(BASE_NS - 20), (unsigned long long)(n + 1),
+		 (unsigned long long)(BASE_NS + US(n + 5)));
+	m.op_args = gprof_op_args_parse(json, strlen(json), BASE_NS, &bad);
 	ASSERT_MSG(m.op_args, "%s", bad);
-	ASSERT(!gprof_op_args_parse("[[1,{}],[0,{}]]", 15, &bad));
-	ASSERT_STR_EQ(bad, "not a JSON array of [id, {args}] pairs");
+	ASSERT(!gprof_op_args_parse("[[1,0,\"x\",{},1,1,1,0],[0,0,\"x\",{},1,1,1,0]]", 44, BASE_NS,
+				    &bad));
+	ASSERT_STR_EQ(bad, "not a JSON array of [id, user, name, {args}, ts, dur, tid, fwd] "
+			   "operators");
+	ASSERT(!gprof_op_args_parse("[[1,{}]]", 8, BASE_NS, &bad));
 	tt_open(&tr, &m, BASE_NS, -1);
 	for (uint64_t k = 1; k <= n; k++) {
 		ev.ts_ns = BASE_NS + US(k);
 		ev.u.op.rf_id = k;
-		ev.u.op.external = (uint32_t)k;
+		ev.u.op.external = (uint32_t)(k + 100);
+		ev.flags = GPROF_EXPORT_OP_KINETO | (k == n ? GPROF_EXPORT_OP_USER : 0);
 		tt_events(&tr, &ev, 1);
 	}
 	ASSERT_EQ(tt_close(&tr, &m), 0);
@@ -580,24 +588,40 @@ TEST(export_operators_take_their_inputs)
 	json_array_foreach(t.events, i, e)
 	{
 		json_t *args = json_object_get(e, "args");
-		long long rf;
+		const char *name = trace_str(e, "name");
 
-		if (strcmp(trace_str(e, "cat"), "cpu_op"))
+		if (!strcmp(trace_str(e, "cat"), "fwdbwd")) {
+			/* from the forward operator's start to the backward one's */
+			ASSERT_EQ(int_at(e, "id"), (long long)(n + 100));
+			ASSERT_EQ(json_number_value(json_object_get(e, "ts")),
+				  !strcmp(trace_str(e, "ph"), "s") ? (double)(n - 1) : (double)n);
+			flows++;
 			continue;
-		rf = int_at(args, "Record function id");
+		}
+		if (strcmp(trace_str(e, "cat"), "cpu_op") &&
+		    strcmp(trace_str(e, "cat"), "user_annotation"))
+			continue;
 		ops++;
-		/* the named ones held to the end take their inputs, the rest keep their sizes */
-		if (json_object_get(args, "Input type")) {
-			ASSERT_MSG(rf == (long long)named[1] || rf == (long long)named[2], "%lld",
-				   rf);
-			typed++;
+		if (!strcmp(name, "aten::early")) {
+			/* PyTorch's own time and thread; no External id libgprof gave */
+			ASSERT_EQ(int_at(e, "tid"), 9);
+			ASSERT(!json_object_get(args, "External id"));
+			ASSERT_STR_EQ(trace_str(e, "cat"), "cpu_op");
+		} else if (!strcmp(name, "aten::mm")) {
+			ASSERT_EQ(int_at(args, "External id"), (long long)(n - 1 + 100));
+			ASSERT_STR_EQ(json_string_value(
+					  json_array_get(json_object_get(args, "Input type"), 0)),
+				      "float");
+			ASSERT_EQ(int_at(e, "tid"), 7);
 		} else {
-			ASSERT(json_equal(json_object_get(args, "Input Dims"), sizes));
+			ASSERT_STR_EQ(name, "bwd \"q\"");
+			ASSERT_STR_EQ(trace_str(e, "cat"), "user_annotation");
+			ASSERT_EQ(int_at(args, "External id"), (long long)(n + 100));
 		}
 	}
-	ASSERT_EQ(ops, (int)n);
-	ASSERT_EQ(typed, 2);
-	json_decref(sizes);
+	/* the operators PyTorch's profiler did not hand over are not written */
+	ASSERT_EQ(ops, 3);
+	ASSERT_EQ(flows, 2);
 	gprof_op_args_free(m.op_args);
 	trace_free(&t);
 	tt_free(&tr);
