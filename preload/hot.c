@@ -2,6 +2,7 @@
  * The state every hook reads first, the calling thread's id and the CPU operator it is in
  * (preload.h).
  */
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -22,4 +23,24 @@ int gprof_tid_fetch(void)
 void gprof_tid_forget(void)
 {
 	gprof_cached_tid = 0;
+}
+
+void *gprof_thread_state(struct gprof_thread_key *k, size_t size)
+{
+	void *p = calloc(1, size);
+
+	pthread_mutex_lock(&k->lock);
+	if (!k->made && pthread_key_create(&k->key, k->free) == 0)
+		__atomic_store_n(&k->made, true, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&k->lock);
+	if (p && k->made && pthread_setspecific(k->key, p)) {
+		free(p);
+		p = NULL;
+	}
+	return p;
+}
+
+void *gprof_thread_state_of(struct gprof_thread_key *k)
+{
+	return __atomic_load_n(&k->made, __ATOMIC_ACQUIRE) ? pthread_getspecific(k->key) : NULL;
 }

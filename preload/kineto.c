@@ -24,7 +24,7 @@
 static int fake_subscriber;
 #define FAKE ((CUpti_SubscriberHandle)&fake_subscriber)
 
-static bool claimed;	  /* atomic: the hook asked; every Kineto call is served here */
+static bool claimed;	     /* atomic: the hook asked; every Kineto call is served here */
 static bool real_subscribed; /* atomic: a tool subscribed to the real CUPTI first */
 
 struct kineto_frame {
@@ -41,31 +41,15 @@ struct kineto_thread {
 	struct kineto_frame frames[2][KINETO_DEPTH];
 };
 
-static pthread_key_t thread_key;
-static pthread_once_t thread_key_once = PTHREAD_ONCE_INIT;
-static GPROF_TLS struct kineto_thread *self;
+static struct gprof_thread_key thread_key = {PTHREAD_MUTEX_INITIALIZER, .free = free};
 static int open_frames; /* atomic, on every thread */
 
-static void thread_free(void *p)
+/* The calling thread's frames; made first when make is true. NULL: none. */
+static struct kineto_thread *thread_get(bool make)
 {
-	free(p);
-	self = NULL;
-}
+	struct kineto_thread *t = gprof_thread_state_of(&thread_key);
 
-static void thread_key_make(void)
-{
-	pthread_key_create(&thread_key, thread_free);
-}
-
-static struct kineto_thread *thread_self(void)
-{
-	if (unlikely(!self)) {
-		pthread_once(&thread_key_once, thread_key_make);
-		self = calloc(1, sizeof(*self));
-		if (self)
-			pthread_setspecific(thread_key, self);
-	}
-	return self;
+	return t || !make ? t : gprof_thread_state(&thread_key, sizeof(*t));
 }
 
 static bool is_claimed(void)
@@ -104,14 +88,14 @@ int gprof_torch_kineto_open(void)
 
 bool gprof_kineto_in_op(void)
 {
-	const struct kineto_thread *t = self;
+	const struct kineto_thread *t = thread_get(false);
 
 	return t && t->depth[0] + t->depth[1];
 }
 
 bool gprof_kineto_defer_step(void)
 {
-	struct kineto_thread *t = self;
+	struct kineto_thread *t = thread_get(false);
 
 	if (!t || !(t->depth[0] + t->depth[1]))
 		return false;
@@ -122,7 +106,7 @@ bool gprof_kineto_defer_step(void)
 
 static CUptiResult push(CUpti_ExternalCorrelationKind kind, uint64_t kid)
 {
-	struct kineto_thread *t = thread_self();
+	struct kineto_thread *t = thread_get(true);
 	bool user = kind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1;
 
 	if (!t || (!user && kind != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0))
@@ -144,7 +128,7 @@ static CUptiResult push(CUpti_ExternalCorrelationKind kind, uint64_t kid)
 
 static CUptiResult pop(CUpti_ExternalCorrelationKind kind, uint64_t *kid)
 {
-	struct kineto_thread *t = self;
+	struct kineto_thread *t = thread_get(false);
 	bool user = kind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1;
 
 	if (!t || !t->depth[user])
@@ -183,13 +167,13 @@ static CUptiResult pop(CUpti_ExternalCorrelationKind kind, uint64_t *kid)
 		return real_fn ? real_fn(__VA_ARGS__) : CUPTI_ERROR_NOT_INITIALIZED;         \
 	} while (0)
 
-#define SERVED(fn, params, ...)                                                              \
-	GPROF_EXPORT CUptiResult CUPTIAPI fn params;                                         \
-	GPROF_EXPORT CUptiResult CUPTIAPI fn params                                          \
-	{                                                                                    \
-		if (is_claimed())                                                            \
-			return CUPTI_SUCCESS;                                                \
-		PASS_ON(fn, __VA_ARGS__);                                                    \
+#define SERVED(fn, params, ...)                      \
+	GPROF_EXPORT CUptiResult CUPTIAPI fn params; \
+	GPROF_EXPORT CUptiResult CUPTIAPI fn params  \
+	{                                            \
+		if (is_claimed())                    \
+			return CUPTI_SUCCESS;        \
+		PASS_ON(fn, __VA_ARGS__);            \
 	}
 
 SERVED(cuptiActivityEnable, (CUpti_ActivityKind k), k)
@@ -201,8 +185,8 @@ SERVED(cuptiActivityFlushAll, (uint32_t flag), flag)
 SERVED(cuptiActivityRegisterCallbacks,
        (CUpti_BuffersCallbackRequestFunc req, CUpti_BuffersCallbackCompleteFunc done), req, done)
 SERVED(cuptiActivityRegisterTimestampCallback, (CUpti_TimestampCallbackFunc f), f)
-SERVED(cuptiActivitySetAttribute, (CUpti_ActivityAttribute a, size_t *size, void *value), a,
-       size, value)
+SERVED(cuptiActivitySetAttribute, (CUpti_ActivityAttribute a, size_t *size, void *value), a, size,
+       value)
 SERVED(cuptiFinalize, (void))
 
 GPROF_EXPORT CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid,
@@ -215,11 +199,9 @@ GPROF_EXPORT CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t *buffer, si
 	PASS_ON(cuptiActivityGetNextRecord, buffer, valid, record);
 }
 
-GPROF_EXPORT CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext ctx,
-								    uint32_t stream,
+GPROF_EXPORT CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext ctx, uint32_t stream,
 								    size_t *dropped);
-GPROF_EXPORT CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext ctx,
-								    uint32_t stream,
+GPROF_EXPORT CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext ctx, uint32_t stream,
 								    size_t *dropped)
 {
 	if (is_claimed()) {
@@ -251,18 +233,18 @@ cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind, uint64
 }
 
 /* Kineto's own subscription is the fake one: calls on it do nothing. */
-#define ON_FAKE(fn, params, sub, ...)                                                        \
-	GPROF_EXPORT CUptiResult CUPTIAPI fn params;                                         \
-	GPROF_EXPORT CUptiResult CUPTIAPI fn params                                          \
-	{                                                                                    \
-		if (sub == FAKE)                                                             \
-			return CUPTI_SUCCESS;                                                \
-		PASS_ON(fn, __VA_ARGS__);                                                    \
+#define ON_FAKE(fn, params, sub, ...)                \
+	GPROF_EXPORT CUptiResult CUPTIAPI fn params; \
+	GPROF_EXPORT CUptiResult CUPTIAPI fn params  \
+	{                                            \
+		if (sub == FAKE)                     \
+			return CUPTI_SUCCESS;        \
+		PASS_ON(fn, __VA_ARGS__);            \
 	}
 
 ON_FAKE(cuptiUnsubscribe, (CUpti_SubscriberHandle s), s, s)
-ON_FAKE(cuptiEnableCallback, (uint32_t e, CUpti_SubscriberHandle s, CUpti_CallbackDomain d,
-			      CUpti_CallbackId id),
-	s, e, s, d, id)
-ON_FAKE(cuptiEnableDomain, (uint32_t e, CUpti_SubscriberHandle s, CUpti_CallbackDomain d), s, e,
-	s, d)
+ON_FAKE(cuptiEnableCallback,
+	(uint32_t e, CUpti_SubscriberHandle s, CUpti_CallbackDomain d, CUpti_CallbackId id), s, e,
+	s, d, id)
+ON_FAKE(cuptiEnableDomain, (uint32_t e, CUpti_SubscriberHandle s, CUpti_CallbackDomain d), s, e, s,
+	d)

@@ -94,8 +94,6 @@ static int lane_for(uint64_t start_ns, uint64_t end_ns)
 	return NVTX_LANE_TID + i;
 }
 
-static pthread_key_t thread_key;
-static pthread_once_t thread_key_once = PTHREAD_ONCE_INIT;
 static GPROF_TLS struct nvtx_thread *self;
 
 static void thread_free(void *p)
@@ -108,19 +106,12 @@ static void thread_free(void *p)
 	self = NULL;
 }
 
-static void thread_key_make(void)
-{
-	pthread_key_create(&thread_key, thread_free);
-}
+static struct gprof_thread_key thread_key = {PTHREAD_MUTEX_INITIALIZER, .free = thread_free};
 
 static struct nvtx_thread *thread_self(void)
 {
-	if (unlikely(!self)) {
-		pthread_once(&thread_key_once, thread_key_make);
-		self = calloc(1, sizeof(*self));
-		if (self)
-			pthread_setspecific(thread_key, self);
-	}
+	if (unlikely(!self))
+		self = gprof_thread_state(&thread_key, sizeof(*self));
 	return self;
 }
 

@@ -6,6 +6,7 @@
 #ifndef GPROF_PRELOAD_H
 #define GPROF_PRELOAD_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -64,6 +65,19 @@ static inline int gprof_tid(void)
  * Written by nccl.c around a collective's real call, read by the hooks' events inside it.
  */
 extern GPROF_TLS uint32_t gprof_current_op_id;
+
+/* A per-thread state's key: free(state) runs at the thread's exit. */
+struct gprof_thread_key {
+	pthread_mutex_t lock;
+	bool made; /* atomic: key is made */
+	pthread_key_t key;
+	void (*free)(void *state);
+};
+
+/* The calling thread's new state of size bytes, zeroed, freed at its exit; NULL: no memory. */
+void *gprof_thread_state(struct gprof_thread_key *k, size_t size);
+/* The calling thread's state made by gprof_thread_state, or NULL. */
+void *gprof_thread_state_of(struct gprof_thread_key *k);
 
 static inline uint32_t gprof_current_op(void)
 {

@@ -241,24 +241,58 @@ TEST(e2e_nccl_refused_call)
 	check_collectives(true, true);
 }
 
+/* nccl-app with PyTorch around its collectives (-p or -k), as rank 1 of 2: one trace. */
+static void run_inside_pytorch(struct e2e_run *r, const char *how)
+{
+	const char *argv[] = {proc_build_path("test/apps/nccl-app"), "-s", "8", how, NULL};
+	const char *env[] = {"GPROF_SUMMARY=off", "RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=0", NULL};
+
+	e2e_run(r, argv, e2e_cupti(true), env, true);
+	ASSERT_MSG(r->res.status == 0, "status %d: %s", r->res.status, r->res.err);
+	ASSERT_EQ(r->n_traces, 1);
+}
+
+/*
+ * Collectives made inside an operator of PyTorch's own profiler (nccl-app -k, as PyTorch's
+ * process groups under --torch): PyTorch's profiler writes them, libgprof's NCCL hook writes
+ * nothing of its own, and each collective's kernel carries the operator's External id.
+ */
+TEST(e2e_nccl_inside_pytorch_profiler)
+{
+	int kernels = 0;
+	struct e2e_run r;
+	json_t *ev;
+	size_t i;
+
+	run_inside_pytorch(&r, "-k");
+	ASSERT(!strstr(r.res.err, "handed it over"));
+	json_array_foreach(r.traces[0].events, i, ev)
+	{
+		ASSERT_MSG(strncmp(trace_str(ev, "name"), "nccl:", 5), "%s", trace_str(ev, "name"));
+		if (strcmp(trace_str(ev, "cat"), "kernel") ||
+		    strncmp(trace_str(ev, "name"), "ncclDevKernel_", 14))
+			continue;
+		ASSERT_GT(e2e_arg_int(ev, "External id"), 0);
+		kernels++;
+	}
+	ASSERT_EQ(kernels, 2 * STEPS);
+	e2e_free(&r);
+}
+
 /*
  * Collectives made inside PyTorch's own ranges of their names (nccl-app -p, as PyTorch's
- * process groups under --torch): PyTorch's event is the only one (a user_annotation, as
+ * process groups in NVTX mode): PyTorch's event is the only one (a user_annotation, as
  * torch.profiler writes it), and the collective's kernel is tied to it.
  */
 TEST(e2e_nccl_inside_pytorch_operators)
 {
-	const char *argv[] = {proc_build_path("test/apps/nccl-app"), "-s", "8", "-p", NULL};
-	const char *env[] = {"GPROF_SUMMARY=off", "RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=0", NULL};
 	long long ids[2 * STEPS];
 	int n = 0, kernels = 0;
 	struct e2e_run r;
 	json_t *ev;
 	size_t i;
 
-	e2e_run(&r, argv, e2e_cupti(true), env, true);
-	ASSERT_MSG(r.res.status == 0, "status %d: %s", r.res.status, r.res.err);
-	ASSERT_EQ(r.n_traces, 1);
+	run_inside_pytorch(&r, "-p");
 	json_array_foreach(r.traces[0].events, i, ev)
 	{
 		/* the host's events; their spans on the GPU's streams aside */

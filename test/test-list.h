@@ -236,6 +236,7 @@ X(e2e_nccl_collectives)
 X(e2e_nccl_hooks_only)
 X(e2e_nccl_refused_call)
 X(e2e_nccl_inside_pytorch_operators)
+X(e2e_nccl_inside_pytorch_profiler)
 
 /* summary */
 X(summary_matches_trace)

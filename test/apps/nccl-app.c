@@ -5,14 +5,17 @@
  * ncclAllReduce of -n floats (sum) and ncclAllGather of -n / 4 / WORLD_SIZE bf16 values; then
  * both streams are synchronized. -s steps (default 6). With -p each collective is made inside
  * an NVTX range named as PyTorch's profiler names it in NVTX mode ("nccl:all_reduce, op_id =
- * <n>"), as PyTorch's process groups under --torch. With -e each step also makes a call
+ * <n>"), as PyTorch's process groups in NVTX mode; with -k inside an operator of PyTorch's own
+ * profiler, as under --torch (its External id pushed). With -e each step also makes a call
  * NCCL refuses (a NULL communicator) and checks that it returned ncclInvalidArgument. The
  * ranks run one after another (the tests start them so), so their id is zeros: ranks that
  * never meet, whose collectives move nothing (test/fakecuda/nccl.c). With -m FILE the ranks run
  * at once and meet: rank 0's ncclGetUniqueId goes through FILE to the others, and after the
  * loop each checks what the collectives moved (exchange() below).
  */
+#include <dlfcn.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,23 +106,48 @@ static void exchange(ncclComm_t comm, cudaStream_t s, int rank, int world)
 	printf("nccl-app: rank %d: the ranks' bytes met\n", rank);
 }
 
-static int pytorch; /* -p */
+static int pytorch; /* -p: 'p'; -k: 'k' */
 
-/* With -p, PyTorch's range around a collective, as its profiler's NVTX mode pushes it. */
+typedef int (*external_fn)(int kind, uint64_t *id);
+
+/*
+ * With -p, PyTorch's range around a collective, as its profiler's NVTX mode pushes it; with -k
+ * the External id its own profiler pushes (CUPTI's CUSTOM0) under --torch, which libgprof
+ * serves (found with dlsym, claimed first as --torch's hook and PyTorch do).
+ */
 static void op_push(const char *name)
 {
 	static int op_id;
+	static external_fn push;
 	char msg[64];
 
 	snprintf(msg, sizeof(msg), "%s, op_id = %d", name, ++op_id);
-	if (pytorch)
+	if (pytorch == 'p')
 		nvtxRangePushA(msg);
+	if (pytorch == 'k' && !push) {
+		int (*claim)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "gprof_torch_kineto");
+		int (*subscribe)(void **, void *, void *) =
+		    (int (*)(void **, void *, void *))dlsym(RTLD_DEFAULT, "cuptiSubscribe");
+		void *handle;
+
+		push = (external_fn)dlsym(RTLD_DEFAULT, "cuptiActivityPushExternalCorrelationId");
+		if (!claim || !subscribe || !push || !claim() || subscribe(&handle, NULL, NULL)) {
+			fprintf(stderr, "nccl-app: libgprof did not take PyTorch's CUPTI calls\n");
+			exit(1);
+		}
+	}
+	if (pytorch == 'k')
+		((int (*)(int, uint64_t))push)(3, (uint64_t)op_id);
 }
 
 static void op_pop(void)
 {
-	if (pytorch)
+	uint64_t id;
+
+	if (pytorch == 'p')
 		nvtxRangePop();
+	if (pytorch == 'k')
+		((external_fn)dlsym(RTLD_DEFAULT, "cuptiActivityPopExternalCorrelationId"))(3, &id);
 }
 
 static int env_int(const char *name, int dflt)
@@ -141,11 +169,11 @@ int main(int argc, char **argv)
 	void *args[1];
 	const char *meet_at = NULL;
 
-	while ((opt = getopt(argc, argv, "s:n:epm:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:n:epkm:")) != -1) {
 		if (opt == 'e')
 			refused = 1;
-		else if (opt == 'p')
-			pytorch = 1;
+		else if (opt == 'p' || opt == 'k')
+			pytorch = opt;
 		else if (opt == 'm')
 			meet_at = optarg;
 		else if (opt == 's')
