@@ -396,6 +396,8 @@ struct gprof_export_summary *gprof_summary_new(void);
 void gprof_summary_events(struct gprof_export_summary *s, const struct gprof_export_event *ev,
 			  size_t n);
 void gprof_summary_free(struct gprof_export_summary *s);
+/* Names the operators of PyTorch's profiler by what the hook handed over (the rest go). */
+void gprof_summary_name_ops(struct gprof_export_summary *s, struct gprof_op_args *args);
 /* "12.345 ms": three decimals of the largest unit that fits (gprof-summary's times too). */
 const char *gprof_summary_fmt_time(char out[32], uint64_t ns);
 struct gprof_stats;

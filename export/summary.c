@@ -81,8 +81,9 @@ struct copy_total {
 
 /* One operator (CPU_OP), for self times and the GPU time of the work tied to it. */
 struct op_rec {
-	const struct gprof_export_str *name;
-	uint64_t ts, end, child_ns; /* child_ns: of the operators right inside it */
+	const struct gprof_export_str *name; /* NULL: PyTorch's profiler's, named at the end */
+	uint64_t ts, end, child_ns;	     /* child_ns: of the operators right inside it */
+	uint64_t kid; /* PyTorch's profiler's id (GPROF_EXPORT_OP_KINETO); 0 */
 	uint32_t tid, external;
 };
 
@@ -304,11 +305,31 @@ static void add_op(struct gprof_export_summary *s, const struct gprof_export_eve
 		s->failed = true;
 		return;
 	}
-	s->ops[s->n_ops++] = (struct op_rec){.name = ev->name,
-					     .ts = ev->ts_ns,
-					     .end = ev->ts_ns + dur,
-					     .tid = ev->tid,
-					     .external = ev->u.op.external};
+	s->ops[s->n_ops++] =
+	    (struct op_rec){.name = ev->name,
+			    .ts = ev->ts_ns,
+			    .end = ev->ts_ns + dur,
+			    .kid = ev->flags & GPROF_EXPORT_OP_KINETO ? ev->u.op.rf_id : 0,
+			    .tid = ev->tid,
+			    .external = ev->u.op.external};
+}
+
+void gprof_summary_name_ops(struct gprof_export_summary *s, struct gprof_op_args *args)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; s && i < s->n_ops; i++) {
+		struct op_rec o = s->ops[i];
+		const struct gprof_op_entry *e = o.kid ? gprof_op_args_find(args, o.kid) : NULL;
+
+		if (e)
+			o.name = e->name;
+		/* one PyTorch's profiler did not hand over is not written either */
+		if (o.name)
+			s->ops[kept++] = o;
+	}
+	if (s)
+		s->n_ops = kept;
 }
 
 /* GPU work tied to an operator (its External id): added to the operator's GPU time. */

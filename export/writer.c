@@ -370,6 +370,7 @@ static void finish_window(struct window *w, struct gprof_trace_meta *m)
 		goto out;
 	}
 	wr.late_since_finish = 0;
+	gprof_summary_name_ops(w->summary, m->op_args);
 	err = partial_ours(w, partial) ? gprof_output_commit(w->path) : -ESTALE;
 	if (err == -ESTALE)
 		pr_err("window %llu: '%.200s' is no longer the file libgprof wrote (the program "

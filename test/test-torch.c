@@ -436,6 +436,10 @@ TEST(e2e_torch_kineto_operators)
 					"tid, fwd] operators"),
 		  1);
 	ASSERT(!strstr(r.res.err, "handed it over"));
+	/* the summary names them too: each of the 7 once per recorded step */
+	ASSERT_STR_CONTAINS(r.res.err, "gprof:   top 7 of 7 operators by GPU time of their work");
+	ASSERT(strstr(r.res.err, "          3 ") &&
+	       strstr(strstr(r.res.err, "operators by GPU time"), "  aten::addmm\n"));
 	json_array_foreach(t->events, i, ev)
 	{
 		const char *cat = trace_str(ev, "cat");
