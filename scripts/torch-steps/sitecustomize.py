@@ -73,6 +73,9 @@ class _Operators:
         if not self.broken and not self.wanted:
             self._fail("libgprof is not loaded in this process (LD_PRELOAD)")
 
+    PROGRAMS = ("the program runs PyTorch's profiler itself (torch.profiler): use --torch-steps "
+                "beside it")
+
     def _fail(self, why):
         self.broken = True
         _warn("operators are not recorded: %s" % why)
@@ -121,8 +124,10 @@ class _Operators:
         from torch.cuda import nvtx
         from torch.nn.modules import module
 
-        if not self.claim():
-            self._fail("another profiler in this process holds CUPTI")
+        import torch.autograd as ag
+
+        if not self.claim() or ag._profiler_enabled():
+            self._fail(self.PROGRAMS)
             return
         self._record()
         self.on = True
@@ -172,11 +177,13 @@ class _Operators:
         try:
             if self.recording:
                 self.recording = False
+                if not ag._profiler_enabled():  # the program's own stopped ours
+                    raise RuntimeError(self.PROGRAMS)
                 result = ag._disable_profiler()
                 if self.held:
                     self._hand(result)
         except Exception as e:
-            self._fail("PyTorch's profiler failed (%s)" % e)
+            self._fail(str(e) if str(e) == self.PROGRAMS else "PyTorch's profiler failed (%s)" % e)
             restart = False
         finally:
             if self.held:
