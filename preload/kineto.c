@@ -36,13 +36,15 @@ struct kineto_frame {
 
 /* Per thread, per kind (CUSTOM0: operators, CUSTOM1: user scopes), as CUPTI's stacks. */
 struct kineto_thread {
-	int depth[2]; /* may exceed KINETO_DEPTH: frames beyond are counted, not kept */
-	int step_at;  /* a step marker waits for the depth (both kinds) to fall below it; 0 */
+	unsigned session; /* the frames' (PyTorch's profiler started by the hook, from 1) */
+	int depth[2];	  /* may exceed KINETO_DEPTH: frames beyond are counted, not kept */
+	int step_at;	  /* a step marker waits for the depth (both kinds) to fall below it; 0 */
 	struct kineto_frame frames[2][KINETO_DEPTH];
 };
 
 static struct gprof_thread_key thread_key = {PTHREAD_MUTEX_INITIALIZER, .free = free};
-static int open_frames; /* atomic, on every thread */
+static unsigned session; /* atomic: how many times the hook started PyTorch's profiler */
+static int open_frames;	 /* atomic: the session's open, on every thread */
 
 /* The calling thread's frames; made first when make is true. NULL: none. */
 static struct kineto_thread *thread_get(bool make)
@@ -58,16 +60,38 @@ static bool is_claimed(void)
 }
 
 /*
- * For --torch's start-up hook, through ctypes, before it first starts torch.profiler's
- * recorder: PyTorch's CUPTI calls are libgprof's from now on. 0 when a tool already holds
- * the real CUPTI (Kineto has its handle: the hook must not start it).
+ * For --torch's start-up hook, through ctypes, each time before it starts torch.profiler's
+ * recorder: PyTorch's CUPTI calls are libgprof's from now on, in a new session. 0 when a tool
+ * already holds the real CUPTI (Kineto has its handle: the hook must not start it).
  */
 GPROF_EXPORT int gprof_torch_kineto(void)
 {
 	if (__atomic_load_n(&real_subscribed, __ATOMIC_ACQUIRE))
 		return 0;
 	__atomic_store_n(&claimed, true, __ATOMIC_RELEASE);
+	__atomic_store_n(&open_frames, 0, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&session, 1, __ATOMIC_ACQ_REL);
 	return 1;
+}
+
+/*
+ * A thread's frames of an earlier session: an operator open when PyTorch's profiler stopped
+ * ends without a pop. They go at the thread's first push of the next session, with what
+ * libgprof pushed onto CUPTI for them.
+ */
+static void forget_earlier(struct kineto_thread *t)
+{
+	unsigned now = __atomic_load_n(&session, __ATOMIC_ACQUIRE);
+
+	if (t->session == now)
+		return;
+	for (int user = 0; user < 2; user++)
+		while (t->depth[user])
+			if (--t->depth[user] < KINETO_DEPTH &&
+			    t->frames[user][t->depth[user]].pushed)
+				gprof_collector_external_end(user);
+	t->step_at = 0;
+	t->session = now;
 }
 
 bool gprof_kineto_subscribe(void *subscriber)
@@ -111,6 +135,7 @@ static CUptiResult push(CUpti_ExternalCorrelationKind kind, uint64_t kid)
 
 	if (!t || (!user && kind != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0))
 		return CUPTI_ERROR_INVALID_PARAMETER;
+	forget_earlier(t);
 	if (t->depth[user] < KINETO_DEPTH) {
 		struct kineto_frame *f = &t->frames[user][t->depth[user]];
 
@@ -133,7 +158,8 @@ static CUptiResult pop(CUpti_ExternalCorrelationKind kind, uint64_t *kid)
 
 	if (!t || !t->depth[user])
 		return CUPTI_ERROR_QUEUE_EMPTY;
-	__atomic_sub_fetch(&open_frames, 1, __ATOMIC_RELAXED);
+	if (t->session == __atomic_load_n(&session, __ATOMIC_ACQUIRE))
+		__atomic_sub_fetch(&open_frames, 1, __ATOMIC_RELAXED);
 	if (--t->depth[user] < KINETO_DEPTH) {
 		struct kineto_frame *f = &t->frames[user][t->depth[user]];
 

@@ -99,8 +99,9 @@ class _Operators:
 
     def update(self):
         """On while the step the next marker begins records (libgprof says). Called inside
-        optimizer.step's own scope: PyTorch's profiler stops (and starts again) at the next
-        module call, outside every operator, where stopping cannot cut one in two."""
+        optimizer.step's own scope: PyTorch's profiler stops at the next module call, and
+        starts again there for a window that begins at once when no operator it saw begin is
+        open."""
         if self.broken:
             return
         try:
@@ -111,10 +112,10 @@ class _Operators:
             if want & 1:
                 if not self.on:
                     self._on()
-                else:
-                    self.restart = self.stopping
+                elif self.stopping or not self.recording:
+                    self.restart = True  # the next window begins at once
             elif self.on:
-                self.stopping = True
+                self.stopping, self.restart = True, False
         except Exception as e:  # never stop training
             self._fail("PyTorch's profiler failed (%s)" % e)
 
@@ -124,12 +125,8 @@ class _Operators:
         from torch.cuda import nvtx
         from torch.nn.modules import module
 
-        import torch.autograd as ag
-
-        if not self.claim() or ag._profiler_enabled():
-            self._fail(self.PROGRAMS)
+        if not self._record():
             return
-        self._record()
         self.on = True
         self.push, self.pop = nvtx.range_push, nvtx.range_pop
         self.names, self.per_class = weakref.WeakKeyDictionary(), {}
@@ -140,22 +137,35 @@ class _Operators:
             self.exit_hooked = True
 
     def _record(self):
-        """torch.profiler's recorder with record_shapes and profile_memory, CPU only."""
+        """torch.profiler's recorder with record_shapes and profile_memory, CPU only, its
+        CUPTI calls libgprof's; False when it cannot start (said once)."""
         import torch.autograd as ag
         from torch._C._profiler import _ExperimentalConfig
         from torch.profiler import ProfilerActivity
 
+        if ag._profiler_enabled() or not self.claim():
+            self._fail(self.PROGRAMS)
+            return False
         config = ag.ProfilerConfig(ag.ProfilerState.KINETO, self.shapes, True, False, False,
                                    False, _ExperimentalConfig())
         ag._prepare_profiler(config, {ProfilerActivity.CPU})
         ag._enable_profiler(config, {ProfilerActivity.CPU})
         self.recording = True
+        return True
 
     def _pre(self, module, args):
-        if self.stopping and not self.open_ops():
+        if self.stopping:
             self._stop()
             if not self.on:
                 return
+        # Not while an operator it saw begin is open: that one's end would reach the new
+        # profiler with the old one's records.
+        if self.restart and not self.open_ops():
+            self.restart = False
+            try:
+                self._record()
+            except Exception as e:
+                self._fail("PyTorch's profiler failed (%s)" % e)
         name = self.names.get(module)
         if name is None:
             cls = type(module).__name__
@@ -169,11 +179,10 @@ class _Operators:
 
     def _stop(self):
         """PyTorch's profiler stops; what it kept of a held window goes to libgprof, which
-        releases it; the profiler starts again for a window that began at once, or the
-        module hooks go."""
+        releases it; unless a window began at once (restart), the module hooks go."""
         import torch.autograd as ag
 
-        restart, self.stopping, self.restart = self.restart, False, False
+        self.stopping = False
         try:
             if self.recording:
                 self.recording = False
@@ -184,13 +193,11 @@ class _Operators:
                     self._hand(result)
         except Exception as e:
             self._fail(str(e) if str(e) == self.PROGRAMS else "PyTorch's profiler failed (%s)" % e)
-            restart = False
         finally:
             if self.held:
                 self.held = False
                 self.release()
-        if restart:
-            self._record()
+        if self.restart and not self.broken:
             return
         for h in self.hooks:
             h.remove()
@@ -247,7 +254,7 @@ class _Operators:
     def _off(self):
         """At exit: PyTorch complains about a profiler left on."""
         if self.on:
-            self.stopping, self.restart = True, False
+            self.restart = False
             self._stop()
 
 

@@ -10,6 +10,8 @@
  * kpop <user> (cuptiActivityPush/PopExternalCorrelationId of kind CUSTOM1 for user 1, CUSTOM0
  * for 0, as PyTorch's profiler calls them around an operator: a stream with these claims CUPTI
  * for it first, gprof_torch_kineto and cuptiSubscribe, as --torch's hook and PyTorch do),
+ * kstart (gprof_torch_kineto again: the hook starts PyTorch's profiler anew), kopen <n> (fails
+ * unless gprof_torch_kineto_open says n),
  * memory <addr> <bytes> <allocated> <reserved> [device] (a tensor's allocation or free as
  * --torch's hook hands it to libgprof: gprof_torch_memory, at the present time), ops <text>
  * (the window's operators as the hook hands them: gprof_torch_ops, "$<id>" standing for an
@@ -52,7 +54,8 @@ static const struct {
 	char letter;
 	int numbers;
 } verbs[] = {{"push", 'u', -1},	 {"pop", 'o', 0},  {"launch", 'a', 0}, {"step", 't', 0},
-	     {"memory", 'e', 4}, {"ops", 'n', -1}, {"kpush", 'K', 2},  {"kpop", 'k', 1}};
+	     {"memory", 'e', 4}, {"ops", 'n', -1}, {"kpush", 'K', 2},  {"kpop", 'k', 1},
+	     {"kstart", 'S', 0}, {"kopen", 'O', 1}};
 
 static struct line lines[MAX_LINES];
 static unsigned n_lines, launches, total; /* total: lines to play, N times n_lines */
@@ -209,6 +212,17 @@ static void claim(void)
 	}
 }
 
+/* kopen <n>: libgprof counts n operators of PyTorch's profiler open now. */
+static void open_frames(const struct line *l)
+{
+	int (*open)(void) = (int (*)(void))libgprof("gprof_torch_kineto_open");
+
+	if (open && open() != l->arg[0]) {
+		fprintf(stderr, "torch-app: %d operators open, not %lld\n", open(), l->arg[0]);
+		failed = 1;
+	}
+}
+
 static void play(const struct line *l, unsigned it)
 {
 	dim3 grid = {l->idx, 1, 1}, block = {32, 1, 1};
@@ -231,6 +245,12 @@ static void play(const struct line *l, unsigned it)
 	case 'K':
 	case 'k':
 		external(l, it);
+		break;
+	case 'S':
+		claim();
+		break;
+	case 'O':
+		open_frames(l);
 		break;
 	default:
 		if (cudaLaunchKernel((const void *)torch_stub, grid, block, args, 0, 0) !=
