@@ -8,6 +8,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#define PR_FMT "export: "
+#include "common/log.h"
 #include "common/thread.h"
 #include "export/internal.h"
 
@@ -37,7 +39,7 @@ struct chunk {
 	uint32_t committed; /* events readable: producer stores (release), writer loads (acquire) */
 	uint32_t read;	    /* events the writer has passed on; writer only */
 	uint32_t free_next; /* pool link: index + 1 of the next free chunk (relaxed atomics) */
-	uint32_t pad0;
+	uint32_t idx;	    /* its index in the pool, set when it is first handed out */
 	struct chunk *next; /* the producer's following chunk, published with release */
 	char pad1[40];
 	struct gprof_export_event ev[GPROF_CHUNK_EVENTS];
@@ -46,13 +48,19 @@ _Static_assert(sizeof(struct chunk) <= GPROF_CHUNK_BYTES, "a chunk fits its byte
 _Static_assert(sizeof(struct gprof_export_event) == 128, "events are 128 bytes");
 
 /*
- * The pool: an mmap'd arena of chunks (pages are touched only when a chunk is first used) and
- * a lock-free stack of free ones. The stack top carries a tag that changes on every push and
- * pop, so a pop that raced with a pop and a push of the same chunk fails its CAS (ABA).
+ * The pool: chunks in segments of SEGMENT_CHUNKS, each mmap'd when a chunk in it is first handed
+ * out (so the address space the pool takes grows with what recording needs: under `ulimit -v`
+ * the program keeps the rest), pages touched only when a chunk is first used; and a lock-free
+ * stack of free ones. The stack top carries a tag that changes on every push and pop, so a pop
+ * that raced with a pop and a push of the same chunk fails its CAS (ABA).
  */
+#define SEGMENT_SHIFT  6 /* 64 chunks: 4 MiB */
+#define SEGMENT_CHUNKS (1u << SEGMENT_SHIFT)
+
 static struct {
-	char *base;
-	uint32_t n;	      /* chunks in the arena; fixed at init */
+	char **segment;	      /* atomic entries: each segment's base, NULL until mapped */
+	uint32_t n;	      /* chunks the pool may hold; fixed at init */
+	uint32_t mapped_out;  /* atomic: a segment could not be mapped: chunks from here none */
 	uint32_t reserve;     /* chunks the writer keeps on the stack; writer only after init */
 	uint32_t reserve_max; /* fixed at init */
 	uint32_t fresh;	      /* atomic: chunks [fresh, n) were never handed out */
@@ -92,14 +100,64 @@ static GPROF_TLS struct producer *self;
 /* What self points at after the thread's exit destructor ran: every push is dropped. */
 static struct producer gone = {.n = GPROF_CHUNK_EVENTS};
 
+/* A chunk handed out before: its segment is mapped. */
 static struct chunk *chunk_at(uint32_t i)
 {
-	return (struct chunk *)(pool.base + (size_t)i * GPROF_CHUNK_BYTES);
+	char *base = __atomic_load_n(&pool.segment[i >> SEGMENT_SHIFT], __ATOMIC_ACQUIRE);
+
+	return (struct chunk *)(base + (size_t)(i & (SEGMENT_CHUNKS - 1)) * GPROF_CHUNK_BYTES);
+}
+
+/*
+ * A never-used chunk: its segment is mapped first if need be (whoever gets there first maps
+ * it). NULL when it cannot be: the address space is taken (`ulimit -v`), and the pool grows
+ * no more.
+ */
+static struct chunk *chunk_new(uint32_t i)
+{
+	char **at = &pool.segment[i >> SEGMENT_SHIFT],
+	     *base = __atomic_load_n(at, __ATOMIC_ACQUIRE);
+	char *none = NULL;
+	struct chunk *c;
+
+	if (!base) {
+		uint32_t first = i & ~(SEGMENT_CHUNKS - 1), out;
+		size_t bytes =
+		    (size_t)(pool.n - first < SEGMENT_CHUNKS ? pool.n - first : SEGMENT_CHUNKS) *
+		    GPROF_CHUNK_BYTES;
+
+		base = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (base == MAP_FAILED) {
+			out = __atomic_load_n(&pool.mapped_out, __ATOMIC_RELAXED);
+			while (first < out &&
+			       !__atomic_compare_exchange_n(&pool.mapped_out, &out, first, true,
+							    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+				;
+			return NULL;
+		}
+		if (!__atomic_compare_exchange_n(at, &none, base, false, __ATOMIC_ACQ_REL,
+						 __ATOMIC_ACQUIRE)) {
+			munmap(base, bytes);
+			base = none;
+		}
+	}
+	c = chunk_at(i);
+	c->idx = i;
+	return c;
+}
+
+/* Chunks the pool may still hand out for the first time end here. */
+static uint32_t pool_end(void)
+{
+	uint32_t out = __atomic_load_n(&pool.mapped_out, __ATOMIC_RELAXED);
+
+	return out < pool.n ? out : pool.n;
 }
 
 static void pool_push(struct chunk *c)
 {
-	uint32_t idx = (uint32_t)(((char *)c - pool.base) / GPROF_CHUNK_BYTES) + 1;
+	uint32_t idx = c->idx + 1;
 	uint64_t top = __atomic_load_n(&pool.free_top, __ATOMIC_RELAXED), next;
 
 	c->read = 0;
@@ -126,13 +184,13 @@ static struct chunk *pool_pop(void)
 			return c;
 		}
 	}
-	if (__atomic_load_n(&pool.fresh, __ATOMIC_RELAXED) >= pool.n)
+	if (__atomic_load_n(&pool.fresh, __ATOMIC_RELAXED) >= pool_end())
 		return NULL;
 	i = __atomic_fetch_add(&pool.fresh, 1, __ATOMIC_RELAXED);
-	if (i >= pool.n)
+	if (i >= pool_end())
 		return NULL;
 	__atomic_fetch_add(&pool.misses, 1, __ATOMIC_RELAXED);
-	return chunk_at(i);
+	return chunk_new(i);
 }
 
 /*
@@ -144,19 +202,23 @@ static uint32_t pool_reserve_batch(void)
 {
 	uint32_t n_free = __atomic_load_n(&pool.n_free, __ATOMIC_RELAXED), i, k;
 
-	if (n_free >= pool.reserve || __atomic_load_n(&pool.fresh, __ATOMIC_RELAXED) >= pool.n)
+	if (n_free >= pool.reserve || __atomic_load_n(&pool.fresh, __ATOMIC_RELAXED) >= pool_end())
 		return 0;
 	k = pool.reserve - n_free < RESERVE_BATCH ? pool.reserve - n_free : RESERVE_BATCH;
+	/* within one segment: SEGMENT_CHUNKS is a multiple of RESERVE_BATCH */
 	i = __atomic_fetch_add(&pool.fresh, k, __ATOMIC_RELAXED);
-	if (i >= pool.n)
+	if (i >= pool_end() || !chunk_new(i))
 		return 0;
-	k = k < pool.n - i ? k : pool.n - i;
+	k = k < pool_end() - i ? k : pool_end() - i;
+	k = k < SEGMENT_CHUNKS - (i & (SEGMENT_CHUNKS - 1))
+		? k
+		: SEGMENT_CHUNKS - (i & (SEGMENT_CHUNKS - 1));
 	/* Without MADV_POPULATE_WRITE (before Linux 5.14): a write to every page. */
 	if (madvise(chunk_at(i), (size_t)k * GPROF_CHUNK_BYTES, MADV_POPULATE_WRITE) != 0)
 		for (size_t off = 0; off < (size_t)k * GPROF_CHUNK_BYTES; off += PAGE_BYTES)
 			((volatile char *)chunk_at(i))[off] = 0;
 	for (uint32_t j = k; j--;)
-		pool_push(chunk_at(i + j));
+		pool_push(chunk_new(i + j));
 	return k;
 }
 
@@ -164,6 +226,12 @@ static uint32_t pool_reserve_batch(void)
 static void pool_reserve(void)
 {
 	uint32_t misses = __atomic_load_n(&pool.misses, __ATOMIC_RELAXED), k;
+
+	if (pool_end() < pool.n)
+		pr_warn_once("the event buffer cannot grow past %u MiB of its %u MiB: the address "
+			     "space is taken (ulimit -v); events past it are dropped and counted",
+			     (unsigned)((size_t)pool_end() * GPROF_CHUNK_BYTES >> 20),
+			     (unsigned)((size_t)pool.n * GPROF_CHUNK_BYTES >> 20));
 
 	if (misses != pool.misses_seen && pool.filled)
 		pool.reserve =
@@ -360,9 +428,8 @@ size_t gprof_buf_drain(gprof_buf_fn fn, void *arg)
 int gprof_buf_reserve(size_t cap_bytes)
 {
 	size_t left, n;
-	void *base;
 
-	if (pool.base)
+	if (pool.segment)
 		return 0;
 	left = gprof_address_space_left();
 	if (cap_bytes > left / SPACE_SHARE) {
@@ -375,13 +442,16 @@ int gprof_buf_reserve(size_t cap_bytes)
 		n = 1;
 	if (n > UINT32_MAX / 2)
 		n = UINT32_MAX / 2;
-	/* Address space only: a page costs memory when a chunk is first written. */
-	base = mmap(NULL, n * GPROF_CHUNK_BYTES, PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (base == MAP_FAILED)
-		return -errno;
-	pool.base = base;
-	pool.n = (uint32_t)n;
+	pool.segment = calloc((n + SEGMENT_CHUNKS - 1) >> SEGMENT_SHIFT, sizeof(*pool.segment));
+	if (!pool.segment)
+		return -ENOMEM;
+	pool.n = pool.mapped_out = (uint32_t)n;
+	/* the first segment now: a pool that cannot have one records nothing */
+	if (!chunk_new(0)) {
+		free(pool.segment);
+		pool.segment = NULL;
+		return -ENOMEM;
+	}
 	pool.reserve_max = pool.n / 4 < RESERVE_MAX ? pool.n / 4 : RESERVE_MAX;
 	pool.reserve = pool.reserve_max < RESERVE_MIN ? pool.reserve_max : RESERVE_MIN;
 	__atomic_store_n(&live, true, __ATOMIC_RELEASE);

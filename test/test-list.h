@@ -269,6 +269,7 @@ X(rel_output_disk_full)
 X(rel_load_every_launch_once)
 X(rel_long_window_bounded)
 X(rel_address_space_limit)
+X(rel_address_space_after_first_call)
 X(rel_valgrind_memcheck)
 
 /* test-rel-own: what is the program's own (issue 16) */

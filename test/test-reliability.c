@@ -2184,6 +2184,50 @@ TEST(rel_address_space_limit)
 	e2e_free(&r);
 }
 
+/* rel-long -a under ulimit -v 1 GiB, with or without libgprof: the MiB it could take. */
+static long taken_after_first_call(bool preload, struct e2e_run *r)
+{
+	const char *argv[] = {"/bin/sh",
+			      "-c",
+			      "ulimit -v 1048576 && exec \"$@\"",
+			      "sh",
+			      proc_build_path("test/apps/rel-long"),
+			      "-n",
+			      "20000",
+			      "-a",
+			      NULL};
+	const char *env[] = {"GPROF_SUMMARY=off", "GPROF_SCHEDULE=all", "MALLOC_ARENA_MAX=1", NULL};
+	const char *at;
+	long mib = -1;
+
+	e2e_run(r, argv, e2e_cupti(true), env, preload);
+	ASSERT_MSG(r->res.status == 0, "status %d: %.2000s", r->res.status, r->res.err);
+	ASSERT_STR_EQ(r->res.out, "rel-long: 20000 kernels ok\n");
+	at = strstr(r->res.err, "rel-long: took ");
+	ASSERT(at && sscanf(at, "rel-long: took %ld MiB", &mib) == 1);
+	return mib;
+}
+
+/*
+ * The event buffer takes address space as recording needs it, not all at the first CUDA call:
+ * a program that maps what is left once CUDA is up (rel-long -a) gets nearly as much under
+ * libgprof as alone (before: the whole buffer, 48 MiB, less), and its window is recorded.
+ */
+TEST(rel_address_space_after_first_call)
+{
+	struct e2e_run r;
+	long alone, under;
+
+	if (getenv("TEST_SAN") && getenv("TEST_SAN")[0])
+		SKIP("the sanitizers reserve terabytes of address space");
+	alone = taken_after_first_call(false, &r);
+	e2e_free(&r);
+	under = taken_after_first_call(true, &r);
+	ASSERT_MSG(under >= alone - 32, "%ld MiB alone, %ld under libgprof", alone, under);
+	ASSERT_EQ(r.n_traces, 1);
+	e2e_free(&r);
+}
+
 /*
  * valgrind's memcheck, where it is installed (not under the sanitizers, whose programs it
  * can't run), on small end-to-end runs: no invalid access, no use of uninitialised memory, no
