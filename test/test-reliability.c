@@ -2223,7 +2223,8 @@ TEST(rel_address_space_after_first_call)
 	alone = taken_after_first_call(false, &r);
 	e2e_free(&r);
 	under = taken_after_first_call(true, &r);
-	ASSERT_MSG(under >= alone - 32, "%ld MiB alone, %ld under libgprof", alone, under);
+	/* the first segments, two stacks and CUPTI's buffers (16 MiB at most); not 48 MiB more */
+	ASSERT_MSG(under >= alone - 40, "%ld MiB alone, %ld under libgprof", alone, under);
 	ASSERT_EQ(r.n_traces, 1);
 	e2e_free(&r);
 }
