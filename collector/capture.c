@@ -3,7 +3,7 @@
  * when a replay does, under cudaGraphLaunch's correlation, so no GPU record will come for the
  * call itself. CUPTI's resource callback for each node comes on the capturing thread, inside
  * the call that made it; the call's runtime record comes later to the collector thread, which
- * then neither holds it for a GPU record nor counts it as missing (it waited DRAIN_MS for it
+ * then neither holds it for a GPU record nor counts it as missing (it waited drain_ms for it
  * and said the launch had no GPU record).
  */
 #include <pthread.h>

@@ -30,11 +30,14 @@
 
 #include "export/export.h"
 
+/* How long a window waits for its late GPU records, by default (ms). */
+#define GPROF_COLLECTOR_DRAIN_MS 2000
+
 struct gprof_collector_config {
 	const char *cupti_lib; /* GPROF_CUPTI_LIB: a path, or "" to search */
 	unsigned activities;   /* GPROF_ACTIVITIES: enum gprof_activity bits */
 	size_t buffer_bytes;   /* cap on CUPTI's activity buffers */
-	unsigned drain_ms;     /* how long a window waits for its late GPU records; 0: 2000 */
+	unsigned drain_ms;     /* how long a window waits for its late GPU records; 0: the next */
 	bool all_api_calls;    /* GPROF_API_CALLS=all: no call is left out of traces */
 };
 

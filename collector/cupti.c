@@ -159,7 +159,7 @@ int gprof_collector_init(const struct gprof_collector_config *cfg)
 	gprof_coll_load_env();
 	snprintf(c->lib, sizeof(c->lib), "%s", cfg->cupti_lib ? cfg->cupti_lib : "");
 	c->cfg.cupti_lib = c->lib;
-	c->drain_ms = cfg->drain_ms ? cfg->drain_ms : 2000;
+	c->drain_ms = cfg->drain_ms ? cfg->drain_ms : GPROF_COLLECTOR_DRAIN_MS;
 	gprof_coll_names_keep_all(cfg->all_api_calls);
 	pthread_mutex_lock(&c->lock);
 	if (!(cfg->activities & ANY_ACTS)) {

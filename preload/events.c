@@ -158,7 +158,8 @@ struct gprof_export_event *gprof_events_api(struct gprof_export_event *e, uint32
 {
 	/*
 	 * Every field, in place (the slot holds an older event), one by one: a compound literal
-	 * would clear the 128 bytes first.
+	 * of the whole event would clear its 128 bytes first (u.api's below clears that member
+	 * only).
 	 */
 	e->ts_ns = c->start_ns;
 	e->dur_ns = c->end_ns - c->start_ns;

@@ -1,9 +1,10 @@
 /*
  * The CUDA runtime entry points libgprof interposes, one function each (the table is
- * GPROF_HOOKS). Outside a window each hook does one load and a branch, then forwards. Inside,
- * it times the real call and writes its arguments into the event the session reserves for it
- * in the export buffer, unless CUPTI already records all the hooks could write of it. Every
- * hook returns exactly what the runtime returned and leaves errno as it was.
+ * GPROF_HOOKS). Outside a window each hook does two loads (its real function and gprof_hot)
+ * and a branch, then forwards. Inside, it times the real call and writes its arguments into
+ * the event the session reserves for it in the export buffer, unless CUPTI already records all
+ * the hooks could write of it. Every hook returns exactly what the runtime returned and leaves
+ * errno as it was.
  */
 #include <errno.h>
 #include <string.h>

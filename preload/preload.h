@@ -1,7 +1,9 @@
 /*
- * preload/'s internal interface, one section per file. Calls go one way: the entry points
- * (init.c, hooks.c, nvtx.c) call the session, the session calls the rest, and the timer
- * thread (trigger.c) reaches the session only through the callbacks it was given.
+ * preload/'s internal interface, one section per file. Calls go one way, down: the entry points
+ * (init.c, hooks.c, nvtx.c, nccl.c, kineto.c, handover.c, the start-up hook's in torch.c) call
+ * the session and the helpers under it (hooks.c also kernels.c, resolve.c and the export
+ * buffer, on the hot path), and the timer thread (trigger.c) reaches the session only through
+ * the callbacks it was given.
  */
 #ifndef GPROF_PRELOAD_H
 #define GPROF_PRELOAD_H
@@ -24,7 +26,7 @@ struct gprof_sched_event;
 
 /* Bits of gprof_hot; zero means "forward and do nothing else" (the hooks' only check). */
 enum {
-	GPROF_HOT_RECORDING = 1 << 0,  /* a window is in warmup or active: record host events */
+	GPROF_HOT_RECORDING = 1 << 0,  /* a window is active: record host events (not in warmup) */
 	GPROF_HOT_FIRST_CALL = 1 << 1, /* no CUDA call seen yet */
 	GPROF_HOT_SIGNAL = 1 << 2,     /* a SIGUSR2 waits to be acted on */
 };

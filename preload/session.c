@@ -66,8 +66,8 @@ static int exiting;
 /* Share of GPROF_BUFFER_MB for CUPTI's activity buffers; the exporter gets the rest. */
 #define CUPTI_SHARE	  4 /* a quarter */
 #define CUPTI_MIN_BYTES	  (256u << 10)
-#define DRAIN_MS	  2000 /* how long a window waits for late GPU records */
 #define COLLECTOR_FINI_MS 3000
+#define EXPORT_FINI_MS	  10000
 
 /*
  * The window that application events go to. None once the process exits: the last step's span
@@ -372,7 +372,7 @@ int gprof_session_init(const struct gprof_config *config)
 	    .cupti_lib = cfg->cupti_lib,
 	    .activities = cfg->activities,
 	    .buffer_bytes = cupti,
-	    .drain_ms = DRAIN_MS,
+	    .drain_ms = GPROF_COLLECTOR_DRAIN_MS,
 	    .all_api_calls = cfg->api_calls == GPROF_API_CALLS_ALL,
 	};
 	if (gprof_export_init(&ecfg) != 0 || gprof_collector_init(&ccfg) != 0 ||
@@ -720,8 +720,9 @@ void gprof_session_fini(int tid)
 	gprof_trigger_stop();
 	gprof_stepper_finish_on(&stepper, gprof_realtime_ns(), tid);
 	gprof_collector_fini(COLLECTOR_FINI_MS);
-	if (gprof_export_shutdown(10000) != 0)
-		pr_warn("the trace writer did not finish in 10 s; a trace may be left as .partial");
+	if (gprof_export_shutdown(EXPORT_FINI_MS) != 0)
+		pr_warn("the trace writer did not finish in %u s; a trace may be left as .partial",
+			EXPORT_FINI_MS / 1000);
 	if (wait_slot.merged + wait_slot.busy)
 		pr_warn("%llu windows could not have a file of their own (the %d before them were "
 			"still being written): %llu merged into the one before, %llu began at a "
