@@ -108,7 +108,8 @@ static void exchange(ncclComm_t comm, cudaStream_t s, int rank, int world)
 
 static int pytorch; /* -p: 'p'; -k: 'k' */
 
-typedef int (*external_fn)(int kind, uint64_t *id);
+typedef int (*push_fn)(int kind, uint64_t id);
+typedef int (*pop_fn)(int kind, uint64_t *id);
 
 /*
  * With -p, PyTorch's range around a collective, as its profiler's NVTX mode pushes it; with -k
@@ -118,7 +119,7 @@ typedef int (*external_fn)(int kind, uint64_t *id);
 static void op_push(const char *name)
 {
 	static int op_id;
-	static external_fn push;
+	static push_fn push;
 	char msg[64];
 
 	snprintf(msg, sizeof(msg), "%s, op_id = %d", name, ++op_id);
@@ -130,14 +131,14 @@ static void op_push(const char *name)
 		    (int (*)(void **, void *, void *))dlsym(RTLD_DEFAULT, "cuptiSubscribe");
 		void *handle;
 
-		push = (external_fn)dlsym(RTLD_DEFAULT, "cuptiActivityPushExternalCorrelationId");
+		push = (push_fn)dlsym(RTLD_DEFAULT, "cuptiActivityPushExternalCorrelationId");
 		if (!claim || !subscribe || !push || !claim() || subscribe(&handle, NULL, NULL)) {
 			fprintf(stderr, "nccl-app: libgprof did not take PyTorch's CUPTI calls\n");
 			exit(1);
 		}
 	}
 	if (pytorch == 'k')
-		((int (*)(int, uint64_t))push)(3, (uint64_t)op_id);
+		push(3, (uint64_t)op_id);
 }
 
 static void op_pop(void)
@@ -147,7 +148,7 @@ static void op_pop(void)
 	if (pytorch == 'p')
 		nvtxRangePop();
 	if (pytorch == 'k')
-		((external_fn)dlsym(RTLD_DEFAULT, "cuptiActivityPopExternalCorrelationId"))(3, &id);
+		((pop_fn)dlsym(RTLD_DEFAULT, "cuptiActivityPopExternalCorrelationId"))(3, &id);
 }
 
 static int env_int(const char *name, int dflt)
