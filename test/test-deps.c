@@ -1,7 +1,7 @@
 /*
- * scripts/dev/deps.py: no file of preload/, collector/, scheduler/, export/ or common/ depends
- * on another that depends back on it, through includes or through the symbols of their
- * objects; and the script finds such cycles where they are planted.
+ * scripts/dev/deps.py: no file of preload/, collector/, scheduler/, export/, common/ or
+ * scripts/summary/ depends on another that depends back on it, through includes or through the
+ * symbols of their objects; and the script finds such cycles where they are planted.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -10,7 +10,7 @@
 #include "task.h"
 #include "util/proc.h"
 
-#define CHECKED "preload", "collector", "scheduler", "export", "common"
+#define CHECKED "preload", "collector", "scheduler", "export", "common", "scripts/summary"
 
 /* Runs deps.py -C root build folder... into *res; skips without python3. */
 static void run_deps(const char *root, const char *build, const char *const *folders,

@@ -51,22 +51,6 @@ struct options {
 	struct tool_read read;
 };
 
-const char *tool_fmt_delta(char out[32], int64_t ns)
-{
-	char t[32];
-
-	snprintf(out, 32, "%c%s", ns < 0 ? '-' : '+',
-		 gprof_summary_fmt_time(t, ns < 0 ? -(uint64_t)ns : (uint64_t)ns));
-	return out;
-}
-
-const char *tool_clean(const char *s)
-{
-	static char buf[1024];
-
-	return gprof_log_clean(buf, sizeof(buf), s, strlen(s));
-}
-
 static int bad_usage(const char *what)
 {
 	fprintf(stderr, "gprof-summary: %s; see gprof-summary --help\n", what);
