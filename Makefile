@@ -34,7 +34,8 @@ endif
 
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=gnu11 $(WARN) -fPIC -fvisibility=hidden -pthread
+# Sections per function: the library's link drops what only the tests call (--gc-sections).
+CFLAGS   += -std=gnu11 $(WARN) -fPIC -fvisibility=hidden -pthread -ffunction-sections -fdata-sections
 CPPFLAGS += -I. -I$(CUDA_INC) -I$(CUPTI_INC) -D_GNU_SOURCE -MMD -MP
 LDLIBS   := -ljansson -lz -ldl -lpthread
 ifeq ($(WERROR),1)
@@ -83,7 +84,7 @@ $(BUILD)/%.o: %.c
 
 $(LIB): $(LIB_OBJS)
 	$(call quiet,LD,$@)
-	$(Q)$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) -shared $(LDFLAGS) -Wl,--gc-sections -o $@ $^ $(LDLIBS)
 
 $(CORE_LIB): $(CORE_OBJS)
 	$(call quiet,AR,$@)

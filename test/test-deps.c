@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "task.h"
 #include "util/proc.h"
@@ -104,5 +105,33 @@ TEST(deps_planted_cycle)
 	ASSERT_STR_CONTAINS(res.out, "m/x.h -> m/y.h (includes it)");
 	proc_result_free(&res);
 	ASSERT(proc_run(rm, NULL, 30, &res) == 0 && res.status == 0);
+	proc_result_free(&res);
+}
+
+/*
+ * What only the tests call is not in the shipped library: the link drops it (--gc-sections),
+ * while what the library calls stays.
+ */
+TEST(lib_ships_no_test_only_code)
+{
+	static const char *const test_only[] = {
+	    "gprof_export_pause",	"gprof_export_get_stats", "gprof_export_window_wait",
+	    "gprof_sink_fail_threads",	"gprof_sink_memory",	  "gprof_stepper_destroy",
+	    "gprof_config_print_table",
+	};
+	const char *argv[] = {"/usr/bin/env", "nm", "--defined-only",
+			      proc_build_path("libgprof.so"), NULL};
+	struct proc_result res;
+	char word[64];
+
+	ASSERT(proc_run(argv, NULL, 60, &res) == 0);
+	if (res.status == 127)
+		SKIP("no nm");
+	ASSERT_EQ(res.status, 0);
+	ASSERT_STR_CONTAINS(res.out, " gprof_export_push\n");
+	for (size_t i = 0; i < sizeof(test_only) / sizeof(test_only[0]); i++) {
+		snprintf(word, sizeof(word), " %s\n", test_only[i]);
+		ASSERT_MSG(!strstr(res.out, word), "%s is in libgprof.so", test_only[i]);
+	}
 	proc_result_free(&res);
 }

@@ -176,6 +176,7 @@ X(preload_hook_table)
 /* the include and call graph between files */
 X(deps_no_cycles)
 X(deps_planted_cycle)
+X(lib_ships_no_test_only_code)
 
 /* collector */
 X(collector_clean_names)
