@@ -60,12 +60,11 @@ int main(int argc, char **argv)
 	int opt, take = 0;
 
 	while ((opt = getopt(argc, argv, "n:s:a")) != -1) {
+		take |= opt == 'a';
 		if (opt == 'n')
 			kernels = atol(optarg);
 		else if (opt == 's')
 			per_step = atol(optarg);
-		else if (opt == 'a')
-			take = 1;
 	}
 	if (kernels < 1 || per_step < 1) {
 		fprintf(stderr, "usage: rel-long [-n kernels] [-s kernels per step] [-a]\n");
