@@ -13,16 +13,10 @@
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h>
 
-#define KIB 1024
+#define APP "copy-app"
+#include "check.h"
 
-#define CHECK(call)                                                     \
-	do {                                                            \
-		cudaError_t err_ = (call);                              \
-		if (err_ != cudaSuccess) {                              \
-			printf("copy-app: %s: %d\n", #call, (int)err_); \
-			exit(2);                                        \
-		}                                                       \
-	} while (0)
+#define KIB 1024
 
 int main(int argc, char **argv)
 {

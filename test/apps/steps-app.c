@@ -36,6 +36,9 @@
 
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h>
+
+#define APP "steps-app"
+#include "check.h"
 #include "fatbin.h"
 
 static volatile int stub_calls;
@@ -55,15 +58,6 @@ static __thread float *carried; /* -c: the allocation of the thread's step befor
 static pthread_barrier_t step_begin, step_end;
 static nvtxDomainHandle_t domain;
 static nvtxRangeId_t across; /* started by the main thread, ended by the first worker */
-
-#define CHECK(call)                                                      \
-	do {                                                             \
-		cudaError_t err_ = (call);                               \
-		if (err_ != cudaSuccess) {                               \
-			printf("steps-app: %s: %d\n", #call, (int)err_); \
-			exit(2);                                         \
-		}                                                        \
-	} while (0)
 
 static void domain_range(void)
 {

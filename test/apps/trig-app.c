@@ -29,6 +29,9 @@
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h>
+
+#define APP "trig-app"
+#include "check.h"
 #include "fatbin.h"
 
 #define MAX_EVENTS 16
@@ -45,15 +48,6 @@ static void scale_stub(void)
 {
 	stub_calls++;
 }
-
-#define CHECK(call)                                                     \
-	do {                                                            \
-		cudaError_t err_ = (call);                              \
-		if (err_ != cudaSuccess) {                              \
-			printf("trig-app: %s: %d\n", #call, (int)err_); \
-			exit(2);                                        \
-		}                                                       \
-	} while (0)
 
 static void on_usr2(int sig)
 {
