@@ -821,13 +821,12 @@ static void put_tracks(struct gprof_trace *t)
  */
 static void put_held_ops(struct gprof_trace *t, struct gprof_op_args *args)
 {
-	struct gprof_map at = {0}; /* kid -> its place in t->ops + 1 */
+	struct gprof_map at = {0}; /* kid -> its place in t->ops + 1; out of memory: no links */
 	struct gprof_op_entry *op;
 	uint64_t until = 0, fwd;
 	size_t i;
 
-	if (gprof_map_init(&at, t->n_ops + 1))
-		t->out.failed = true;
+	gprof_map_init(&at, t->n_ops + 1);
 	for (i = 0; i < t->n_ops; i++) {
 		const struct gprof_export_event *ev = &t->ops[i];
 
