@@ -77,7 +77,8 @@ TEST_DEPS := $(LIB) $(TEST_BIN)
 
 all: $(LIB)
 
-$(BUILD)/%.o: %.c
+# Built again when the flags here change.
+$(BUILD)/%.o: %.c Makefile
 	$(call quiet,CC,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
