@@ -1645,6 +1645,63 @@ TEST(export_cap_drops_counted)
 	rm_rf(dir);
 }
 
+/* This process's address space in use (VmSize), in bytes. */
+static size_t address_space_used(void)
+{
+	char line[128];
+	FILE *f = fopen("/proc/self/status", "r");
+	size_t kib = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmSize: %zu kB", &kib) == 1)
+			break;
+	if (f)
+		fclose(f);
+	ASSERT(kib > 0);
+	return kib << 10;
+}
+
+/*
+ * The buffer takes address space as events need it: with `ulimit -v` leaving less than its
+ * cap, it fills what it could map, drops and counts the rest, and one line in the window's
+ * warnings says that it could not grow.
+ */
+TEST(export_buffer_grows_as_needed)
+{
+	struct producer_arg arg = {.count = 8 * 64 * 511};
+	struct rlimit was, now;
+	char dir[64];
+	struct trace t;
+	json_t *w;
+	size_t i;
+	int said = 0;
+
+	if (getenv("TEST_SAN") && getenv("TEST_SAN")[0])
+		SKIP("the sanitizers reserve terabytes of address space");
+	make_tmpdir(dir, sizeof(dir));
+	start_export(dir, 8 * 64 * GPROF_CHUNK_BYTES); /* 8 segments of 4 MiB */
+	arg.window = open_window(0, 0);
+	gprof_export_pause(true);
+	ASSERT_EQ(getrlimit(RLIMIT_AS, &was), 0);
+	now = was;
+	now.rlim_cur = address_space_used() + (6u << 20); /* room for one segment more */
+	ASSERT_EQ(setrlimit(RLIMIT_AS, &now), 0);
+	produce(&arg);
+	ASSERT_EQ(setrlimit(RLIMIT_AS, &was), 0);
+	ASSERT_MSG(arg.ok >= 64 * 511 && arg.ok < 4 * 64 * 511 && arg.dropped > 0,
+		   "%u written, %u dropped", arg.ok, arg.dropped);
+	gprof_export_pause(false);
+	close_window(arg.window);
+	ASSERT_EQ(last_result.dropped, arg.dropped);
+	load_only_trace(dir, &t);
+	ASSERT_EQ(int_at(gprof_meta(&t, "records"), "runtime"), arg.ok);
+	json_array_foreach(gprof_meta(&t, "warnings"), i, w) said +=
+	    strstr(json_string_value(w), "the event buffer cannot grow past") != NULL;
+	ASSERT_EQ(said, 1);
+	trace_free(&t);
+	rm_rf(dir);
+}
+
 static void wait_written(uint64_t n)
 {
 	struct gprof_export_stats st;

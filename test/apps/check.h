@@ -9,13 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHECK(call)                                                   \
-	do {                                                          \
-		cudaError_t err_ = (call);                            \
-		if (err_ != cudaSuccess) {                            \
-			printf(APP ": %s: %d\n", #call, (int)err_);   \
-			exit(2);                                      \
-		}                                                     \
+#define CHECK(call)                                                 \
+	do {                                                        \
+		cudaError_t err_ = (call);                          \
+		if (err_ != cudaSuccess) {                          \
+			printf(APP ": %s: %d\n", #call, (int)err_); \
+			exit(2);                                    \
+		}                                                   \
 	} while (0)
 
 #endif
