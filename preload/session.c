@@ -625,7 +625,9 @@ void gprof_session_kineto_op(uint64_t kid, uint32_t ext, bool user, uint64_t sta
 {
 	uint32_t window, tid = (uint32_t)gprof_tid();
 
-	if (!(cfg->activities & GPROF_ACT_NVTX) || !window_get(&window))
+	/* one begun before the window (in warmup), as torch.profiler, is not the window's */
+	if (!(cfg->activities & GPROF_ACT_NVTX) || !window_get(&window) ||
+	    start_ns < __atomic_load_n(&window_begin_ns, __ATOMIC_RELAXED))
 		return;
 	gprof_collector_note_thread(tid);
 	gprof_events_kineto_op(window, tid, kid, ext, user, start_ns, end_ns);

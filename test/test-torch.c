@@ -436,8 +436,8 @@ TEST(e2e_torch_kineto_operators)
 					"tid, fwd] operators"),
 		  1);
 	ASSERT(!strstr(r.res.err, "handed it over"));
-	/* the summary names them too: each of the 7 once per recorded step */
-	ASSERT_STR_CONTAINS(r.res.err, "gprof:   top 7 of 7 operators by GPU time of their work");
+	/* the summary names them too: the 8 operators and scopes of each recorded step */
+	ASSERT_STR_CONTAINS(r.res.err, "gprof:   top 8 of 8 operators by GPU time of their work");
 	ASSERT(strstr(r.res.err, "          3 ") &&
 	       strstr(strstr(r.res.err, "operators by GPU time"), "  aten::addmm\n"));
 	json_array_foreach(t->events, i, ev)
@@ -469,6 +469,8 @@ TEST(e2e_torch_kineto_operators)
 	ASSERT_EQ(e2e_count(t, "cpu_op", "aten::linear"), RECORDED);
 	ASSERT_EQ(e2e_count(t, "cpu_op", "not this one"), 0);
 	ASSERT_EQ(e2e_count(t, "user_annotation", "nccl:all_reduce"), RECORDED);
+	/* begun in the step before the first recorded one: not the window's */
+	ASSERT_EQ(e2e_count(t, "user_annotation", "across"), RECORDED - 1);
 	/* optimizer.step's scope (the marker inside it counted at its end) has its GPU span */
 	ASSERT_EQ(e2e_count(t, "user_annotation", "Optimizer.step#AdamW.step"), RECORDED);
 	ASSERT_EQ(e2e_count(t, "gpu_user_annotation", "Optimizer.step#AdamW.step"), RECORDED);
