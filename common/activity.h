@@ -6,8 +6,9 @@
  *
  * A new kind is a row here, its decoder in collector/records.c and its emitter in
  * export/trace.c; one that carries a payload of its own or is summarised also needs its lines
- * in export/export.h, export/summary.c and scripts/summary/load.c. This header names those functions and CUPTI's kinds only as words: it
- * includes nothing, and each table is expanded only in the file that owns its column.
+ * in export/export.h, export/summary.c and scripts/summary/load.c. This header names those
+ * functions and CUPTI's kinds only as words: it includes nothing, and each table is expanded
+ * only in the file that owns its column.
  */
 #ifndef GPROF_ACTIVITY_H
 #define GPROF_ACTIVITY_H

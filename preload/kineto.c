@@ -110,21 +110,25 @@ int gprof_torch_kineto_open(void)
 	return __atomic_load_n(&open_frames, __ATOMIC_RELAXED);
 }
 
+/* Frames open on the thread, both kinds. */
+static int depth_of(const struct kineto_thread *t)
+{
+	return t ? t->depth[0] + t->depth[1] : 0;
+}
+
 bool gprof_kineto_in_op(void)
 {
-	const struct kineto_thread *t = thread_get(false);
-
-	return t && t->depth[0] + t->depth[1];
+	return depth_of(thread_get(false)) > 0;
 }
 
 bool gprof_kineto_defer_step(void)
 {
 	struct kineto_thread *t = thread_get(false);
 
-	if (!t || !(t->depth[0] + t->depth[1]))
+	if (!depth_of(t))
 		return false;
 	if (!t->step_at)
-		t->step_at = t->depth[0] + t->depth[1];
+		t->step_at = depth_of(t);
 	return true;
 }
 
@@ -171,7 +175,7 @@ static CUptiResult pop(CUpti_ExternalCorrelationKind kind, uint64_t *kid)
 			gprof_session_kineto_op(f->kid, f->ext, user, f->start_ns,
 						gprof_realtime_ns());
 	}
-	if (t->step_at && t->depth[0] + t->depth[1] < t->step_at) {
+	if (t->step_at && depth_of(t) < t->step_at) {
 		t->step_at = 0;
 		gprof_session_step_marker(gprof_realtime_ns());
 	}

@@ -1,11 +1,12 @@
 /*
  * PyTorch's operators. PyTorch's profiler in NVTX mode (torch.autograd.profiler.emit_nvtx in
  * the program) pushes one NVTX range per operator; nvtx.c hands each range it copies here
- * (--torch's start-up hook runs PyTorch's own profiler instead: kineto.c). Also the rest of
- * what the start-up hook calls (steps, windows held, tensor memory). An operator's range becomes a cpu_op
- * event, as torch.profiler writes it, and while it is open its External id is on CUPTI's
- * external correlation stack, so the API calls and the GPU work it causes carry the id too.
- * A backward operator is linked to the forward one of the same sequence number ("fwdbwd").
+ * (--torch's start-up hook runs PyTorch's own profiler instead: kineto.c). An operator's range
+ * becomes a cpu_op event, as torch.profiler writes it, and while it is open its External id is
+ * on CUPTI's external correlation stack, so the API calls and the GPU work it causes carry the
+ * id too. A backward operator is linked to the forward one of the same sequence number
+ * ("fwdbwd"). Also the rest of what the start-up hook calls (steps, windows held, tensor
+ * memory).
  */
 #include <errno.h>
 #include <pthread.h>
