@@ -151,17 +151,19 @@ static uint32_t thread_slot(uint32_t key)
 	return (key * 0x9e3779b1u) >> 20 & (THREADS_MAX - 1);
 }
 
-void gprof_collector_note_thread(uint32_t tid)
-{
-	static GPROF_TLS uint32_t noted;
-	uint32_t key;
+GPROF_TLS uint32_t gprof_coll_noted_tid;
 
-	if (noted == tid || cupti_names_tids())
+/*
+ * Noted once per thread (and tid, which a fork changes): CUPTI names threads by pthread_self()
+ * or by system ids from when it is set up, and only the first needs the table.
+ */
+void gprof_coll_note_thread(uint32_t tid)
+{
+	uint32_t key = (uint32_t)(uintptr_t)pthread_self();
+
+	gprof_coll_noted_tid = tid;
+	if (cupti_names_tids() || !key)
 		return;
-	key = (uint32_t)(uintptr_t)pthread_self();
-	if (!key)
-		return;
-	noted = tid;
 	for (uint32_t i = thread_slot(key), n = 0; n < THREADS_MAX;
 	     n++, i = (i + 1) % THREADS_MAX) {
 		uint32_t k = __atomic_load_n(&thread_keys[i], __ATOMIC_ACQUIRE);

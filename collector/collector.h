@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/compiler.h"
 #include "export/export.h"
 
 /* How long a window waits for its late GPU records, by default (ms). */
@@ -77,8 +78,17 @@ void gprof_collector_window_begin(uint32_t id, uint64_t number, uint64_t begin_n
 /* SAVE: the window records no API call that starts at or after end_ns; drain, then release. */
 void gprof_collector_window_end(uint32_t id, uint64_t end_ns);
 
-/* The GPROF_ACT_* bits whose events come from CUPTI now (the session skips its own). */
-unsigned gprof_collector_covers(void);
+/*
+ * The GPROF_ACT_* bits whose events come from CUPTI now (the session skips its own). Written by
+ * the collector as kinds are enabled and disabled, and when CUPTI is given up mid-window; read
+ * by every hooked call in a window (inline).
+ */
+extern unsigned gprof_coll_covers;
+
+static inline unsigned gprof_collector_covers(void)
+{
+	return __atomic_load_n(&gprof_coll_covers, __ATOMIC_ACQUIRE);
+}
 
 /*
  * Whether the process made a CUDA context since CUPTI was set up (at its first CUDA call,
@@ -90,9 +100,17 @@ int gprof_collector_contexts_made(void);
 /*
  * The calling thread's kernel thread id, so CUPTI's records land on the same track as the
  * thread's other events where CUPTI names threads by pthread_self() (one that refuses
- * cuptiSetThreadIdType's system ids); nothing otherwise. Cheap after the first call on a thread.
+ * cuptiSetThreadIdType's system ids); nothing otherwise. Inline: after the first call on a
+ * thread, one thread-local compare.
  */
-void gprof_collector_note_thread(uint32_t tid);
+extern GPROF_TLS uint32_t gprof_coll_noted_tid;
+void gprof_coll_note_thread(uint32_t tid);
+
+static inline void gprof_collector_note_thread(uint32_t tid)
+{
+	if (gprof_coll_noted_tid != tid)
+		gprof_coll_note_thread(tid);
+}
 
 /*
  * Around libgprof's own CUDA calls on the calling thread (begin true, then false): CUPTI's

@@ -56,7 +56,7 @@ static void give_up(struct gprof_coll *c, const char *status)
 	__atomic_compare_exchange_n(&c->contexts, &none, -1, false, __ATOMIC_RELAXED,
 				    __ATOMIC_RELAXED);
 	set_state(c, GPROF_COLL_FAILED);
-	__atomic_store_n(&c->covers, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&gprof_coll_covers, 0, __ATOMIC_RELEASE);
 	publish_status(c, status);
 	if (!c->thread_running)
 		gprof_coll_windows_release_all(c->wins);
@@ -78,7 +78,7 @@ static void disable_kinds(struct gprof_coll *c)
 	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
 		if (kinds[i].acts & c->cfg.activities)
 			c->cupti.disable(kinds[i].kind);
-	__atomic_store_n(&c->covers, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&gprof_coll_covers, 0, __ATOMIC_RELEASE);
 }
 
 /*
@@ -130,7 +130,7 @@ static void enable_kinds(struct gprof_coll *c)
 		return;
 	}
 	set_state(c, GPROF_COLL_ENABLED);
-	__atomic_store_n(&c->covers, c->cfg.activities & (GPROF_ACT_API | GPROF_ACT_MEMORY),
+	__atomic_store_n(&gprof_coll_covers, c->cfg.activities & (GPROF_ACT_API | GPROF_ACT_MEMORY),
 			 __ATOMIC_RELEASE);
 }
 
@@ -413,13 +413,6 @@ int gprof_collector_contexts_made(void)
 	return __atomic_load_n(&gprof_coll.contexts, __ATOMIC_RELAXED);
 }
 
-unsigned gprof_collector_covers(void)
-{
-	struct gprof_coll *c = &gprof_coll;
-
-	return __atomic_load_n(&c->covers, __ATOMIC_ACQUIRE);
-}
-
 void gprof_collector_set_runtime_info(const struct gprof_export_process_info *rt)
 {
 	struct gprof_coll *c = &gprof_coll;
@@ -459,7 +452,7 @@ void gprof_collector_forked(void)
 
 	/* The parent's thread and CUPTI session are not ours; the exporter writes nothing here. */
 	set_state(c, GPROF_COLL_OFF);
-	__atomic_store_n(&c->covers, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&gprof_coll_covers, 0, __ATOMIC_RELEASE);
 	c->thread_running = false;
 	c->want = false;
 	gprof_coll_windows_forget(c->wins);

@@ -372,7 +372,6 @@ struct gprof_coll {
 	pthread_mutex_t lock; /* the fields below and window claims; never taken by CUPTI's
 			       * callbacks, never held while waiting for the thread */
 	int state;	      /* enum gprof_coll_state; atomic, written under lock */
-	unsigned covers;      /* gprof_collector_covers(); atomic */
 	bool want;	      /* a window is warming up or recording */
 	bool stop;	      /* exit: the thread ends once every window is finished */
 	bool thread_running;

@@ -6,6 +6,7 @@
 #include "collector/internal.h"
 
 struct gprof_coll gprof_coll = {.lock = PTHREAD_MUTEX_INITIALIZER, .contexts = -1};
+unsigned gprof_coll_covers;
 
 enum gprof_coll_state gprof_coll_state(const struct gprof_coll *c)
 {

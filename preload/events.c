@@ -17,27 +17,22 @@
 static struct {
 	const struct gprof_export_str *name; /* the public name */
 	const struct gprof_export_str *api;  /* the exact entry point */
-	unsigned acts;			     /* GPROF_ACT_* bits */
 	uint16_t flags;
 	uint16_t cbid;
 } hook_event[GPROF_HOOK_COUNT];
+unsigned gprof_events_acts[GPROF_HOOK_COUNT];
 
 void gprof_events_init(unsigned acts)
 {
 	for (int h = 0; h < GPROF_HOOK_COUNT; h++) {
 		const struct gprof_hook_info *hi = &gprof_hook_info[h];
 
-		hook_event[h].acts = gprof_hook_family[hi->family].acts & acts;
+		gprof_events_acts[h] = gprof_hook_family[hi->family].acts & acts;
 		hook_event[h].name = gprof_export_intern(hi->public_name);
 		hook_event[h].api = gprof_export_intern(hi->symbol);
 		hook_event[h].flags = gprof_hook_family[hi->family].flags | GPROF_EXPORT_ARG_RESULT;
 		hook_event[h].cbid = (uint16_t)hi->cbid;
 	}
-}
-
-unsigned gprof_events_writes(enum gprof_hook h)
-{
-	return hook_event[h].acts & ~gprof_collector_covers();
 }
 
 /*

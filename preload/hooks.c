@@ -33,18 +33,22 @@ static void *real_fn(enum gprof_hook h)
 }
 
 /*
- * gprof_hot was not 0: whether the session wants this call (notes the process's first CUDA
- * call and pending signals on the way). Returns -1 when not, else what the hooks write of it
- * (gprof_events_writes).
+ * gprof_hot was not 0: the session takes the process's first CUDA call and pending signals
+ * (they may open a window); then the call is recorded when a window is. Returns -1 when not,
+ * else what the hooks write of it (gprof_events_writes).
  */
-static int call_begin(enum gprof_hook h)
+static inline int call_begin(enum gprof_hook h, uint64_t hot)
 {
-	int writes;
-
-	if (in_hook || (writes = gprof_session_call(h)) < 0)
+	if (in_hook)
+		return -1;
+	if (unlikely(hot & GPROF_HOT_SESSION)) {
+		gprof_session_cuda_call(true);
+		hot = gprof_hot_load();
+	}
+	if (!gprof_hot_window(hot))
 		return -1;
 	in_hook = 1;
-	return writes;
+	return (int)gprof_events_writes(h);
 }
 
 /* A call the session wants: timed when the hooks write anything of it (writes not 0). */
@@ -93,17 +97,18 @@ static inline cudaError_t call_done(const struct gprof_hooked_call *c, int saved
  * `before` runs (it may read `writes`), the call is timed into c and the hook goes on to
  * describe it.
  */
-#define CALL_REAL_AFTER(c, sym, before, ...)                                          \
-	__typeof__(&sym) fn = (__typeof__(&sym))real_fn(GPROF_HOOK_##sym);            \
-	int writes;                                                                   \
-                                                                                      \
-	if (unlikely(!fn))                                                            \
-		return MISSING;                                                       \
-	if (likely(!gprof_hot_load()) || (writes = call_begin(GPROF_HOOK_##sym)) < 0) \
-		return fn(__VA_ARGS__);                                               \
-	before;                                                                       \
-	call_start(&(c), GPROF_HOOK_##sym, writes);                                   \
-	(c).result = fn(__VA_ARGS__);                                                 \
+#define CALL_REAL_AFTER(c, sym, before, ...)                                                       \
+	__typeof__(&sym) fn = (__typeof__(&sym))real_fn(GPROF_HOOK_##sym);                         \
+	uint64_t hot;                                                                              \
+	int writes;                                                                                \
+                                                                                                   \
+	if (unlikely(!fn))                                                                         \
+		return MISSING;                                                                    \
+	if (likely(!(hot = gprof_hot_load())) || (writes = call_begin(GPROF_HOOK_##sym, hot)) < 0) \
+		return fn(__VA_ARGS__);                                                            \
+	before;                                                                                    \
+	call_start(&(c), GPROF_HOOK_##sym, writes);                                                \
+	(c).result = fn(__VA_ARGS__);                                                              \
 	call_end(&(c))
 
 #define CALL_REAL(c, sym, ...) CALL_REAL_AFTER(c, sym, (void)0, __VA_ARGS__)
@@ -450,12 +455,13 @@ static inline cudaError_t profiler_call(enum gprof_hook h, cudaError_t (*fn)(voi
 {
 	struct gprof_hooked_call c;
 	struct gprof_export_event *e;
+	uint64_t hot;
 	int writes, saved_errno;
 
 	if (unlikely(!fn))
 		return MISSING;
 	gprof_session_profiler_api(h == GPROF_HOOK_cudaProfilerStart);
-	if (likely(!gprof_hot_load()) || (writes = call_begin(h)) < 0)
+	if (likely(!(hot = gprof_hot_load())) || (writes = call_begin(h, hot)) < 0)
 		return fn();
 	call_start(&c, h, writes);
 	c.result = fn();

@@ -9,7 +9,18 @@
 #include "common/clock.h"
 #include "preload/preload.h"
 
-int gprof_hot;
+uint64_t gprof_hot;
+
+void gprof_hot_set_window(uint32_t id)
+{
+	uint64_t hot = gprof_hot_load(), next;
+
+	do
+		next = (hot & ((1ull << GPROF_HOT_WINDOW_SHIFT) - 1)) |
+		       (uint64_t)id << GPROF_HOT_WINDOW_SHIFT;
+	while (!__atomic_compare_exchange_n(&gprof_hot, &hot, next, true, __ATOMIC_SEQ_CST,
+					    __ATOMIC_RELAXED));
+}
 
 GPROF_TLS int gprof_cached_tid;
 GPROF_TLS uint32_t gprof_current_op_id;

@@ -373,7 +373,7 @@ GPROF_EXPORT int InitializeInjection(void)
 {
 	gprof_preload_init();
 	if (gprof_hot_load() & GPROF_HOT_SESSION)
-		gprof_session_cuda_call();
+		gprof_session_cuda_call(false);
 	take_signals();
 	return 1;
 }

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collector/collector.h"
 #include "common/compiler.h"
 #include "common/torchop.h"
 
@@ -24,31 +25,48 @@ struct gprof_sched_event;
 
 /* ---- hot.c: what the hot path reads ---- */
 
-/* Bits of gprof_hot; zero means "forward and do nothing else" (the hooks' only check). */
+/*
+ * gprof_hot is the one word every hook reads first; 0 means "forward and do nothing else".
+ * Its low half holds the bits that send the next CUDA call to the session; its high half is
+ * the recording word: the export window the hooks' events go to, 0 when none (outside an
+ * active window, in warmup, once the process exits). Export window ids are never 0.
+ */
 enum {
-	GPROF_HOT_RECORDING = 1 << 0,  /* a window is active: record host events (not in warmup) */
 	GPROF_HOT_FIRST_CALL = 1 << 1, /* no CUDA call seen yet */
 	GPROF_HOT_SIGNAL = 1 << 2,     /* a SIGUSR2 waits to be acted on */
 };
 /* The bits that send the next CUDA call to gprof_session_cuda_call(). */
-#define GPROF_HOT_SESSION (GPROF_HOT_FIRST_CALL | GPROF_HOT_SIGNAL)
+#define GPROF_HOT_SESSION      (GPROF_HOT_FIRST_CALL | GPROF_HOT_SIGNAL)
+#define GPROF_HOT_WINDOW_SHIFT 32
 
-/* Written by the session on phase changes and by the SIGUSR2 handler; read by every hook. */
-extern int gprof_hot;
+/*
+ * The window half is written by the session at a window's start and end (under the stepper's
+ * lock) and at exit; the bits by the session and the SIGUSR2 handler; read by every hook.
+ */
+extern uint64_t gprof_hot;
 
-static inline int gprof_hot_load(void)
+static inline uint64_t gprof_hot_load(void)
 {
 	return __atomic_load_n(&gprof_hot, __ATOMIC_RELAXED);
 }
 
-/* Async-signal-safe (lock-free atomics). */
-static inline void gprof_hot_set(int bits, bool on)
+/* The window a hooked call records into: 0 when none. */
+static inline uint32_t gprof_hot_window(uint64_t hot)
+{
+	return (uint32_t)(hot >> GPROF_HOT_WINDOW_SHIFT);
+}
+
+/* The bits (not the window). Async-signal-safe (lock-free atomics). */
+static inline void gprof_hot_set(uint64_t bits, bool on)
 {
 	if (on)
 		__atomic_fetch_or(&gprof_hot, bits, __ATOMIC_RELEASE);
 	else
 		__atomic_fetch_and(&gprof_hot, ~bits, __ATOMIC_RELAXED);
 }
+
+/* The window the hooks record into from now on (0: none); the bits stay. */
+void gprof_hot_set_window(uint32_t id);
 
 /* Per-thread: the thread id, cached; forgotten in a child after fork(). Inline: every event. */
 extern GPROF_TLS int gprof_cached_tid;
@@ -281,15 +299,13 @@ void gprof_preload_exec_failed(const char *what, int err);
  * Returns 0, or -1 when libgprof is to stay inert.
  */
 int gprof_session_init(const struct gprof_config *cfg);
-/* A CUDA call saw a GPROF_HOT_SESSION bit: the first call, or a SIGUSR2 waits. */
-void gprof_session_cuda_call(void);
+/*
+ * A CUDA call saw a GPROF_HOT_SESSION bit: the first call, or a SIGUSR2 waits. from_hook: a
+ * hooked call, which may wait for another thread's first call to finish setting up.
+ */
+void gprof_session_cuda_call(bool from_hook);
 /* --torch's hook's first call: a marker for step 0's start (torch.c). */
 void gprof_session_step_zero(void);
-/*
- * A hooked call of h saw gprof_hot not 0: -1 when the session does not want it, else what the
- * hooks write of it (gprof_events_writes). Notes the first CUDA call and SIGUSR2s on the way.
- */
-int gprof_session_call(enum gprof_hook h);
 void gprof_session_step_marker(uint64_t ts_ns);
 bool gprof_session_recording(void);
 /* GPROF_ACTIVITIES has nvtx: NVTX ranges and marks are written (and ranges annotate the GPU). */
@@ -394,8 +410,14 @@ void gprof_trigger_forked(void);
 
 /* From the session's init (export running): the GPROF_ACT_* bits the configuration asks for. */
 void gprof_events_init(unsigned activities);
+/* Written once by gprof_events_init: by hook, what its calls may write that is asked for. */
+extern unsigned gprof_events_acts[GPROF_HOOK_COUNT];
+
 /* The GPROF_ACT_* bits the hooks write for a call of h: asked for, and not CUPTI's now. */
-unsigned gprof_events_writes(enum gprof_hook h);
+static inline unsigned gprof_events_writes(enum gprof_hook h)
+{
+	return gprof_events_acts[h] & ~gprof_collector_covers();
+}
 /* The step span of a stepper event, in window `window`. */
 void gprof_events_step(uint32_t window, const struct gprof_sched_event *ev);
 /*

@@ -70,17 +70,14 @@ static int exiting;
 #define EXPORT_FINI_MS	  10000
 
 /*
- * The window that application events go to. None once the process exits: the last step's span
- * ends at the exit's timestamp, taken after `exiting` is set, and a thread still running must
- * not add a call that outlasts that span on its track.
+ * The window that application events go to: gprof_hot's recording word. None once the process
+ * exits: the last step's span ends at the exit's timestamp, taken after the word is cleared,
+ * and a thread still running must not add a call that outlasts that span on its track.
  */
 static bool window_get(uint32_t *id)
 {
-	if (__atomic_load_n(&exiting, __ATOMIC_SEQ_CST) ||
-	    !__atomic_load_n(&window_open, __ATOMIC_ACQUIRE))
-		return false;
-	*id = __atomic_load_n(&cur_window, __ATOMIC_RELAXED);
-	return true;
+	*id = gprof_hot_window(__atomic_load_n(&gprof_hot, __ATOMIC_ACQUIRE));
+	return *id != 0;
 }
 
 /* CUDA is in use and calling it from this thread is safe now (see no_own_calls). */
@@ -194,7 +191,8 @@ static int window_open_at(const struct gprof_sched_event *ev, uint64_t first_ste
 	__atomic_store_n(&cur_window, id, __ATOMIC_RELAXED);
 	__atomic_store_n(&window_begin_ns, begin_ns, __ATOMIC_RELAXED);
 	__atomic_store_n(&window_open, 1, __ATOMIC_RELEASE);
-	gprof_hot_set(GPROF_HOT_RECORDING, true);
+	if (!__atomic_load_n(&exiting, __ATOMIC_SEQ_CST))
+		gprof_hot_set_window(id);
 	/* Its duration, if it has one, is the timer's next deadline. */
 	gprof_trigger_wake();
 	return 0;
@@ -260,7 +258,7 @@ static void window_end(const struct gprof_sched_event *ev)
 	}
 	if (cur_window == __atomic_load_n(&torch_held, __ATOMIC_ACQUIRE))
 		__atomic_store_n(&torch_held_end_ns, ev->end_ns, __ATOMIC_RELAXED);
-	gprof_hot_set(GPROF_HOT_RECORDING, false);
+	gprof_hot_set_window(0);
 	__atomic_store_n(&window_open, 0, __ATOMIC_RELEASE);
 	runtime_facts();
 	/* The collector drains the window's late GPU records on its own thread. */
@@ -459,7 +457,7 @@ static void wait_cuda_ready(void)
  * The FIRST_CALL bit stays set until the first call's set-up is done, so that a call of another
  * thread comes here meanwhile; from_hook: may wait for it (wait_cuda_ready).
  */
-static void session_cuda_call(bool from_hook)
+void gprof_session_cuda_call(bool from_hook)
 {
 	int saved_errno = errno;
 	bool first = false;
@@ -499,11 +497,6 @@ static void session_cuda_call(bool from_hook)
 	errno = saved_errno;
 }
 
-void gprof_session_cuda_call(void)
-{
-	session_cuda_call(false);
-}
-
 void gprof_session_profiler_api(bool start)
 {
 	int saved_errno = errno;
@@ -541,15 +534,6 @@ void gprof_session_step_marker(uint64_t ts_ns)
 	/* Transitions may enable CUPTI or ask the runtime for its devices: errno stays. */
 	gprof_stepper_mark(&stepper, ts_ns, gprof_tid());
 	errno = saved_errno;
-}
-
-int gprof_session_call(enum gprof_hook h)
-{
-	if (gprof_hot_load() & GPROF_HOT_SESSION)
-		session_cuda_call(true);
-	if (!gprof_session_recording())
-		return -1;
-	return (int)gprof_events_writes(h);
 }
 
 /* While recording or warming up: NVTX keeps copies of messages for ranges still open. */
@@ -719,6 +703,7 @@ void gprof_session_fini(int tid)
 	if (is_inert())
 		return;
 	__atomic_store_n(&exiting, 1, __ATOMIC_SEQ_CST);
+	gprof_hot_set_window(0);
 	gprof_trigger_stop();
 	gprof_stepper_finish_on(&stepper, gprof_realtime_ns(), tid);
 	gprof_collector_fini(COLLECTOR_FINI_MS);
