@@ -87,12 +87,12 @@ $(APPS_OUT)/nvcc-app-pt.o: NVCC_FLAGS := --default-stream per-thread
 
 nvcc_app = $(NVCC) -cudart shared $(NVCC_FLAGS) -O2 -c -o $@ $<
 
-$(APPS_OUT)/%.o: test/apps/%.cu test/apps/check.cuh
+$(APPS_OUT)/%.o: test/apps/%.cu test/apps/check.h
 	$(call quiet,NVCC,$@)
 	@mkdir -p $(@D)
 	$(Q)$(nvcc_app)
 
-$(APPS_OUT)/%-pt.o: test/apps/%.cu test/apps/check.cuh
+$(APPS_OUT)/%-pt.o: test/apps/%.cu test/apps/check.h
 	$(call quiet,NVCC,$@)
 	@mkdir -p $(@D)
 	$(Q)$(nvcc_app)

@@ -18,14 +18,8 @@
 
 #define N 256
 
-#define CHECK(call, ok)                                                                            \
-	do {                                                                                       \
-		int err_ = (int)(call);                                                            \
-		if (err_ != (ok)) {                                                                \
-			fprintf(stderr, "blas-app: %s: %d\n", #call, err_);                        \
-			return 1;                                                                  \
-		}                                                                                  \
-	} while (0)
+#define APP "blas-app"
+#include "check.h"
 
 int main(int argc, char **argv)
 {
@@ -35,24 +29,22 @@ int main(int argc, char **argv)
 	__nv_bfloat16 *ha, *hb;
 	cublasHandle_t h;
 
-	CHECK(cudaMalloc(&a, N * N * sizeof(float)), cudaSuccess);
-	CHECK(cudaMalloc(&b, N * N * sizeof(float)), cudaSuccess);
-	CHECK(cudaMalloc(&c, N * N * sizeof(float)), cudaSuccess);
-	CHECK(cudaMalloc(&ha, N * N * sizeof(*ha)), cudaSuccess);
-	CHECK(cudaMalloc(&hb, N * N * sizeof(*hb)), cudaSuccess);
-	CHECK(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
+	CHECK(cudaMalloc(&a, N * N * sizeof(float)));
+	CHECK(cudaMalloc(&b, N * N * sizeof(float)));
+	CHECK(cudaMalloc(&c, N * N * sizeof(float)));
+	CHECK(cudaMalloc(&ha, N * N * sizeof(*ha)));
+	CHECK(cudaMalloc(&hb, N * N * sizeof(*hb)));
+	CHECK_BLAS(cublasCreate(&h));
 	for (int s = 0; s < steps; s++) {
 		nvtxMarkA("step");
-		CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &alpha, a, N, b, N, &beta, c,
-				  N),
-		      CUBLAS_STATUS_SUCCESS);
-		CHECK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &alpha, ha, CUDA_R_16BF, N, hb,
+		CHECK_BLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &alpha, a, N, b, N, &beta, c,
+				  N));
+		CHECK_BLAS(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &alpha, ha, CUDA_R_16BF, N, hb,
 				   CUDA_R_16BF, N, &beta, c, CUDA_R_32F, N, CUBLAS_COMPUTE_32F,
-				   CUBLAS_GEMM_DEFAULT),
-		      CUBLAS_STATUS_SUCCESS);
-		CHECK(cudaDeviceSynchronize(), cudaSuccess);
+				   CUBLAS_GEMM_DEFAULT));
+		CHECK(cudaDeviceSynchronize());
 	}
-	CHECK(cublasDestroy(h), CUBLAS_STATUS_SUCCESS);
+	CHECK_BLAS(cublasDestroy(h));
 	cudaFree(a), cudaFree(b), cudaFree(c), cudaFree(ha), cudaFree(hb);
 	printf("blas-app: %d steps ok\n", steps);
 	return 0;

@@ -14,6 +14,7 @@
 #include <nvtx3/nvToolsExt.h>
 
 #define APP "copy-app"
+#define CHECK_ON_STDOUT
 #include "check.h"
 
 #define KIB 1024

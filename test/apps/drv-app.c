@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include <cuda.h>
+#define APP "drv-app"
+#include "check.h"
 #include "driver-entries.h"
 
 #define BYTES 4096
@@ -59,15 +61,6 @@ static const struct driver_entry entries[] = {
     DRIVER_ENTRY(cu, "cuCtxSynchronize", sync),
 };
 
-#define CHECK(call)                                                                   \
-	do {                                                                          \
-		CUresult err_ = (call);                                               \
-		if (err_ != CUDA_SUCCESS) {                                           \
-			fprintf(stderr, "drv-app: %s: error %d\n", #call, (int)err_); \
-			exit(1);                                                      \
-		}                                                                     \
-	} while (0)
-
 static void resolve(void)
 {
 	driver_entries("drv-app", entries, sizeof(entries) / sizeof(entries[0]), &cu);
@@ -93,27 +86,27 @@ int main(int argc, char **argv)
 				 .sharedMemBytes = 256};
 
 	resolve();
-	CHECK(cu.init(0));
-	CHECK(cu.device_get(&dev, 0));
-	CHECK(cu.ctx_retain(&ctx, dev));
-	CHECK(cu.ctx_set(ctx));
-	CHECK(cu.module_load(&mod, ptx));
-	CHECK(cu.module_get_function(&add, mod, "triton_poi_fused_add_0"));
-	CHECK(cu.module_get_function(&sum, mod, "triton_red_fused_sum_1"));
-	CHECK(cu.mem_alloc(&a, BYTES));
-	CHECK(cu.mem_alloc(&b, BYTES));
+	CHECK_CU(cu.init(0));
+	CHECK_CU(cu.device_get(&dev, 0));
+	CHECK_CU(cu.ctx_retain(&ctx, dev));
+	CHECK_CU(cu.ctx_set(ctx));
+	CHECK_CU(cu.module_load(&mod, ptx));
+	CHECK_CU(cu.module_get_function(&add, mod, "triton_poi_fused_add_0"));
+	CHECK_CU(cu.module_get_function(&sum, mod, "triton_red_fused_sum_1"));
+	CHECK_CU(cu.mem_alloc(&a, BYTES));
+	CHECK_CU(cu.mem_alloc(&b, BYTES));
 	for (int i = 0; i < BYTES; i++)
 		in[i] = (char)i;
-	CHECK(cu.htod(a, in, BYTES));
+	CHECK_CU(cu.htod(a, in, BYTES));
 	for (int s = 0; s < steps; s++) {
-		CHECK(cu.launch(add, 8, 1, 1, 128, 1, 1, 0, NULL, args, NULL));
-		CHECK(cu.launch_ex(&config, sum, args, NULL));
+		CHECK_CU(cu.launch(add, 8, 1, 1, 128, 1, 1, 0, NULL, args, NULL));
+		CHECK_CU(cu.launch_ex(&config, sum, args, NULL));
 	}
-	CHECK(cu.dtoh(out, a, BYTES));
-	CHECK(cu.sync());
-	CHECK(cu.mem_free(a));
-	CHECK(cu.mem_free(b));
-	CHECK(cu.module_unload(mod));
+	CHECK_CU(cu.dtoh(out, a, BYTES));
+	CHECK_CU(cu.sync());
+	CHECK_CU(cu.mem_free(a));
+	CHECK_CU(cu.mem_free(b));
+	CHECK_CU(cu.module_unload(mod));
 	if (memcmp(in, out, BYTES)) {
 		fprintf(stderr, "drv-app: bytes differ after the round trip\n");
 		return 1;

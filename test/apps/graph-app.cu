@@ -35,7 +35,7 @@ __global__ void scale(float *x, float a, int n)
 }
 
 #define APP "graph-app"
-#include "check.cuh"
+#include "check.h"
 
 int main(int argc, char **argv)
 {

@@ -31,6 +31,8 @@
 #include <string.h>
 
 #include <cuda.h>
+#define APP "link-app"
+#include "check.h"
 #include "driver-entries.h"
 
 static struct {
@@ -84,27 +86,6 @@ static const struct driver_entry entries[] = {
     DRIVER_ENTRY(cu, "cuCtxSynchronize", sync),
 };
 
-static void fail(const char *what, int err)
-{
-	fprintf(stderr, "link-app: %s: error %d\n", what, err);
-	exit(1);
-}
-
-#define CHECK(call)                             \
-	do {                                    \
-		CUresult err_ = (call);         \
-		if (err_ != CUDA_SUCCESS)       \
-			fail(#call, (int)err_); \
-	} while (0)
-
-/* `call` must fail with CUDA_ERROR_NOT_FOUND. */
-#define NOT_FOUND(call)                           \
-	do {                                      \
-		CUresult err_ = (call);           \
-		if (err_ != CUDA_ERROR_NOT_FOUND) \
-			fail(#call, (int)err_);   \
-	} while (0)
-
 static void resolve(void)
 {
 	void *lib = driver_entries("link-app", entries, sizeof(entries) / sizeof(entries[0]), &cu);
@@ -139,7 +120,7 @@ static size_t global_size(CUmodule mod, const char *name)
 	CUdeviceptr ptr;
 	size_t bytes = 0;
 
-	CHECK(cu.module_get_global(&ptr, &bytes, mod, name));
+	CHECK_CU(cu.module_get_global(&ptr, &bytes, mod, name));
 	return bytes;
 }
 
@@ -173,48 +154,48 @@ int main(int argc, char **argv)
 	resolve();
 	cubin = slurp(argv[1], &cubin_size);
 	ptx = slurp(argv[2], &ptx_size);
-	CHECK(cu.init(0));
-	CHECK(cu.device_get(&dev, 0));
-	CHECK(cu.ctx_retain(&ctx, dev));
-	CHECK(cu.ctx_set(ctx));
+	CHECK_CU(cu.init(0));
+	CHECK_CU(cu.device_get(&dev, 0));
+	CHECK_CU(cu.ctx_retain(&ctx, dev));
+	CHECK_CU(cu.ctx_set(ctx));
 
 	/* 1. three inputs */
-	CHECK(cu.link_create(0, NULL, NULL, &link));
-	CHECK(cu.link_add_data(link, CU_JIT_INPUT_CUBIN, cubin, cubin_size, "link-kernels.cubin", 0,
-			       NULL, NULL));
-	CHECK(cu.link_add_data(link, CU_JIT_INPUT_PTX, ptx, ptx_size + 1, "link-more.ptx", 0, NULL,
-			       NULL));
-	CHECK(cu.link_add_file(link, CU_JIT_INPUT_FATBINARY, argv[3], 0, NULL, NULL));
-	CHECK(cu.link_complete(link, &linked, &linked_size));
-	CHECK(cu.module_load(&mod, linked));
-	CHECK(cu.link_destroy(link));
-	CHECK(cu.module_get_function(&scale, mod, "link_scale"));
-	CHECK(cu.module_get_function(&sum, mod, "_Z8link_sumPKfPfi"));
-	CHECK(cu.module_get_function(&grid_sync, mod, "link_grid_sync"));
-	CHECK(cu.module_get_function(&touch, mod, "_Z5touchi"));
-	NOT_FOUND(cu.module_get_function(&f, mod, "not_linked"));
-	CHECK(cu.launch(scale, 4, 1, 1, 128, 1, 1, 0, NULL, NULL, NULL));
-	CHECK(cu.launch(sum, 2, 1, 1, 64, 1, 1, 512, NULL, NULL, NULL));
-	CHECK(cu.launch_cooperative(grid_sync, 8, 1, 1, 256, 1, 1, 0, NULL, NULL));
-	CHECK(cu.launch_ex(&config, touch, NULL, NULL));
+	CHECK_CU(cu.link_create(0, NULL, NULL, &link));
+	CHECK_CU(cu.link_add_data(link, CU_JIT_INPUT_CUBIN, cubin, cubin_size, "link-kernels.cubin",
+				  0, NULL, NULL));
+	CHECK_CU(cu.link_add_data(link, CU_JIT_INPUT_PTX, ptx, ptx_size + 1, "link-more.ptx", 0,
+				  NULL, NULL));
+	CHECK_CU(cu.link_add_file(link, CU_JIT_INPUT_FATBINARY, argv[3], 0, NULL, NULL));
+	CHECK_CU(cu.link_complete(link, &linked, &linked_size));
+	CHECK_CU(cu.module_load(&mod, linked));
+	CHECK_CU(cu.link_destroy(link));
+	CHECK_CU(cu.module_get_function(&scale, mod, "link_scale"));
+	CHECK_CU(cu.module_get_function(&sum, mod, "_Z8link_sumPKfPfi"));
+	CHECK_CU(cu.module_get_function(&grid_sync, mod, "link_grid_sync"));
+	CHECK_CU(cu.module_get_function(&touch, mod, "_Z5touchi"));
+	CHECK_IS(cu.module_get_function(&f, mod, "not_linked"), CUDA_ERROR_NOT_FOUND);
+	CHECK_CU(cu.launch(scale, 4, 1, 1, 128, 1, 1, 0, NULL, NULL, NULL));
+	CHECK_CU(cu.launch(sum, 2, 1, 1, 64, 1, 1, 512, NULL, NULL, NULL));
+	CHECK_CU(cu.launch_cooperative(grid_sync, 8, 1, 1, 256, 1, 1, 0, NULL, NULL));
+	CHECK_CU(cu.launch_ex(&config, touch, NULL, NULL));
 
 	/* 2. the PTX alone, through the CUDA 5.5 forms */
-	CHECK(cu.link_create_v1(0, NULL, NULL, &link));
-	CHECK(cu.link_add_data_v1(link, CU_JIT_INPUT_PTX, ptx, ptx_size + 1, "link-more.ptx", 0,
-				  NULL, NULL));
-	CHECK(cu.link_complete(link, &linked, &linked_size));
-	CHECK(cu.module_load(&ptx_mod, linked));
-	CHECK(cu.link_destroy(link));
-	CHECK(cu.module_get_function(&f, ptx_mod, "link_grid_sync"));
-	NOT_FOUND(cu.module_get_function(&f, ptx_mod, "link_scale"));
+	CHECK_CU(cu.link_create_v1(0, NULL, NULL, &link));
+	CHECK_CU(cu.link_add_data_v1(link, CU_JIT_INPUT_PTX, ptx, ptx_size + 1, "link-more.ptx", 0,
+				     NULL, NULL));
+	CHECK_CU(cu.link_complete(link, &linked, &linked_size));
+	CHECK_CU(cu.module_load(&ptx_mod, linked));
+	CHECK_CU(cu.link_destroy(link));
+	CHECK_CU(cu.module_get_function(&f, ptx_mod, "link_grid_sync"));
+	CHECK_IS(cu.module_get_function(&f, ptx_mod, "link_scale"), CUDA_ERROR_NOT_FOUND);
 
 	/* 3. the cubin as a library, from its file */
-	CHECK(cu.library_load_file(&lib, argv[1], NULL, NULL, 0, NULL, NULL, 0));
-	CHECK(cu.library_get_kernel(&kernel, lib, "link_scale"));
-	CHECK(cu.launch((CUfunction)kernel, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
-	NOT_FOUND(cu.library_get_kernel(&kernel, lib, "link_grid_sync"));
+	CHECK_CU(cu.library_load_file(&lib, argv[1], NULL, NULL, 0, NULL, NULL, 0));
+	CHECK_CU(cu.library_get_kernel(&kernel, lib, "link_scale"));
+	CHECK_CU(cu.launch((CUfunction)kernel, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+	CHECK_IS(cu.library_get_kernel(&kernel, lib, "link_grid_sync"), CUDA_ERROR_NOT_FOUND);
 
-	CHECK(cu.sync());
+	CHECK_CU(cu.sync());
 	printf("link-app: table %zu bytes, hits %zu bytes, counter %zu bytes, big %zu bytes\n",
 	       global_size(mod, "table"), global_size(mod, "hits"), global_size(mod, "counter"),
 	       global_size(mod, "big"));

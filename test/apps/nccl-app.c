@@ -24,6 +24,8 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include "../fakecuda/nccl.h"
+#define APP "nccl-app"
+#include "check.h"
 
 static volatile int stub_calls;
 
@@ -34,15 +36,6 @@ void compute_stub(void)
 	stub_calls++;
 }
 
-#define CHECK(call, ok)                                                     \
-	do {                                                                \
-		int err_ = (int)(call);                                     \
-		if (err_ != (ok)) {                                         \
-			fprintf(stderr, "nccl-app: %s: %d\n", #call, err_); \
-			exit(1);                                            \
-		}                                                           \
-	} while (0)
-
 /* -m: rank 0's id through `path` (written aside, renamed), which the others wait for. */
 static void meet(const char *path, int rank, ncclUniqueId *id)
 {
@@ -50,18 +43,18 @@ static void meet(const char *path, int rank, ncclUniqueId *id)
 	FILE *f;
 
 	if (!rank) {
-		CHECK(ncclGetUniqueId(id), ncclSuccess);
+		CHECK_IS(ncclGetUniqueId(id), ncclSuccess);
 		snprintf(part, sizeof(part), "%s.part", path);
 		f = fopen(part, "wb");
-		CHECK(f && fwrite(id, sizeof(*id), 1, f) == 1 && !fclose(f), 1);
-		CHECK(rename(part, path), 0);
+		CHECK_IS(f && fwrite(id, sizeof(*id), 1, f) == 1 && !fclose(f), 1);
+		CHECK_IS(rename(part, path), 0);
 		return;
 	}
 	for (int tries = 0; !(f = fopen(path, "rb")); tries++) {
-		CHECK(tries < 60000, 1);
+		CHECK_IS(tries < 60000, 1);
 		usleep(1000);
 	}
-	CHECK(fread(id, sizeof(*id), 1, f), 1);
+	CHECK_IS(fread(id, sizeof(*id), 1, f), 1);
 	fclose(f);
 }
 
@@ -78,31 +71,30 @@ static void exchange(ncclComm_t comm, cudaStream_t s, int rank, int world)
 	};
 	int host[N * (MAX_RANKS + 1)], *dev;
 
-	CHECK(world <= MAX_RANKS, 1);
-	CHECK(cudaMalloc((void **)&dev, sizeof(host)), cudaSuccess);
+	CHECK_IS(world <= MAX_RANKS, 1);
+	CHECK(cudaMalloc((void **)&dev, sizeof(host)));
 	for (int i = 0; i < N; i++)
 		host[i] = rank + 1;
-	CHECK(cudaMemcpy(dev, host, N * sizeof(int), cudaMemcpyHostToDevice), cudaSuccess);
-	CHECK(ncclAllReduce(dev, dev, N, ncclInt32, ncclSum, comm, s), ncclSuccess);
-	CHECK(cudaMemcpy(host, dev, N * sizeof(int), cudaMemcpyDeviceToHost), cudaSuccess);
+	CHECK(cudaMemcpy(dev, host, N * sizeof(int), cudaMemcpyHostToDevice));
+	CHECK_IS(ncclAllReduce(dev, dev, N, ncclInt32, ncclSum, comm, s), ncclSuccess);
+	CHECK(cudaMemcpy(host, dev, N * sizeof(int), cudaMemcpyDeviceToHost));
 	for (int i = 0; i < N; i++)
-		CHECK(host[i], world * (world + 1) / 2);
+		CHECK_IS(host[i], world * (world + 1) / 2);
 	for (int i = 0; i < N; i++)
 		host[i] = rank;
-	CHECK(cudaMemcpy(dev, host, N * sizeof(int), cudaMemcpyHostToDevice), cudaSuccess);
-	CHECK(ncclAllGather(dev, dev + N, N, ncclInt32, comm, s), ncclSuccess);
-	CHECK(cudaMemcpy(host, dev + N, (size_t)(N * world) * sizeof(int), cudaMemcpyDeviceToHost),
-	      cudaSuccess);
+	CHECK(cudaMemcpy(dev, host, N * sizeof(int), cudaMemcpyHostToDevice));
+	CHECK_IS(ncclAllGather(dev, dev + N, N, ncclInt32, comm, s), ncclSuccess);
+	CHECK(cudaMemcpy(host, dev + N, (size_t)(N * world) * sizeof(int), cudaMemcpyDeviceToHost));
 	for (int i = 0; i < N * world; i++)
-		CHECK(host[i], i / N);
+		CHECK_IS(host[i], i / N);
 	for (int i = 0; i < N; i++)
 		host[i] = 10 * rank + 7;
-	CHECK(cudaMemcpy(dev, host, N * sizeof(int), cudaMemcpyHostToDevice), cudaSuccess);
-	CHECK(ncclBroadcast(dev, dev, N, ncclInt32, 0, comm, s), ncclSuccess);
-	CHECK(cudaMemcpy(host, dev, N * sizeof(int), cudaMemcpyDeviceToHost), cudaSuccess);
+	CHECK(cudaMemcpy(dev, host, N * sizeof(int), cudaMemcpyHostToDevice));
+	CHECK_IS(ncclBroadcast(dev, dev, N, ncclInt32, 0, comm, s), ncclSuccess);
+	CHECK(cudaMemcpy(host, dev, N * sizeof(int), cudaMemcpyDeviceToHost));
 	for (int i = 0; i < N; i++)
-		CHECK(host[i], 7);
-	CHECK(cudaFree(dev), cudaSuccess);
+		CHECK_IS(host[i], 7);
+	CHECK(cudaFree(dev));
 	printf("nccl-app: rank %d: the ranks' bytes met\n", rank);
 }
 
@@ -186,43 +178,42 @@ int main(int argc, char **argv)
 	}
 	if (steps < 0 || count < 4)
 		goto usage;
-	CHECK(cudaSetDevice(env_int("LOCAL_RANK", 0)), cudaSuccess);
-	CHECK(cudaStreamCreate(&stream), cudaSuccess);
-	CHECK(cudaStreamCreate(&comm_stream), cudaSuccess);
-	CHECK(cudaMalloc((void **)&grads, (size_t)count * sizeof(float)), cudaSuccess);
+	CHECK(cudaSetDevice(env_int("LOCAL_RANK", 0)));
+	CHECK(cudaStreamCreate(&stream));
+	CHECK(cudaStreamCreate(&comm_stream));
+	CHECK(cudaMalloc((void **)&grads, (size_t)count * sizeof(float)));
 	args[0] = &grads;
 	memset(&id, 0, sizeof(id));
 	if (meet_at)
 		meet(meet_at, rank, &id);
-	CHECK(ncclCommInitRank(&comm, world, id, rank), ncclSuccess);
+	CHECK_IS(ncclCommInitRank(&comm, world, id, rank), ncclSuccess);
 	for (int s = 0; s < steps; s++) {
 		nvtxMarkA("step");
-		CHECK(cudaLaunchKernel((const void *)compute_stub, grid, block, args, 0, stream),
-		      cudaSuccess);
+		CHECK(cudaLaunchKernel((const void *)compute_stub, grid, block, args, 0, stream));
 		op_push("nccl:all_reduce");
-		CHECK(ncclAllReduce(grads, grads, (size_t)count, ncclFloat32, ncclSum, comm,
-				    comm_stream),
-		      ncclSuccess);
+		CHECK_IS(ncclAllReduce(grads, grads, (size_t)count, ncclFloat32, ncclSum, comm,
+				       comm_stream),
+			 ncclSuccess);
 		op_pop();
 		op_push("nccl:all_gather");
-		CHECK(ncclAllGather(grads, grads, (size_t)count / 4 / world, ncclBfloat16, comm,
-				    comm_stream),
-		      ncclSuccess);
+		CHECK_IS(ncclAllGather(grads, grads, (size_t)count / 4 / world, ncclBfloat16, comm,
+				       comm_stream),
+			 ncclSuccess);
 		op_pop();
 		if (refused)
-			CHECK(
+			CHECK_IS(
 			    ncclAllReduce(grads, grads, 1, ncclFloat32, ncclSum, NULL, comm_stream),
 			    ncclInvalidArgument);
-		CHECK(cudaStreamSynchronize(stream), cudaSuccess);
-		CHECK(cudaStreamSynchronize(comm_stream), cudaSuccess);
+		CHECK(cudaStreamSynchronize(stream));
+		CHECK(cudaStreamSynchronize(comm_stream));
 	}
 	nvtxMarkA("step");
 	if (meet_at)
 		exchange(comm, comm_stream, rank, world);
-	CHECK(ncclCommDestroy(comm), ncclSuccess);
-	CHECK(cudaFree(grads), cudaSuccess);
-	CHECK(cudaStreamDestroy(comm_stream), cudaSuccess);
-	CHECK(cudaStreamDestroy(stream), cudaSuccess);
+	CHECK_IS(ncclCommDestroy(comm), ncclSuccess);
+	CHECK(cudaFree(grads));
+	CHECK(cudaStreamDestroy(comm_stream));
+	CHECK(cudaStreamDestroy(stream));
 	printf("nccl-app: rank %d of %d, %d steps ok\n", rank, world, steps);
 	return 0;
 usage:

@@ -42,7 +42,7 @@ __global__ void fill(float *x, float v, int n)
 }
 
 #define APP "nvcc-app"
-#include "check.cuh"
+#include "check.h"
 
 int main(int argc, char **argv)
 {

@@ -19,7 +19,7 @@
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
 #define APP "pool-app"
-#include "check.cuh"
+#include "check.h"
 
 #define MIB (1ull << 20)
 

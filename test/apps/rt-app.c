@@ -18,6 +18,8 @@
 
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h>
+#define APP "rt-app"
+#include "check.h"
 #include "fatbin.h"
 
 #define COPY_BYTES (64 << 10)
@@ -41,15 +43,6 @@ void relu_stub(void)
 }
 
 static int steps = 3, threads = 1, offset_ms;
-
-#define CHECK(call)                                                                           \
-	do {                                                                                  \
-		cudaError_t err_ = (call);                                                    \
-		if (err_ != cudaSuccess) {                                                    \
-			fprintf(stderr, "rt-app: %s: %s\n", #call, cudaGetErrorString(err_)); \
-			exit(1);                                                              \
-		}                                                                             \
-	} while (0)
 
 static void register_kernels(void)
 {

@@ -38,6 +38,7 @@
 #include <nvtx3/nvToolsExt.h>
 
 #define APP "steps-app"
+#define CHECK_ON_STDOUT
 #include "check.h"
 #include "fatbin.h"
 

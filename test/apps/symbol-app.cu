@@ -30,7 +30,7 @@ __global__ void touch(int n)
 }
 
 #define APP "symbol-app"
-#include "check.cuh"
+#include "check.h"
 
 #define EXPECT(cond)                                                                               \
 	do {                                                                                       \

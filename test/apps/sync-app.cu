@@ -29,7 +29,7 @@ __global__ void spin(int *x)
 }
 
 #define APP "sync-app"
-#include "check.cuh"
+#include "check.h"
 
 int main(int argc, char **argv)
 {

@@ -31,6 +31,7 @@
 #include <nvtx3/nvToolsExt.h>
 
 #define APP "trig-app"
+#define CHECK_ON_STDOUT
 #include "check.h"
 #include "fatbin.h"
 

@@ -16,7 +16,7 @@ __global__ void fill(float *x)
 }
 
 #define APP "zero-app"
-#include "check.cuh"
+#include "check.h"
 
 int main(int argc, char **argv)
 {

@@ -14,23 +14,8 @@
 
 #define DIM 1024
 
-#define CHECK(call)                                                                             \
-	do {                                                                                    \
-		cudaError_t err_ = (call);                                                      \
-		if (err_ != cudaSuccess) {                                                      \
-			fprintf(stderr, "gemm-app: %s: %s\n", #call, cudaGetErrorString(err_)); \
-			exit(1);                                                                \
-		}                                                                               \
-	} while (0)
-
-#define CHECK_BLAS(call)                                                                      \
-	do {                                                                                  \
-		cublasStatus_t st_ = (call);                                                  \
-		if (st_ != CUBLAS_STATUS_SUCCESS) {                                           \
-			fprintf(stderr, "gemm-app: %s: cuBLAS status %d\n", #call, (int)st_); \
-			exit(1);                                                              \
-		}                                                                             \
-	} while (0)
+#define APP "gemm-app"
+#include "../apps/check.h"
 
 template <typename T> __global__ void fill(T *x, float v, int n)
 {

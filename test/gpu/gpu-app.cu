@@ -56,14 +56,8 @@ __global__ void reduce_sum(const float *x, float *out, int n)
 		atomicAdd(out, x[i]);
 }
 
-#define CHECK(call)                                                                            \
-	do {                                                                                   \
-		cudaError_t err_ = (call);                                                     \
-		if (err_ != cudaSuccess) {                                                     \
-			fprintf(stderr, "gpu-app: %s: %s\n", #call, cudaGetErrorString(err_)); \
-			exit(1);                                                               \
-		}                                                                              \
-	} while (0)
+#define APP "gpu-app"
+#include "../apps/check.h"
 
 struct bufs {
 	float *a, *c, *f, *sum, *d2d; /* device */

@@ -37,14 +37,8 @@ __global__ void stage_c(float *x, int n)
 		x[i] -= 1.0f;
 }
 
-#define CHECK(call)                                                                              \
-	do {                                                                                     \
-		cudaError_t err_ = (call);                                                       \
-		if (err_ != cudaSuccess) {                                                       \
-			fprintf(stderr, "graph-app: %s: %s\n", #call, cudaGetErrorString(err_)); \
-			exit(1);                                                                 \
-		}                                                                                \
-	} while (0)
+#define APP "graph-app"
+#include "../apps/check.h"
 
 int main(int argc, char **argv)
 {
