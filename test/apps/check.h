@@ -1,8 +1,9 @@
 /*
  * Checks for the test apps, C and nvcc alike; define APP, the app's name, first.
  * CHECK(call): a CUDA runtime call that fails prints "<APP>: <call>: <error>" on stderr, the
- * runtime's words, and exits 1. An app whose output the tests compare with and without libgprof
- * defines CHECK_ON_STDOUT first: then the line goes to stdout with the error's number, exit 2.
+ * runtime's words, and exits CHECK_EXIT (1 unless the app defines it). An app whose output the
+ * tests compare with and without libgprof defines CHECK_ON_STDOUT first: then the line goes to
+ * stdout with the error's number, exit 2.
  * CHECK_IS(call, want): a call of any other library (driver, cuBLAS, NCCL) that returns other
  * than want prints "<APP>: <call>: error <number>" on stderr and exits 1. CHECK_CU and
  * CHECK_BLAS are CHECK_IS of the driver's and cuBLAS's success.
@@ -16,8 +17,11 @@
 #ifdef CHECK_ON_STDOUT
 #define CHECK_FAILED(call, err) (printf(APP ": %s: %d\n", call, (int)(err)), exit(2))
 #else
+#ifndef CHECK_EXIT
+#define CHECK_EXIT 1
+#endif
 #define CHECK_FAILED(call, err) \
-	(fprintf(stderr, APP ": %s: %s\n", call, cudaGetErrorString(err)), exit(1))
+	(fprintf(stderr, APP ": %s: %s\n", call, cudaGetErrorString(err)), exit(CHECK_EXIT))
 #endif
 
 #define CHECK(call)                                \

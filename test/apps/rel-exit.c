@@ -37,6 +37,10 @@
 
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h>
+#define APP "rel-exit"
+/* A failed call exits 2, as the rel-* apps' other failures do. */
+#define CHECK_EXIT 2
+#include "check.h"
 #include "fatbin.h"
 
 #define LAUNCHES 30
@@ -56,14 +60,6 @@ static void sleep_ms(long ms)
 
 	while (nanosleep(&t, &t) != 0)
 		;
-}
-
-static void check(cudaError_t err, const char *what)
-{
-	if (err != cudaSuccess) {
-		fprintf(stderr, "rel-exit: %s: %d\n", what, (int)err);
-		exit(2);
-	}
 }
 
 /* What a mode does after launch i of step k, before the launch. */
@@ -100,12 +96,11 @@ static void step(const char *mode, int k)
 	nvtxMarkA("step");
 	for (int i = 0; i < LAUNCHES; i++) {
 		event(mode, k, i);
-		check(cudaLaunchKernel((const void *)work_stub, (dim3){(unsigned)k + 1, 1, 1},
-				       (dim3){32, 1, 1}, args, 0, NULL),
-		      "cudaLaunchKernel");
+		CHECK(cudaLaunchKernel((const void *)work_stub, (dim3){(unsigned)k + 1, 1, 1},
+				       (dim3){32, 1, 1}, args, 0, NULL));
 		sleep_ms(2);
 	}
-	check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+	CHECK(cudaDeviceSynchronize());
 }
 
 static void *exiter(void *arg)

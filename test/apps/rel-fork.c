@@ -26,6 +26,10 @@
 
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h>
+#define APP "rel-fork"
+/* A failed call exits 2, as the rel-* apps' other failures do. */
+#define CHECK_EXIT 2
+#include "check.h"
 #include "fatbin.h"
 
 #define CHILDREN 4
@@ -46,14 +50,6 @@ static void sleep_ms(long ms)
 
 	while (nanosleep(&t, &t) != 0)
 		;
-}
-
-static void check(cudaError_t err, const char *what)
-{
-	if (err != cudaSuccess) {
-		fprintf(stderr, "rel-fork: %s: %d\n", what, (int)err);
-		exit(2);
-	}
 }
 
 /* A forked child that does no CUDA: NVTX only, then it ends. */
@@ -101,11 +97,10 @@ static void steps(const char *mode, const char *self)
 	for (int k = 0; k < 6; k++) {
 		nvtxMarkA("step");
 		for (int i = 0; i < 10; i++, sleep_ms(2))
-			check(cudaLaunchKernel((const void *)work_stub,
+			CHECK(cudaLaunchKernel((const void *)work_stub,
 					       (dim3){(unsigned)k + 1, 1, 1}, (dim3){32, 1, 1},
-					       args, 0, NULL),
-			      "cudaLaunchKernel");
-		check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+					       args, 0, NULL));
+		CHECK(cudaDeviceSynchronize());
 		if (k == 3 && !strcmp(mode, "after"))
 			fork_children(NULL);
 		if (k == 3 && !strcmp(mode, "exec"))

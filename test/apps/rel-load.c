@@ -17,6 +17,11 @@
 
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h>
+#define APP "rel-load"
+/* A failed call exits 2, as the rel-* apps' other failures do. */
+#define CHECK_EXIT 2
+#include "check.h"
+#include "options.h"
 #include "fatbin.h"
 
 static volatile int stub_calls;
@@ -27,27 +32,18 @@ static void work_stub(void)
 	stub_calls++;
 }
 
-static void check(cudaError_t err, const char *what)
-{
-	if (err != cudaSuccess) {
-		fprintf(stderr, "rel-load: %s: %d\n", what, (int)err);
-		exit(2);
-	}
-}
-
 static void *worker(void *arg)
 {
 	unsigned t = (unsigned)(long)arg;
 	void *args[] = {NULL};
 	cudaStream_t s;
 
-	check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 	for (unsigned i = 0; i < (unsigned)launches; i++)
-		check(cudaLaunchKernel((const void *)work_stub, (dim3){t + 1, i / 1000 + 1, 1},
-				       (dim3){i % 1000 + 1, 1, 1}, args, 0, s),
-		      "cudaLaunchKernel");
-	check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
-	check(cudaStreamDestroy(s), "cudaStreamDestroy");
+		CHECK(cudaLaunchKernel((const void *)work_stub, (dim3){t + 1, i / 1000 + 1, 1},
+				       (dim3){i % 1000 + 1, 1, 1}, args, 0, s));
+	CHECK(cudaStreamSynchronize(s));
+	CHECK(cudaStreamDestroy(s));
 	return NULL;
 }
 
@@ -89,17 +85,12 @@ int main(int argc, char **argv)
 	static char fatbin[16];
 	void **handle = __cudaRegisterFatBinary(fatbin);
 	pthread_t tids[256], mark;
-	int threads = 32, wait_ms = 0, opt;
+	int threads = 32, wait_ms = 0;
+	const struct app_option options[] = {
+	    {'t', false, &threads}, {'n', false, &launches}, {'w', false, &wait_ms}};
 
-	while ((opt = getopt(argc, argv, "t:n:w:")) != -1) {
-		if (opt == 't')
-			threads = atoi(optarg);
-		else if (opt == 'n')
-			launches = atoi(optarg);
-		else if (opt == 'w')
-			wait_ms = atoi(optarg);
-	}
-	if (threads < 1 || threads > 256 || launches < 1 || launches > 1000 * 65535) {
+	if (APP_OPTIONS(argc, argv, options) || threads < 1 || threads > 256 || launches < 1 ||
+	    launches > 1000 * 65535) {
 		fprintf(stderr, "usage: rel-load [-t threads (1..256)] [-n launches] [-w ms]\n");
 		return 64;
 	}
@@ -113,7 +104,7 @@ int main(int argc, char **argv)
 		pthread_create(&tids[t], NULL, worker, (void *)t);
 	for (int t = 0; t < threads; t++)
 		pthread_join(tids[t], NULL);
-	check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+	CHECK(cudaDeviceSynchronize());
 	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
 	pthread_join(mark, NULL);
 	printf("rel-load: %d threads x %d launches ok\n", threads, launches);

@@ -15,6 +15,10 @@
 
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h>
+#define APP "rel-long"
+/* A failed call exits 2, as the rel-* apps' other failures do. */
+#define CHECK_EXIT 2
+#include "check.h"
 #include "fatbin.h"
 
 static volatile int stub_calls;
@@ -22,14 +26,6 @@ static volatile int stub_calls;
 static void long_stub(void)
 {
 	stub_calls++;
-}
-
-static void check(cudaError_t err, const char *what)
-{
-	if (err != cudaSuccess) {
-		fprintf(stderr, "rel-long: %s: %d\n", what, (int)err);
-		exit(2);
-	}
 }
 
 /* All the address space left but 16 MiB, in 1 MiB mappings kept to the end. */
@@ -73,18 +69,17 @@ int main(int argc, char **argv)
 	__cudaRegisterFunction(handle, (const char *)long_stub, "_Z4longPf", "_Z4longPf", -1, NULL,
 			       NULL, NULL, NULL, NULL);
 	__cudaRegisterFatBinaryEnd(handle);
-	check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+	CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 	if (take)
 		take_address_space();
 	for (long done = 0; done < kernels;) {
 		nvtxMarkA("step");
 		for (long i = 0; i < per_step && done < kernels; i++, done++)
-			check(cudaLaunchKernel((const void *)long_stub, (dim3){1, 1, 1},
-					       (dim3){32, 1, 1}, args, 0, s),
-			      "cudaLaunchKernel");
-		check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+			CHECK(cudaLaunchKernel((const void *)long_stub, (dim3){1, 1, 1},
+					       (dim3){32, 1, 1}, args, 0, s));
+		CHECK(cudaStreamSynchronize(s));
 	}
-	check(cudaStreamDestroy(s), "cudaStreamDestroy");
+	CHECK(cudaStreamDestroy(s));
 	printf("rel-long: %ld kernels ok\n", kernels);
 	return 0;
 }

@@ -14,6 +14,7 @@
 
 #include <cuda_runtime_api.h>
 #include "fatbin.h"
+#include "options.h"
 
 static volatile int stub_calls;
 static pthread_barrier_t *start_line; /* -f: the batch's threads launch together */
@@ -42,22 +43,14 @@ int main(int argc, char **argv)
 {
 	static char fatbin[16];
 	void **handle = __cudaRegisterFatBinary(fatbin);
-	int n = 5000, alive = 10, opt;
-	bool first = false, sync_batch = false;
+	int n = 5000, alive = 10, first = 0, sync_batch = 0;
+	const struct app_option options[] = {
+	    {'n', false, &n}, {'a', false, &alive}, {'f', true, &first}, {'s', true, &sync_batch}};
 	static pthread_barrier_t barrier;
 	pthread_t tids[512];
 
-	while ((opt = getopt(argc, argv, "n:a:fs")) != -1) {
-		if (opt == 'n')
-			n = atoi(optarg);
-		else if (opt == 'a')
-			alive = atoi(optarg);
-		else if (opt == 'f')
-			first = true;
-		else if (opt == 's')
-			sync_batch = true;
-	}
-	if (n < 1 || alive < 1 || alive > 512 || (first && n % alive)) {
+	if (APP_OPTIONS(argc, argv, options) || n < 1 || alive < 1 || alive > 512 ||
+	    (first && n % alive)) {
 		fprintf(stderr, "usage: rel-threads [-n threads] [-a alive (1..512)] [-f] [-s]\n"
 				"(with -f, threads a multiple of alive)\n");
 		return 64;

@@ -20,6 +20,7 @@
 #include <nvtx3/nvToolsExt.h>
 #define APP "rt-app"
 #include "check.h"
+#include "options.h"
 #include "fatbin.h"
 
 #define COPY_BYTES (64 << 10)
@@ -107,19 +108,10 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
 	pthread_t tids[64];
-	int opt;
+	const struct app_option options[] = {
+	    {'s', false, &steps}, {'t', false, &threads}, {'o', false, &offset_ms}};
 
-	while ((opt = getopt(argc, argv, "s:t:o:")) != -1) {
-		if (opt == 's')
-			steps = atoi(optarg);
-		else if (opt == 't')
-			threads = atoi(optarg);
-		else if (opt == 'o')
-			offset_ms = atoi(optarg);
-		else
-			goto usage;
-	}
-	if (steps < 0 || threads < 1 || threads > 64)
+	if (APP_OPTIONS(argc, argv, options) || steps < 0 || threads < 1 || threads > 64)
 		goto usage;
 	register_kernels();
 	/* NVTX initialises itself at the first call, racily: make that call before any thread. */
