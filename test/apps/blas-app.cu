@@ -46,6 +46,5 @@ int main(int argc, char **argv)
 	}
 	CHECK_BLAS(cublasDestroy(h));
 	cudaFree(a), cudaFree(b), cudaFree(c), cudaFree(ha), cudaFree(hb);
-	printf("blas-app: %d steps ok\n", steps);
-	return 0;
+	return STEPS_OK(steps);
 }

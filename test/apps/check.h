@@ -7,6 +7,7 @@
  * CHECK_IS(call, want): a call of any other library (driver, cuBLAS, NCCL) that returns other
  * than want prints "<APP>: <call>: error <number>" on stderr and exits 1. CHECK_CU and
  * CHECK_BLAS are CHECK_IS of the driver's and cuBLAS's success.
+ * return STEPS_OK(steps) ends a run that went well with the line the tests look for.
  */
 #ifndef GPROF_TEST_APPS_CHECK_H
 #define GPROF_TEST_APPS_CHECK_H
@@ -39,6 +40,8 @@
 			exit(1);                                              \
 		}                                                             \
 	} while (0)
+
+#define STEPS_OK(steps) (printf(APP ": %d steps ok\n", (steps)), 0)
 
 #define CHECK_CU(call)	 CHECK_IS(call, CUDA_SUCCESS)
 #define CHECK_BLAS(call) CHECK_IS(call, CUBLAS_STATUS_SUCCESS)

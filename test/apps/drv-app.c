@@ -111,6 +111,5 @@ int main(int argc, char **argv)
 		fprintf(stderr, "drv-app: bytes differ after the round trip\n");
 		return 1;
 	}
-	printf("drv-app: %d steps ok\n", steps);
-	return 0;
+	return STEPS_OK(steps);
 }

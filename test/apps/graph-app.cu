@@ -81,6 +81,5 @@ int main(int argc, char **argv)
 	CHECK(cudaFreeHost(pinned));
 	CHECK(cudaFree(x));
 	CHECK(cudaFree(y));
-	printf("graph-app: %d steps ok\n", steps);
-	return 0;
+	return STEPS_OK(steps);
 }

@@ -94,6 +94,5 @@ int main(int argc, char **argv)
 	CHECK(cudaFreeHost(pinned));
 	CHECK(cudaStreamDestroy(s1));
 	CHECK(cudaStreamDestroy(s2));
-	printf("nvcc-app: %d steps ok\n", steps);
-	return 0;
+	return STEPS_OK(steps);
 }

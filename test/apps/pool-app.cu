@@ -67,6 +67,5 @@ int main(int argc, char **argv)
 	CHECK(cudaMemPoolTrimTo(def, 0));
 	CHECK(cudaMemPoolDestroy(own));
 	CHECK(cudaStreamDestroy(s));
-	printf("pool-app: %d steps ok\n", steps);
-	return 0;
+	return STEPS_OK(steps);
 }

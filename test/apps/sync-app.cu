@@ -62,6 +62,5 @@ int main(int argc, char **argv)
 	CHECK(cudaFree(x));
 	CHECK(cudaStreamDestroy(s1));
 	CHECK(cudaStreamDestroy(s2));
-	printf("sync-app: %d steps ok\n", steps);
-	return 0;
+	return STEPS_OK(steps);
 }

@@ -69,6 +69,5 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	CHECK_BLAS(cublasDestroy(h));
-	printf("gemm-app: %d steps ok\n", steps);
-	return 0;
+	return STEPS_OK(steps);
 }

@@ -153,6 +153,5 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	printf("gpu-app: %d steps ok\n", steps);
-	return 0;
+	return STEPS_OK(steps);
 }

@@ -71,6 +71,5 @@ int main(int argc, char **argv)
 	}
 	CHECK(cudaGraphExecDestroy(exec));
 	CHECK(cudaGraphDestroy(graph));
-	printf("graph-app: %d steps ok\n", steps);
-	return 0;
+	return STEPS_OK(steps);
 }
