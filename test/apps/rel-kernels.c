@@ -27,30 +27,17 @@
 static volatile int stub_calls;
 
 /* Distinct bodies keep the stubs at distinct addresses. */
-static void stub0(void)
-{
-	stub_calls += 1;
-}
-static void stub1(void)
-{
-	stub_calls += 2;
-}
-static void stub2(void)
-{
-	stub_calls += 3;
-}
-static void stub3(void)
-{
-	stub_calls += 4;
-}
-static void stub4(void)
-{
-	stub_calls += 5;
-}
-static void stub5(void)
-{
-	stub_calls += 6;
-}
+#define STUB(n)                        \
+	static void stub##n(void)      \
+	{                              \
+		stub_calls += (n) + 1; \
+	}
+STUB(0)
+STUB(1)
+STUB(2)
+STUB(3)
+STUB(4)
+STUB(5)
 
 static void (*const stubs[KERNELS])(void) = {stub0, stub1, stub2, stub3, stub4, stub5};
 
