@@ -140,26 +140,32 @@ cudaError_t cudaPeekAtLastError(void)
 	return fakecuda_api_exit(&c, last_error, NULL);
 }
 
-const char *cudaGetErrorName(cudaError_t error)
+/* cudaGetErrorName and cudaGetErrorString: the error's row, its name or its words. */
+static const char *error_text(CUpti_CallbackId cbid, const char *fn, const void *params,
+			      cudaError_t error, bool words)
 {
-	cudaGetErrorName_v6050_params p = {error};
 	int i = error_index(error);
 	struct fakecuda_call c;
 
-	fakert_enter(&c, RT_CBID(cudaGetErrorName_v6050), "cudaGetErrorName", &p, NULL);
+	fakert_enter(&c, cbid, fn, params, NULL);
 	fakecuda_api_exit(&c, 0, "\"error\":%d", (int)error);
-	return i < 0 ? "unrecognized error code" : errors[i].name;
+	if (i < 0)
+		return "unrecognized error code";
+	return words ? errors[i].string : errors[i].name;
+}
+
+const char *cudaGetErrorName(cudaError_t error)
+{
+	cudaGetErrorName_v6050_params p = {error};
+
+	return error_text(RT_CBID(cudaGetErrorName_v6050), "cudaGetErrorName", &p, error, false);
 }
 
 const char *cudaGetErrorString(cudaError_t error)
 {
 	cudaGetErrorString_v3020_params p = {error};
-	int i = error_index(error);
-	struct fakecuda_call c;
 
-	fakert_enter(&c, RT_CBID(cudaGetErrorString_v3020), "cudaGetErrorString", &p, NULL);
-	fakecuda_api_exit(&c, 0, "\"error\":%d", (int)error);
-	return i < 0 ? "unrecognized error code" : errors[i].string;
+	return error_text(RT_CBID(cudaGetErrorString_v3020), "cudaGetErrorString", &p, error, true);
 }
 
 /*
