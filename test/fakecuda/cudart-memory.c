@@ -7,25 +7,32 @@
 
 #include "test/fakecuda/cudart.h"
 
-/* ---- allocation ---- */
-
-struct alloc_call {
+/* An entry point's call as the shared bodies below take it. */
+struct rt_call {
 	CUpti_CallbackId cbid;
 	const char *name;
 	const void *params;
-	CUpti_ActivityMemoryKind kind;
-	cudaStream_t stream; /* asynchronous calls */
+	CUpti_ActivityMemoryKind kind; /* allocations */
+	cudaStream_t stream;	       /* asynchronous calls */
 	bool async, per_thread;
 };
 
-static uint32_t async_stream_id(const struct alloc_call *a)
+/* The call of entry point fn, whose CUPTI callback id carries version; then its other fields. */
+#define RT_CALL(fn, version, params_, ...)                                                   \
+	{                                                                                    \
+		.cbid = RT_CBID(fn##_##version), .name = #fn, .params = params_, __VA_ARGS__ \
+	}
+
+/* ---- allocation ---- */
+
+static uint32_t async_stream_id(const struct rt_call *a)
 {
 	if (!a->async)
 		return CUPTI_INVALID_STREAM_ID;
 	return fakecuda_stream_id(fakecuda_stream_get(a->stream, a->per_thread));
 }
 
-static cudaError_t do_alloc(const struct alloc_call *a, void **ptr, size_t size)
+static cudaError_t do_alloc(const struct rt_call *a, void **ptr, size_t size)
 {
 	struct fakecuda_call c;
 	int err;
@@ -44,7 +51,7 @@ static cudaError_t do_alloc(const struct alloc_call *a, void **ptr, size_t size)
 }
 
 /* cudaFree and cudaFreeHost wait for the device to be idle first, as the real ones do. */
-static cudaError_t do_free(const struct alloc_call *a, void *ptr)
+static cudaError_t do_free(const struct rt_call *a, void *ptr)
 {
 	struct fakecuda_call c;
 	int err;
@@ -63,8 +70,7 @@ static cudaError_t do_free(const struct alloc_call *a, void *ptr)
 cudaError_t cudaMalloc(void **devPtr, size_t size)
 {
 	cudaMalloc_v3020_params p = {devPtr, size};
-	struct alloc_call a = {
-	    .cbid = RT_CBID(cudaMalloc_v3020), .name = "cudaMalloc", .params = &p, .kind = DEVICE};
+	struct rt_call a = RT_CALL(cudaMalloc, v3020, &p, .kind = DEVICE);
 
 	return do_alloc(&a, devPtr, size);
 }
@@ -72,8 +78,7 @@ cudaError_t cudaMalloc(void **devPtr, size_t size)
 cudaError_t cudaFree(void *devPtr)
 {
 	cudaFree_v3020_params p = {devPtr};
-	struct alloc_call a = {
-	    .cbid = RT_CBID(cudaFree_v3020), .name = "cudaFree", .params = &p, .kind = DEVICE};
+	struct rt_call a = RT_CALL(cudaFree, v3020, &p, .kind = DEVICE);
 
 	return do_free(&a, devPtr);
 }
@@ -81,10 +86,7 @@ cudaError_t cudaFree(void *devPtr)
 cudaError_t cudaMallocHost(void **ptr, size_t size)
 {
 	cudaMallocHost_v3020_params p = {ptr, size};
-	struct alloc_call a = {.cbid = RT_CBID(cudaMallocHost_v3020),
-			       .name = "cudaMallocHost",
-			       .params = &p,
-			       .kind = PINNED};
+	struct rt_call a = RT_CALL(cudaMallocHost, v3020, &p, .kind = PINNED);
 
 	return do_alloc(&a, ptr, size);
 }
@@ -93,10 +95,7 @@ cudaError_t cudaMallocHost(void **ptr, size_t size)
 cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
 {
 	cudaHostAlloc_v3020_params p = {pHost, size, flags};
-	struct alloc_call a = {.cbid = RT_CBID(cudaHostAlloc_v3020),
-			       .name = "cudaHostAlloc",
-			       .params = &p,
-			       .kind = PINNED};
+	struct rt_call a = RT_CALL(cudaHostAlloc, v3020, &p, .kind = PINNED);
 
 	return do_alloc(&a, pHost, size);
 }
@@ -104,10 +103,7 @@ cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
 cudaError_t cudaFreeHost(void *ptr)
 {
 	cudaFreeHost_v3020_params p = {ptr};
-	struct alloc_call a = {.cbid = RT_CBID(cudaFreeHost_v3020),
-			       .name = "cudaFreeHost",
-			       .params = &p,
-			       .kind = PINNED};
+	struct rt_call a = RT_CALL(cudaFreeHost, v3020, &p, .kind = PINNED);
 
 	return do_free(&a, ptr);
 }
@@ -130,12 +126,8 @@ cudaError_t cudaMemGetInfo(size_t *free, size_t *total)
 cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
 {
 	cudaMallocAsync_v11020_params p = {devPtr, size, hStream};
-	struct alloc_call a = {.cbid = RT_CBID(cudaMallocAsync_v11020),
-			       .name = "cudaMallocAsync",
-			       .params = &p,
-			       .kind = DEVICE,
-			       .stream = hStream,
-			       .async = true};
+	struct rt_call a =
+	    RT_CALL(cudaMallocAsync, v11020, &p, .kind = DEVICE, .stream = hStream, .async = true);
 
 	return do_alloc(&a, devPtr, size);
 }
@@ -143,13 +135,8 @@ cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
 cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream)
 {
 	cudaMallocAsync_ptsz_v11020_params p = {devPtr, size, hStream};
-	struct alloc_call a = {.cbid = RT_CBID(cudaMallocAsync_ptsz_v11020),
-			       .name = "cudaMallocAsync_ptsz",
-			       .params = &p,
-			       .kind = DEVICE,
-			       .stream = hStream,
-			       .async = true,
-			       .per_thread = true};
+	struct rt_call a = RT_CALL(cudaMallocAsync_ptsz, v11020, &p, .kind = DEVICE,
+				   .stream = hStream, .async = true, .per_thread = true);
 
 	return do_alloc(&a, devPtr, size);
 }
@@ -157,12 +144,8 @@ cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStrea
 cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream)
 {
 	cudaFreeAsync_v11020_params p = {devPtr, hStream};
-	struct alloc_call a = {.cbid = RT_CBID(cudaFreeAsync_v11020),
-			       .name = "cudaFreeAsync",
-			       .params = &p,
-			       .kind = DEVICE,
-			       .stream = hStream,
-			       .async = true};
+	struct rt_call a =
+	    RT_CALL(cudaFreeAsync, v11020, &p, .kind = DEVICE, .stream = hStream, .async = true);
 
 	return do_free(&a, devPtr);
 }
@@ -170,26 +153,13 @@ cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream)
 cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream)
 {
 	cudaFreeAsync_ptsz_v11020_params p = {devPtr, hStream};
-	struct alloc_call a = {.cbid = RT_CBID(cudaFreeAsync_ptsz_v11020),
-			       .name = "cudaFreeAsync_ptsz",
-			       .params = &p,
-			       .kind = DEVICE,
-			       .stream = hStream,
-			       .async = true,
-			       .per_thread = true};
+	struct rt_call a = RT_CALL(cudaFreeAsync_ptsz, v11020, &p, .kind = DEVICE,
+				   .stream = hStream, .async = true, .per_thread = true);
 
 	return do_free(&a, devPtr);
 }
 
 /* ---- copies and sets ---- */
-
-struct gpu_call {
-	CUpti_CallbackId cbid;
-	const char *name;
-	const void *params;
-	cudaStream_t stream;
-	bool async, per_thread;
-};
 
 /* Fills op->memcpy from the direction (cudaMemcpyDefault: from the pointers). */
 static cudaError_t classify(struct fakecuda_op *op, void *dst, const void *src,
@@ -207,7 +177,7 @@ static cudaError_t classify(struct fakecuda_op *op, void *dst, const void *src,
 	return cudaSuccess;
 }
 
-static cudaError_t do_copy(const struct gpu_call *g, void *dst, const void *src, size_t count,
+static cudaError_t do_copy(const struct rt_call *g, void *dst, const void *src, size_t count,
 			   enum cudaMemcpyKind kind)
 {
 	struct fakecuda_stream *s = fakecuda_stream_get(g->stream, g->per_thread);
@@ -231,7 +201,7 @@ static cudaError_t do_copy(const struct gpu_call *g, void *dst, const void *src,
 			   fakecuda_stream_id(s));
 }
 
-static cudaError_t do_set(const struct gpu_call *g, void *ptr, int value, size_t count)
+static cudaError_t do_set(const struct rt_call *g, void *ptr, int value, size_t count)
 {
 	struct fakecuda_stream *s = fakecuda_stream_get(g->stream, g->per_thread);
 	struct fakecuda_op op = {.kind = FAKECUDA_OP_MEMSET, .runtime = true, .async = g->async};
@@ -255,7 +225,7 @@ static cudaError_t do_set(const struct gpu_call *g, void *ptr, int value, size_t
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
 {
 	cudaMemcpy_v3020_params p = {dst, src, count, kind};
-	struct gpu_call g = {.cbid = RT_CBID(cudaMemcpy_v3020), .name = "cudaMemcpy", .params = &p};
+	struct rt_call g = RT_CALL(cudaMemcpy, v3020, &p);
 
 	return do_copy(&g, dst, src, count, kind);
 }
@@ -263,10 +233,7 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpy
 cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
 {
 	cudaMemcpy_ptds_v7000_params p = {dst, src, count, kind};
-	struct gpu_call g = {.cbid = RT_CBID(cudaMemcpy_ptds_v7000),
-			     .name = "cudaMemcpy_ptds",
-			     .params = &p,
-			     .per_thread = true};
+	struct rt_call g = RT_CALL(cudaMemcpy_ptds, v7000, &p, .per_thread = true);
 
 	return do_copy(&g, dst, src, count, kind);
 }
@@ -275,11 +242,7 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaM
 			    cudaStream_t stream)
 {
 	cudaMemcpyAsync_v3020_params p = {dst, src, count, kind, stream};
-	struct gpu_call g = {.cbid = RT_CBID(cudaMemcpyAsync_v3020),
-			     .name = "cudaMemcpyAsync",
-			     .params = &p,
-			     .stream = stream,
-			     .async = true};
+	struct rt_call g = RT_CALL(cudaMemcpyAsync, v3020, &p, .stream = stream, .async = true);
 
 	return do_copy(&g, dst, src, count, kind);
 }
@@ -288,12 +251,8 @@ cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count, enum 
 				 cudaStream_t stream)
 {
 	cudaMemcpyAsync_ptsz_v7000_params p = {dst, src, count, kind, stream};
-	struct gpu_call g = {.cbid = RT_CBID(cudaMemcpyAsync_ptsz_v7000),
-			     .name = "cudaMemcpyAsync_ptsz",
-			     .params = &p,
-			     .stream = stream,
-			     .async = true,
-			     .per_thread = true};
+	struct rt_call g = RT_CALL(cudaMemcpyAsync_ptsz, v7000, &p, .stream = stream, .async = true,
+				   .per_thread = true);
 
 	return do_copy(&g, dst, src, count, kind);
 }
@@ -301,7 +260,7 @@ cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count, enum 
 cudaError_t cudaMemset(void *devPtr, int value, size_t count)
 {
 	cudaMemset_v3020_params p = {devPtr, value, count};
-	struct gpu_call g = {.cbid = RT_CBID(cudaMemset_v3020), .name = "cudaMemset", .params = &p};
+	struct rt_call g = RT_CALL(cudaMemset, v3020, &p);
 
 	return do_set(&g, devPtr, value, count);
 }
@@ -309,10 +268,7 @@ cudaError_t cudaMemset(void *devPtr, int value, size_t count)
 cudaError_t cudaMemset_ptds(void *devPtr, int value, size_t count)
 {
 	cudaMemset_ptds_v7000_params p = {devPtr, value, count};
-	struct gpu_call g = {.cbid = RT_CBID(cudaMemset_ptds_v7000),
-			     .name = "cudaMemset_ptds",
-			     .params = &p,
-			     .per_thread = true};
+	struct rt_call g = RT_CALL(cudaMemset_ptds, v7000, &p, .per_thread = true);
 
 	return do_set(&g, devPtr, value, count);
 }
@@ -320,11 +276,7 @@ cudaError_t cudaMemset_ptds(void *devPtr, int value, size_t count)
 cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
 {
 	cudaMemsetAsync_v3020_params p = {devPtr, value, count, stream};
-	struct gpu_call g = {.cbid = RT_CBID(cudaMemsetAsync_v3020),
-			     .name = "cudaMemsetAsync",
-			     .params = &p,
-			     .stream = stream,
-			     .async = true};
+	struct rt_call g = RT_CALL(cudaMemsetAsync, v3020, &p, .stream = stream, .async = true);
 
 	return do_set(&g, devPtr, value, count);
 }
@@ -332,12 +284,8 @@ cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t 
 cudaError_t cudaMemsetAsync_ptsz(void *devPtr, int value, size_t count, cudaStream_t stream)
 {
 	cudaMemsetAsync_ptsz_v7000_params p = {devPtr, value, count, stream};
-	struct gpu_call g = {.cbid = RT_CBID(cudaMemsetAsync_ptsz_v7000),
-			     .name = "cudaMemsetAsync_ptsz",
-			     .params = &p,
-			     .stream = stream,
-			     .async = true,
-			     .per_thread = true};
+	struct rt_call g = RT_CALL(cudaMemsetAsync_ptsz, v7000, &p, .stream = stream, .async = true,
+				   .per_thread = true);
 
 	return do_set(&g, devPtr, value, count);
 }
