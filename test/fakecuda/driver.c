@@ -174,11 +174,16 @@ CUresult cuModuleUnload(CUmodule hmod)
 	return fakecuda_api_exit(&c, err, NULL);
 }
 
-/*
- * The function is named by what the program asked for. A cubin or PTX module has the kernels
- * its image declares; in any other image (a fatbin, bytes the simulation cannot read) every
- * name exists.
- */
+CUresult fakecuda_drv_kernel(const struct fakecuda_module *module, const char *name,
+			     const struct fakecuda_kernel **k)
+{
+	if (!fakecuda_image_has_kernel(module->image, name))
+		return CUDA_ERROR_NOT_FOUND;
+	*k = fakecuda_kernel_function(module, name);
+	return *k ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/* The function is named by what the program asked for (fakecuda_drv_kernel). */
 CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
 {
 	cuModuleGetFunction_params p = {hfunc, hmod, name};
@@ -189,10 +194,8 @@ CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
 
 	drv_enter(&c, DRV_CBID(cuModuleGetFunction), "cuModuleGetFunction", &p, NULL);
 	err = hfunc && hmod && name ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
-	if (!err && !fakecuda_image_has_kernel(((struct fakecuda_module *)hmod)->image, name))
-		err = CUDA_ERROR_NOT_FOUND;
-	if (!err && !(k = fakecuda_kernel_function(hmod, name)))
-		err = CUDA_ERROR_OUT_OF_MEMORY;
+	if (!err)
+		err = fakecuda_drv_kernel((struct fakecuda_module *)hmod, name, &k);
 	if (!err)
 		*hfunc = (CUfunction)k;
 	return fakecuda_api_exit(&c, err, "\"name\":%s",

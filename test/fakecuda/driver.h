@@ -140,6 +140,13 @@ void fakecuda_drv_runtime_seen(const void *caller);
 
 /* CUDA_SUCCESS once cuInit has run, else CUDA_ERROR_NOT_INITIALIZED. */
 CUresult fakecuda_drv_need_init(void);
+/*
+ * Kernel `name` of a loaded module or library into *k, named by what the program asked for: a
+ * cubin or PTX image has the kernels it declares (else CUDA_ERROR_NOT_FOUND); any other image (a
+ * fatbin, bytes the simulation cannot read) every name.
+ */
+CUresult fakecuda_drv_kernel(const struct fakecuda_module *module, const char *name,
+			     const struct fakecuda_kernel **k);
 /* A negative errno of the simulation as a CUresult. */
 CUresult fakecuda_drv_error(int err);
 
