@@ -293,6 +293,16 @@ static int ctx_device(CUcontext ctx)
 	return ctx ? fakecuda_context_device(ctx) : fakecuda_device_current();
 }
 
+/* Whether a call about ctx (NULL: the current one) may go on; out_given: its output pointer. */
+static CUresult ctx_usable(CUcontext ctx, bool out_given)
+{
+	CUresult err = out_given ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+
+	if (!err && ctx_device(ctx) < 0)
+		err = CUDA_ERROR_INVALID_CONTEXT;
+	return err;
+}
+
 CUresult cuCtxGetDevice(CUdevice *device)
 {
 	DRV_CALL(cuCtxGetDevice, device);
@@ -306,10 +316,8 @@ CUresult cuCtxGetDevice(CUdevice *device)
 CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
 {
 	DRV_CALL(cuCtxGetDevice_v2, device, ctx);
-	CUresult err = device ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+	CUresult err = ctx_usable(ctx, device != NULL);
 
-	if (!err && ctx_device(ctx) < 0)
-		err = CUDA_ERROR_INVALID_CONTEXT;
 	if (!err)
 		*device = ctx_device(ctx);
 	return fakecuda_api_exit(&c, err, NULL);
@@ -318,10 +326,8 @@ CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
 CUresult cuCtxSynchronize_v2(CUcontext ctx)
 {
 	DRV_CALL(cuCtxSynchronize_v2, ctx);
-	CUresult err = fakecuda_drv_need_init();
+	CUresult err = ctx_usable(ctx, true);
 
-	if (!err && ctx_device(ctx) < 0)
-		err = CUDA_ERROR_INVALID_CONTEXT;
 	if (!err) {
 		fakecuda_sync(NULL, ctx_device(ctx));
 		fakecuda_sync_done(&c, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE,
@@ -333,10 +339,8 @@ CUresult cuCtxSynchronize_v2(CUcontext ctx)
 CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
 {
 	DRV_CALL(cuCtxGetId, ctx, ctxId);
-	CUresult err = ctxId ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+	CUresult err = ctx_usable(ctx, ctxId != NULL);
 
-	if (!err && ctx_device(ctx) < 0)
-		err = CUDA_ERROR_INVALID_CONTEXT;
 	if (!err)
 		*ctxId = fakecuda_context_id(ctx_device(ctx));
 	return fakecuda_api_exit(&c, err, NULL);
@@ -425,10 +429,7 @@ CUresult cuLibraryUnload(CUlibrary library)
 	return fakecuda_api_exit(&c, err, NULL);
 }
 
-/*
- * The kernel is named by what the runtime asked for: a cubin or PTX library has the kernels its
- * image declares, a fatbin every name (as cuModuleGetFunction).
- */
+/* The kernel is named by what the runtime asked for (fakecuda_drv_kernel). */
 CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name)
 {
 	DRV_CALL(cuLibraryGetKernel, pKernel, library, name);
@@ -437,10 +438,8 @@ CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *na
 	    pKernel && library && name ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
 	char log_name[512];
 
-	if (!err && !fakecuda_image_has_kernel(((struct fakecuda_module *)library)->image, name))
-		err = CUDA_ERROR_NOT_FOUND;
-	if (!err && !(k = fakecuda_kernel_function(library, name)))
-		err = CUDA_ERROR_OUT_OF_MEMORY;
+	if (!err)
+		err = fakecuda_drv_kernel((struct fakecuda_module *)library, name, &k);
 	if (!err)
 		*pKernel = (CUkernel)k;
 	return fakecuda_api_exit(&c, err, "\"name\":%s",
