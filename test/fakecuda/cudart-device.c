@@ -9,28 +9,32 @@
 
 #define CUDA_VERSION_NUMBER 13000
 
-cudaError_t cudaGetDeviceCount(int *count)
+/*
+ * A call that answers one int through its one argument, which is also all its params struct
+ * holds: *out = value(), logged as "key":value.
+ */
+static cudaError_t answer_int(CUpti_CallbackId cbid, const char *name, int *out, int (*value)(void),
+			      const char *key)
 {
-	cudaGetDeviceCount_v3020_params p = {count};
 	struct fakecuda_call c;
 
-	fakert_enter(&c, RT_CBID(cudaGetDeviceCount_v3020), "cudaGetDeviceCount", &p, NULL);
-	if (!count)
+	fakert_enter(&c, cbid, name, &out, NULL);
+	if (!out)
 		return fakert_exit(&c, cudaErrorInvalidValue, NULL);
-	*count = fakecuda_device_count();
-	return fakert_exit(&c, cudaSuccess, "\"count\":%d", *count);
+	*out = value();
+	return fakert_exit(&c, cudaSuccess, "\"%s\":%d", key, *out);
+}
+
+cudaError_t cudaGetDeviceCount(int *count)
+{
+	return answer_int(RT_CBID(cudaGetDeviceCount_v3020), "cudaGetDeviceCount", count,
+			  fakecuda_device_count, "count");
 }
 
 cudaError_t cudaGetDevice(int *device)
 {
-	cudaGetDevice_v3020_params p = {device};
-	struct fakecuda_call c;
-
-	fakert_enter(&c, RT_CBID(cudaGetDevice_v3020), "cudaGetDevice", &p, NULL);
-	if (!device)
-		return fakert_exit(&c, cudaErrorInvalidValue, NULL);
-	*device = fakecuda_device_current();
-	return fakert_exit(&c, cudaSuccess, "\"device\":%d", *device);
+	return answer_int(RT_CBID(cudaGetDevice_v3020), "cudaGetDevice", device,
+			  fakecuda_device_current, "device");
 }
 
 cudaError_t cudaSetDevice(int device)
@@ -99,28 +103,21 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
 	return fakert_exit(&c, cudaSuccess, "\"device\":%d", device);
 }
 
-static cudaError_t get_version(CUpti_CallbackId cbid, const char *name, int *version)
+static int cuda_version(void)
 {
-	struct fakecuda_call c;
-
-	/* Both params structs hold just the int pointer. */
-	fakert_enter(&c, cbid, name, &version, NULL);
-	if (!version)
-		return fakert_exit(&c, cudaErrorInvalidValue, NULL);
-	*version = CUDA_VERSION_NUMBER;
-	return fakert_exit(&c, cudaSuccess, "\"version\":%d", *version);
+	return CUDA_VERSION_NUMBER;
 }
 
 cudaError_t cudaDriverGetVersion(int *driverVersion)
 {
-	return get_version(RT_CBID(cudaDriverGetVersion_v3020), "cudaDriverGetVersion",
-			   driverVersion);
+	return answer_int(RT_CBID(cudaDriverGetVersion_v3020), "cudaDriverGetVersion",
+			  driverVersion, cuda_version, "version");
 }
 
 cudaError_t cudaRuntimeGetVersion(int *runtimeVersion)
 {
-	return get_version(RT_CBID(cudaRuntimeGetVersion_v3020), "cudaRuntimeGetVersion",
-			   runtimeVersion);
+	return answer_int(RT_CBID(cudaRuntimeGetVersion_v3020), "cudaRuntimeGetVersion",
+			  runtimeVersion, cuda_version, "version");
 }
 
 cudaError_t cudaDeviceSynchronize(void)
