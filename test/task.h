@@ -58,6 +58,18 @@
 #define ASSERT_GT(a, b) ASSERT_CMP_INT(a, >, b)
 #define ASSERT_GE(a, b) ASSERT_CMP_INT(a, >=, b)
 
+/*
+ * Checks each row of the array `table` with check(&row), which prints every mismatch it finds
+ * and returns their count; fails if there were any, once every row has had its say.
+ */
+#define ASSERT_ROWS(table, check)                                                  \
+	do {                                                                       \
+		int bad_ = 0;                                                      \
+		for (size_t i_ = 0; i_ < sizeof(table) / sizeof((table)[0]); i_++) \
+			bad_ += check(&(table)[i_]);                               \
+		ASSERT_EQ(bad_, 0);                                                \
+	} while (0)
+
 #define ASSERT_STR_EQ(a, b)                                                            \
 	do {                                                                           \
 		const char *a_ = (a), *b_ = (b);                                       \

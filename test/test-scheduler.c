@@ -9,6 +9,7 @@
 #include "scheduler/scheduler.h"
 #include "common/compiler.h"
 #include "task.h"
+#include "util/sched-events.h"
 
 /*
  * Expected actions, written by hand from torch.profiler.schedule's documentation: "skip the
@@ -120,38 +121,17 @@ static int check_action_table(const struct action_table *t)
 
 TEST(sched_action_table)
 {
-	int bad = 0;
-
-	for (size_t i = 0; i < ARRAY_SIZE(action_tables); i++)
-		bad += check_action_table(&action_tables[i]);
-	ASSERT_EQ(bad, 0);
+	ASSERT_ROWS(action_tables, check_action_table);
 }
 
 /* The stepper. Marker k comes at T(k) from thread 100 + k; finish comes at T(markers). */
 #define T(k) (1000ull * ((k) + 1))
 
-/* Expected events; a step is begun by the marker of the same number, so its tid is 100 + k. */
+/* Step k, begun by the marker of the same number, so on thread 100 + k. */
+#define ESK(w, k, b, e) ES(w, k, b, e, 100 + (k))
 /* clang-format off */
-#define EW(w, k, ts) \
-	{.kind = GPROF_SCHED_EV_WARMUP, .window = (w), .first_step = (k), .begin_ns = (ts)}
-#define EA(w, k, ts) \
-	{.kind = GPROF_SCHED_EV_ACTIVE, .window = (w), .first_step = (k), .begin_ns = (ts)}
-#define ES(w, k, b, e) \
-	{.kind = GPROF_SCHED_EV_STEP, .window = (w), .first_step = (k), .last_step = (k), \
-	 .begin_ns = (b), .end_ns = (e), .tid = 100 + (k)}
-#define ESAVE(w, first, last, n, b, e) \
-	{.kind = GPROF_SCHED_EV_SAVE, .window = (w), .first_step = (first), \
-	 .last_step = (last), .n_steps = (n), .begin_ns = (b), .end_ns = (e)}
-#define EDISC(w, first, last, n, b, e) \
-	{.kind = GPROF_SCHED_EV_DISCARD, .window = (w), .first_step = (first), \
-	 .last_step = (last), .n_steps = (n), .begin_ns = (b), .end_ns = (e)}
 #define DEFAULTS {.wait = 1, .warmup = 1, .active = 3, .repeat = 1}
 /* clang-format on */
-
-#define EVENTS(...)                                                           \
-	.events = (const struct gprof_sched_event[]){__VA_ARGS__},            \
-	.n_events = sizeof((const struct gprof_sched_event[]){__VA_ARGS__}) / \
-		    sizeof(struct gprof_sched_event)
 
 struct scenario {
 	const char *what;
@@ -172,8 +152,8 @@ static const struct scenario scenarios[] = {
 	.sched = DEFAULTS,
 	.markers = 10,
 	.phase = GPROF_PHASE_DONE,
-	EVENTS(EW(0, 1, T(1)), EA(0, 2, T(2)), ES(0, 2, T(2), T(3)), ES(0, 3, T(3), T(4)),
-	       ES(0, 4, T(4), T(5)), ESAVE(0, 2, 4, 3, T(2), T(5))),
+	EVENTS(EW(0, 1, T(1)), EA(0, 2, T(2)), ESK(0, 2, T(2), T(3)), ESK(0, 3, T(3), T(4)),
+	       ESK(0, 4, T(4), T(5)), ESAVE(0, 2, 4, 3, T(2), T(5))),
     },
     /* Cycles of 4 (wait, warmup, record, save) over steps 0-3 and 4-7. */
     {
@@ -181,9 +161,9 @@ static const struct scenario scenarios[] = {
 	.sched = {.wait = 1, .warmup = 1, .active = 2, .repeat = 2},
 	.markers = 12,
 	.phase = GPROF_PHASE_DONE,
-	EVENTS(EW(0, 1, T(1)), EA(0, 2, T(2)), ES(0, 2, T(2), T(3)), ES(0, 3, T(3), T(4)),
-	       ESAVE(0, 2, 3, 2, T(2), T(4)), EW(1, 5, T(5)), EA(1, 6, T(6)), ES(1, 6, T(6), T(7)),
-	       ES(1, 7, T(7), T(8)), ESAVE(1, 6, 7, 2, T(6), T(8))),
+	EVENTS(EW(0, 1, T(1)), EA(0, 2, T(2)), ESK(0, 2, T(2), T(3)), ESK(0, 3, T(3), T(4)),
+	       ESAVE(0, 2, 3, 2, T(2), T(4)), EW(1, 5, T(5)), EA(1, 6, T(6)), ESK(1, 6, T(6), T(7)),
+	       ESK(1, 7, T(7), T(8)), ESAVE(1, 6, 7, 2, T(6), T(8))),
     },
     /* Cycles of 4 until exit; 11 markers: the third window is recording step 10 at exit. */
     {
@@ -191,10 +171,10 @@ static const struct scenario scenarios[] = {
 	.sched = {.wait = 1, .warmup = 1, .active = 2},
 	.markers = 11,
 	.phase = GPROF_PHASE_ACTIVE,
-	EVENTS(EW(0, 1, T(1)), EA(0, 2, T(2)), ES(0, 2, T(2), T(3)), ES(0, 3, T(3), T(4)),
-	       ESAVE(0, 2, 3, 2, T(2), T(4)), EW(1, 5, T(5)), EA(1, 6, T(6)), ES(1, 6, T(6), T(7)),
-	       ES(1, 7, T(7), T(8)), ESAVE(1, 6, 7, 2, T(6), T(8)), EW(2, 9, T(9)),
-	       EA(2, 10, T(10)), ES(2, 10, T(10), T(11)), ESAVE(2, 10, 10, 1, T(10), T(11))),
+	EVENTS(EW(0, 1, T(1)), EA(0, 2, T(2)), ESK(0, 2, T(2), T(3)), ESK(0, 3, T(3), T(4)),
+	       ESAVE(0, 2, 3, 2, T(2), T(4)), EW(1, 5, T(5)), EA(1, 6, T(6)), ESK(1, 6, T(6), T(7)),
+	       ESK(1, 7, T(7), T(8)), ESAVE(1, 6, 7, 2, T(6), T(8)), EW(2, 9, T(9)),
+	       EA(2, 10, T(10)), ESK(2, 10, T(10), T(11)), ESAVE(2, 10, 10, 1, T(10), T(11))),
     },
     /* Two wait steps, then warmup and active begin together at marker 2. */
     {
@@ -202,7 +182,7 @@ static const struct scenario scenarios[] = {
 	.sched = {.wait = 2, .warmup = 0, .active = 2, .repeat = 1},
 	.markers = 6,
 	.phase = GPROF_PHASE_DONE,
-	EVENTS(EW(0, 2, T(2)), EA(0, 2, T(2)), ES(0, 2, T(2), T(3)), ES(0, 3, T(3), T(4)),
+	EVENTS(EW(0, 2, T(2)), EA(0, 2, T(2)), ESK(0, 2, T(2), T(3)), ESK(0, 3, T(3), T(4)),
 	       ESAVE(0, 2, 3, 2, T(2), T(4))),
     },
     /* Every cycle is record, save: each window ends at the marker where the next begins. */
@@ -211,10 +191,10 @@ static const struct scenario scenarios[] = {
 	.sched = {.active = 2, .repeat = 3},
 	.markers = 8,
 	.phase = GPROF_PHASE_DONE,
-	EVENTS(EW(0, 0, T(0)), EA(0, 0, T(0)), ES(0, 0, T(0), T(1)), ES(0, 1, T(1), T(2)),
-	       ESAVE(0, 0, 1, 2, T(0), T(2)), EW(1, 2, T(2)), EA(1, 2, T(2)), ES(1, 2, T(2), T(3)),
-	       ES(1, 3, T(3), T(4)), ESAVE(1, 2, 3, 2, T(2), T(4)), EW(2, 4, T(4)), EA(2, 4, T(4)),
-	       ES(2, 4, T(4), T(5)), ES(2, 5, T(5), T(6)), ESAVE(2, 4, 5, 2, T(4), T(6))),
+	EVENTS(EW(0, 0, T(0)), EA(0, 0, T(0)), ESK(0, 0, T(0), T(1)), ESK(0, 1, T(1), T(2)),
+	       ESAVE(0, 0, 1, 2, T(0), T(2)), EW(1, 2, T(2)), EA(1, 2, T(2)), ESK(1, 2, T(2), T(3)),
+	       ESK(1, 3, T(3), T(4)), ESAVE(1, 2, 3, 2, T(2), T(4)), EW(2, 4, T(4)), EA(2, 4, T(4)),
+	       ESK(2, 4, T(4), T(5)), ESK(2, 5, T(5), T(6)), ESAVE(2, 4, 5, 2, T(4), T(6))),
     },
     /* Every step saves: a window of one step at each marker, twice. */
     {
@@ -222,8 +202,9 @@ static const struct scenario scenarios[] = {
 	.sched = {.active = 1, .repeat = 2},
 	.markers = 4,
 	.phase = GPROF_PHASE_DONE,
-	EVENTS(EW(0, 0, T(0)), EA(0, 0, T(0)), ES(0, 0, T(0), T(1)), ESAVE(0, 0, 0, 1, T(0), T(1)),
-	       EW(1, 1, T(1)), EA(1, 1, T(1)), ES(1, 1, T(1), T(2)), ESAVE(1, 1, 1, 1, T(1), T(2))),
+	EVENTS(EW(0, 0, T(0)), EA(0, 0, T(0)), ESK(0, 0, T(0), T(1)), ESAVE(0, 0, 0, 1, T(0), T(1)),
+	       EW(1, 1, T(1)), EA(1, 1, T(1)), ESK(1, 1, T(1), T(2)),
+	       ESAVE(1, 1, 1, 1, T(1), T(2))),
     },
     /* Cycles of 2 (warmup, save): a save and the next warmup at one marker. */
     {
@@ -231,8 +212,9 @@ static const struct scenario scenarios[] = {
 	.sched = {.warmup = 1, .active = 1, .repeat = 2},
 	.markers = 5,
 	.phase = GPROF_PHASE_DONE,
-	EVENTS(EW(0, 0, T(0)), EA(0, 1, T(1)), ES(0, 1, T(1), T(2)), ESAVE(0, 1, 1, 1, T(1), T(2)),
-	       EW(1, 2, T(2)), EA(1, 3, T(3)), ES(1, 3, T(3), T(4)), ESAVE(1, 3, 3, 1, T(3), T(4))),
+	EVENTS(EW(0, 0, T(0)), EA(0, 1, T(1)), ESK(0, 1, T(1), T(2)), ESAVE(0, 1, 1, 1, T(1), T(2)),
+	       EW(1, 2, T(2)), EA(1, 3, T(3)), ESK(1, 3, T(3), T(4)),
+	       ESAVE(1, 3, 3, 1, T(3), T(4))),
     },
     /* Steps 0-1 skipped, 2 warms up, 3 saves. */
     {
@@ -240,7 +222,8 @@ static const struct scenario scenarios[] = {
 	.sched = {.skip_first = 2, .warmup = 1, .active = 1, .repeat = 1},
 	.markers = 5,
 	.phase = GPROF_PHASE_DONE,
-	EVENTS(EW(0, 2, T(2)), EA(0, 3, T(3)), ES(0, 3, T(3), T(4)), ESAVE(0, 3, 3, 1, T(3), T(4))),
+	EVENTS(EW(0, 2, T(2)), EA(0, 3, T(3)), ESK(0, 3, T(3), T(4)),
+	       ESAVE(0, 3, 3, 1, T(3), T(4))),
     },
     /* Exit during step 3: the window is saved with steps 2-3, step 3 ending at exit. */
     {
@@ -248,7 +231,7 @@ static const struct scenario scenarios[] = {
 	.sched = DEFAULTS,
 	.markers = 4,
 	.phase = GPROF_PHASE_ACTIVE,
-	EVENTS(EW(0, 1, T(1)), EA(0, 2, T(2)), ES(0, 2, T(2), T(3)), ES(0, 3, T(3), T(4)),
+	EVENTS(EW(0, 1, T(1)), EA(0, 2, T(2)), ESK(0, 2, T(2), T(3)), ESK(0, 3, T(3), T(4)),
 	       ESAVE(0, 2, 3, 2, T(2), T(4))),
     },
     /* Exit during step 1, the warmup: nothing is saved; markers after exit change nothing. */
@@ -278,8 +261,8 @@ static const struct scenario scenarios[] = {
 	.sched = {.all = true},
 	.markers = 3,
 	.phase = GPROF_PHASE_ACTIVE,
-	EVENTS(EW(0, 0, 500), EA(0, 0, 500), ES(0, 0, T(0), T(1)), ES(0, 1, T(1), T(2)),
-	       ES(0, 2, T(2), T(3)), ESAVE(0, 0, 2, 3, 500, T(3))),
+	EVENTS(EW(0, 0, 500), EA(0, 0, 500), ESK(0, 0, T(0), T(1)), ESK(0, 1, T(1), T(2)),
+	       ESK(0, 2, T(2), T(3)), ESAVE(0, 0, 2, 3, 500, T(3))),
     },
     {
 	.what = "all, no marker",
@@ -294,8 +277,8 @@ static const struct scenario scenarios[] = {
 	.start_after = 2,
 	.markers = 4,
 	.phase = GPROF_PHASE_ACTIVE,
-	EVENTS(EW(0, 1, T(2) - 500), EA(0, 1, T(2) - 500), ES(0, 1, T(2) - 500, T(2)),
-	       ES(0, 2, T(2), T(3)), ES(0, 3, T(3), T(4)), ESAVE(0, 1, 3, 3, T(2) - 500, T(4))),
+	EVENTS(EW(0, 1, T(2) - 500), EA(0, 1, T(2) - 500), ESK(0, 1, T(2) - 500, T(2)),
+	       ESK(0, 2, T(2), T(3)), ESK(0, 3, T(3), T(4)), ESAVE(0, 1, 3, 3, T(2) - 500, T(4))),
     },
 };
 
@@ -326,40 +309,10 @@ static struct event_log *new_log(void)
 	return log;
 }
 
-static bool same_event(const struct gprof_sched_event *a, const struct gprof_sched_event *b)
-{
-	return a->kind == b->kind && a->window == b->window && a->first_step == b->first_step &&
-	       a->last_step == b->last_step && a->n_steps == b->n_steps &&
-	       a->begin_ns == b->begin_ns && a->end_ns == b->end_ns && a->tid == b->tid;
-}
-
-static void print_event(const char *label, size_t i, const struct gprof_sched_event *e)
-{
-	fprintf(stderr,
-		"  %s[%zu]: kind %d window %" PRIu64 " steps %" PRIu64 "-%" PRIu64 " n %" PRIu64
-		" ns %" PRIu64 "-%" PRIu64 " tid %d\n",
-		label, i, e->kind, e->window, e->first_step, e->last_step, e->n_steps, e->begin_ns,
-		e->end_ns, (int)e->tid);
-}
-
 static int compare_events(const char *what, const struct gprof_sched_event *want, size_t n_want,
 			  const struct event_log *got)
 {
-	size_t i;
-
-	for (i = 0; i < n_want && i < got->n; i++) {
-		if (!same_event(&want[i], &got->ev[i]))
-			break;
-	}
-	if (i == n_want && i == got->n)
-		return 0;
-	fprintf(stderr, "%s: events differ from #%zu (%zu expected, %zu got)\n", what, i, n_want,
-		got->n);
-	for (size_t j = 0; j < n_want; j++)
-		print_event("want", j, &want[j]);
-	for (size_t j = 0; j < got->n && j < 64; j++)
-		print_event("got ", j, &got->ev[j]);
-	return 1;
+	return sched_events_differ(what, want, n_want, got->ev, got->n, ARRAY_SIZE(got->ev));
 }
 
 static int run_scenario(const struct scenario *sc)
@@ -397,11 +350,7 @@ static int run_scenario(const struct scenario *sc)
 
 TEST(sched_stepper_scenarios)
 {
-	int bad = 0;
-
-	for (size_t i = 0; i < ARRAY_SIZE(scenarios); i++)
-		bad += run_scenario(&scenarios[i]);
-	ASSERT_EQ(bad, 0);
+	ASSERT_ROWS(scenarios, run_scenario);
 }
 
 /*
@@ -540,7 +489,7 @@ TEST(sched_stepper_time_never_runs_backwards)
 	static const struct gprof_sched_event want[] = {
 	    EW(0, 0, 500),
 	    EA(0, 0, 500),
-	    ES(0, 0, 2000, 2000),
+	    ESK(0, 0, 2000, 2000),
 	    {.kind = GPROF_SCHED_EV_STEP,
 	     .first_step = 1,
 	     .last_step = 1,
@@ -574,14 +523,14 @@ TEST(sched_stepper_finish_on_thread)
 	static const struct gprof_sched_event other[] = {
 	    EW(0, 0, 500),
 	    EA(0, 0, 500),
-	    ES(0, 0, 2000, 2500),
+	    ESK(0, 0, 2000, 2500),
 	    ESAVE(0, 0, 0, 1, 500, 3000),
 	};
 	static const struct gprof_sched_event same[] = {
 	    EW(0, 0, 500),
 	    EA(0, 0, 500),
-	    ES(0, 0, 2000, 2500),
-	    ES(0, 1, 2500, 3000),
+	    ESK(0, 0, 2000, 2500),
+	    ESK(0, 1, 2500, 3000),
 	    ESAVE(0, 0, 1, 2, 500, 3000),
 	};
 	struct gprof_schedule all = {.all = true};

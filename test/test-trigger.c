@@ -14,6 +14,7 @@
 #include "task.h"
 #include "util/e2e.h"
 #include "util/gtlog.h"
+#include "util/sched-events.h"
 #include "util/text.h"
 
 /* What a script does, in order; `arg` is what the step expects back, when it says. */
@@ -50,27 +51,12 @@ struct op {
 #define PHASE(p)          {OP_PHASE, 0, 0, GPROF_PHASE_##p}
 #define ARMED(b)          {OP_ARMED, 0, 0, (b)}
 #define ARM_FROM(m, next) {OP_ARM_FROM, (m), 0, (next)}
-
-#define EW(w, k, ts) \
-	{.kind = GPROF_SCHED_EV_WARMUP, .window = (w), .first_step = (k), .begin_ns = (ts)}
-#define EA(w, k, ts) \
-	{.kind = GPROF_SCHED_EV_ACTIVE, .window = (w), .first_step = (k), .begin_ns = (ts)}
-#define ES(w, k, b, e, t) \
-	{.kind = GPROF_SCHED_EV_STEP, .window = (w), .first_step = (k), .last_step = (k), \
-	 .begin_ns = (b), .end_ns = (e), .tid = (t)}
-#define ESAVE(w, first, last, n, b, e) \
-	{.kind = GPROF_SCHED_EV_SAVE, .window = (w), .first_step = (first), \
-	 .last_step = (last), .n_steps = (n), .begin_ns = (b), .end_ns = (e)}
-#define EDISC(w, first, last, n, b, e) \
-	{.kind = GPROF_SCHED_EV_DISCARD, .window = (w), .first_step = (first), \
-	 .last_step = (last), .n_steps = (n), .begin_ns = (b), .end_ns = (e)}
 /* clang-format on */
 
 #define LIST(type, name, ...)                \
 	.name = (const type[]){__VA_ARGS__}, \
 	.n_##name = sizeof((const type[]){__VA_ARGS__}) / sizeof(type)
-#define OPS(...)    LIST(struct op, ops, __VA_ARGS__)
-#define EVENTS(...) LIST(struct gprof_sched_event, events, __VA_ARGS__)
+#define OPS(...) LIST(struct op, ops, __VA_ARGS__)
 
 struct script {
 	const char *what;
@@ -251,36 +237,10 @@ static void log_event(const struct gprof_sched_event *ev, void *ctx)
 	log->n++;
 }
 
-static bool same_event(const struct gprof_sched_event *a, const struct gprof_sched_event *b)
-{
-	return a->kind == b->kind && a->window == b->window && a->first_step == b->first_step &&
-	       a->last_step == b->last_step && a->n_steps == b->n_steps &&
-	       a->begin_ns == b->begin_ns && a->end_ns == b->end_ns && a->tid == b->tid;
-}
-
-static void print_event(const char *label, const struct gprof_sched_event *e)
-{
-	fprintf(stderr,
-		"  %s kind %d window %" PRIu64 " steps %" PRIu64 "-%" PRIu64 " n %" PRIu64
-		" ns %" PRIu64 "-%" PRIu64 " tid %d\n",
-		label, e->kind, e->window, e->first_step, e->last_step, e->n_steps, e->begin_ns,
-		e->end_ns, (int)e->tid);
-}
-
 static int compare(const struct script *sc, const struct log *log)
 {
-	size_t i = 0;
-
-	while (i < sc->n_events && i < log->n && same_event(&sc->events[i], &log->ev[i]))
-		i++;
-	if (i == sc->n_events && i == log->n)
-		return 0;
-	fprintf(stderr, "%s: events differ from #%zu\n", sc->what, i);
-	for (size_t j = 0; j < sc->n_events; j++)
-		print_event("want", &sc->events[j]);
-	for (size_t j = 0; j < log->n && j < ARRAY_SIZE(log->ev); j++)
-		print_event("got ", &log->ev[j]);
-	return 1;
+	return sched_events_differ(sc->what, sc->events, sc->n_events, log->ev, log->n,
+				   ARRAY_SIZE(log->ev));
 }
 
 /* Runs one op; returns what it gave back where the op checks it. */
@@ -347,11 +307,7 @@ static int run_script(const struct script *sc)
 
 TEST(trigger_stepper_scripts)
 {
-	int bad = 0;
-
-	for (size_t i = 0; i < ARRAY_SIZE(scripts); i++)
-		bad += run_script(&scripts[i]);
-	ASSERT_EQ(bad, 0);
+	ASSERT_ROWS(scripts, run_script);
 }
 
 /* `all` without set_trigger is MANUAL, wanted from the start: the old behaviour, unchanged. */
