@@ -22,20 +22,33 @@
 #define MAX_STEPS 64
 #define MAX_KERN  32
 
+/*
+ * gprof-summary with GPROF_SUMMARY_CHUNK=chunk (0: unset) and the arguments in ap (NULL-ended);
+ * its output in res.
+ */
+static void run_tool_args(struct proc_result *res, unsigned chunk, va_list ap)
+{
+	const char *argv[MAX_ARGS] = {proc_build_path("gprof-summary")};
+	char env_chunk[64] = "GPROF_SUMMARY_CHUNK";
+	const char *env[] = {"LD_PRELOAD", env_chunk, NULL};
+	int n = 1;
+
+	if (chunk)
+		snprintf(env_chunk, sizeof(env_chunk), "GPROF_SUMMARY_CHUNK=%u", chunk);
+	while ((argv[n] = va_arg(ap, const char *)))
+		ASSERT(++n < MAX_ARGS);
+	ASSERT_EQ(proc_run(argv, env, 120, res), 0);
+	ASSERT(!res->timed_out);
+}
+
 /* gprof-summary with these arguments (NULL-terminated); its output in res. */
 static void run_tool(struct proc_result *res, ...)
 {
-	const char *argv[MAX_ARGS] = {proc_build_path("gprof-summary")};
-	const char *env[] = {"LD_PRELOAD", NULL};
 	va_list ap;
-	int n = 1;
 
 	va_start(ap, res);
-	while ((argv[n] = va_arg(ap, const char *)))
-		ASSERT(++n < MAX_ARGS);
+	run_tool_args(res, 0, ap);
 	va_end(ap);
-	ASSERT_EQ(proc_run(argv, env, 120, res), 0);
-	ASSERT(!res->timed_out);
 }
 
 /* The whole file (binary or text), NUL-terminated. */
@@ -1377,20 +1390,11 @@ TEST(summary_tool_html_render)
 /* gprof-summary with GPROF_SUMMARY_CHUNK=chunk (0: unset) and these arguments (NULL-ended). */
 static void run_chunked(struct proc_result *res, unsigned chunk, ...)
 {
-	const char *argv[MAX_ARGS] = {proc_build_path("gprof-summary")};
-	char env_chunk[64] = "GPROF_SUMMARY_CHUNK";
-	const char *env[] = {"LD_PRELOAD", env_chunk, NULL};
 	va_list ap;
-	int n = 1;
 
-	if (chunk)
-		snprintf(env_chunk, sizeof(env_chunk), "GPROF_SUMMARY_CHUNK=%u", chunk);
 	va_start(ap, chunk);
-	while ((argv[n] = va_arg(ap, const char *)))
-		ASSERT(++n < MAX_ARGS);
+	run_tool_args(res, chunk, ap);
 	va_end(ap);
-	ASSERT_EQ(proc_run(argv, env, 120, res), 0);
-	ASSERT(!res->timed_out);
 }
 
 /* A gzip file written a piece at a time, and how much text went in. */
