@@ -21,6 +21,7 @@
 #include "task.h"
 #include "util/proc.h"
 #include "util/text.h"
+#include "util/threads.h"
 #include "util/trace.h"
 
 /* The export enums mirror CUPTI's, so the collector can pass its values through. */
@@ -1509,12 +1510,7 @@ static void *produce(void *p)
 
 static void run_producers(struct producer_arg *args, unsigned n)
 {
-	pthread_t th[16];
-
-	for (unsigned i = 0; i < n; i++)
-		ASSERT_EQ(pthread_create(&th[i], NULL, produce, &args[i]), 0);
-	for (unsigned i = 0; i < n; i++)
-		pthread_join(th[i], NULL);
+	threads_run(produce, args, sizeof(*args), n);
 }
 
 /* Of the runtime events per producer tid, which correlations (sequence numbers) came out. */
@@ -2253,7 +2249,6 @@ TEST(export_intern_strings)
 	size_t n = 1u << 20;
 	char *big = malloc(n + 1);
 	const struct gprof_export_str *a, *cut;
-	pthread_t th[4];
 	int full = 0;
 	const char *err;
 
@@ -2276,12 +2271,9 @@ TEST(export_intern_strings)
 	ASSERT(cut == gprof_export_intern(big));
 	ASSERT(cut != gprof_export_intern_n(big, GPROF_EXPORT_STR_MAX - 1));
 	/* Threads interning the same names in different orders get the same entries. */
-	for (unsigned i = 0; i < 4; i++) {
-		args[i].offset = i * 250;
-		ASSERT_EQ(pthread_create(&th[i], NULL, intern_many, &args[i]), 0);
-	}
 	for (unsigned i = 0; i < 4; i++)
-		pthread_join(th[i], NULL);
+		args[i].offset = i * 250;
+	threads_run(intern_many, args, sizeof(args[0]), 4);
 	for (unsigned k = 0; k < 1000; k++)
 		for (unsigned i = 1; i < 4; i++)
 			ASSERT(args[i].got[k] == args[0].got[k] && args[0].got[k]->len > 5);

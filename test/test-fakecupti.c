@@ -18,6 +18,7 @@
 #include "test/fakecuda/fakegpu.h"
 #include "util/gtlog.h"
 #include "util/proc.h"
+#include "util/threads.h"
 
 /* ---- loading the fake (and the real one) by path ---- */
 
@@ -770,12 +771,7 @@ static void *emit_thread(void *arg)
 
 static void run_emitters(struct emitter *e, int n)
 {
-	pthread_t t[8];
-
-	for (int i = 0; i < n; i++)
-		ASSERT_EQ(pthread_create(&t[i], NULL, emit_thread, &e[i]), 0);
-	for (int i = 0; i < n; i++)
-		pthread_join(t[i], NULL);
+	threads_run(emit_thread, e, sizeof(*e), (unsigned)n);
 }
 
 TEST(fakecupti_per_thread_buffers)
