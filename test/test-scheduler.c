@@ -10,6 +10,7 @@
 #include "common/compiler.h"
 #include "task.h"
 #include "util/sched-events.h"
+#include "util/threads.h"
 
 /*
  * Expected actions, written by hand from torch.profiler.schedule's documentation: "skip the
@@ -309,6 +310,16 @@ static struct event_log *new_log(void)
 	return log;
 }
 
+/* A new log of st's events, st initialised with schedule `sched`. */
+static struct event_log *start_logged(struct gprof_stepper *st, const struct gprof_schedule *sched)
+{
+	struct event_log *log = new_log();
+
+	log->st = st;
+	ASSERT_EQ(gprof_stepper_init(st, sched, log_event, log), 0);
+	return log;
+}
+
 static int compare_events(const char *what, const struct gprof_sched_event *want, size_t n_want,
 			  const struct event_log *got)
 {
@@ -387,11 +398,10 @@ static void expect_cycle4_window(const struct gprof_sched_event *ev, uint64_t w)
 /* 1000 markers then exit: steps 0-999 make exactly 250 windows, the last saved at exit. */
 TEST(sched_stepper_repeat0_many_steps)
 {
-	struct event_log *log = new_log();
+	struct event_log *log;
 	struct gprof_stepper st;
 
-	log->st = &st;
-	ASSERT_EQ(gprof_stepper_init(&st, &cycle4, log_event, log), 0);
+	log = start_logged(&st, &cycle4);
 	for (unsigned k = 0; k < 1000; k++) {
 		gprof_stepper_mark(&st, T(k), 100 + k);
 		ASSERT_EQ(gprof_stepper_phase(&st), gprof_sched_phase(&cycle4, k));
@@ -439,23 +449,18 @@ static void *mark_steps(void *arg)
  */
 TEST(sched_stepper_threads)
 {
-	struct event_log *log = new_log();
+	struct event_log *log;
 	struct marker_thread threads[THREADS];
-	pthread_t ids[THREADS];
 	pthread_barrier_t go;
 	struct gprof_stepper st;
 	uint64_t clock = 0, prev_ns = 0;
 
-	log->st = &st;
-	ASSERT_EQ(gprof_stepper_init(&st, &cycle4, log_event, log), 0);
+	log = start_logged(&st, &cycle4);
 	ASSERT_EQ(pthread_barrier_init(&go, NULL, THREADS), 0);
-	for (int i = 0; i < THREADS; i++) {
+	for (int i = 0; i < THREADS; i++)
 		threads[i] =
 		    (struct marker_thread){.st = &st, .go = &go, .clock = &clock, .tid = i};
-		ASSERT_EQ(pthread_create(&ids[i], NULL, mark_steps, &threads[i]), 0);
-	}
-	for (int i = 0; i < THREADS; i++)
-		pthread_join(ids[i], NULL);
+	threads_run(mark_steps, threads, sizeof(threads[0]), THREADS);
 	gprof_stepper_finish(&st, clock + 1);
 
 	ASSERT_EQ(gprof_stepper_markers(&st), THREADS * MARKS_PER_THREAD);
@@ -490,20 +495,14 @@ TEST(sched_stepper_time_never_runs_backwards)
 	    EW(0, 0, 500),
 	    EA(0, 0, 500),
 	    ESK(0, 0, 2000, 2000),
-	    {.kind = GPROF_SCHED_EV_STEP,
-	     .first_step = 1,
-	     .last_step = 1,
-	     .begin_ns = 2000,
-	     .end_ns = 3000,
-	     .tid = 101},
+	    ESK(0, 1, 2000, 3000),
 	    ESAVE(0, 0, 1, 2, 500, 3000),
 	};
-	struct event_log *log = new_log();
+	struct event_log *log;
 	struct gprof_stepper st;
 	struct gprof_schedule all = {.all = true};
 
-	log->st = &st;
-	ASSERT_EQ(gprof_stepper_init(&st, &all, log_event, log), 0);
+	log = start_logged(&st, &all);
 	gprof_stepper_start(&st, 500);
 	gprof_stepper_mark(&st, 2000, 100);
 	gprof_stepper_mark(&st, 1000, 101);
@@ -536,11 +535,10 @@ TEST(sched_stepper_finish_on_thread)
 	struct gprof_schedule all = {.all = true};
 
 	for (int own = 0; own < 2; own++) {
-		struct event_log *log = new_log();
+		struct event_log *log;
 		struct gprof_stepper st;
 
-		log->st = &st;
-		ASSERT_EQ(gprof_stepper_init(&st, &all, log_event, log), 0);
+		log = start_logged(&st, &all);
 		gprof_stepper_start(&st, 500);
 		gprof_stepper_mark(&st, 2000, 100);
 		gprof_stepper_mark(&st, 2500, 101);
@@ -571,11 +569,10 @@ TEST(sched_stepper_phase_order)
 	    GPROF_PHASE_WAIT,	GPROF_PHASE_WARMUP, GPROF_PHASE_ACTIVE,
 	    GPROF_PHASE_ACTIVE, GPROF_PHASE_ACTIVE, GPROF_PHASE_WAIT,
 	};
-	struct event_log *log = new_log();
+	struct event_log *log;
 	struct gprof_stepper st;
 
-	log->st = &st;
-	ASSERT_EQ(gprof_stepper_init(&st, &sched, log_event, log), 0);
+	log = start_logged(&st, &sched);
 	ASSERT_EQ(gprof_stepper_phase(&st), GPROF_PHASE_IDLE);
 	gprof_stepper_start(&st, 1);
 	ASSERT_EQ(gprof_stepper_phase(&st), GPROF_PHASE_IDLE);
