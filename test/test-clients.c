@@ -126,6 +126,14 @@ static void run_client(const char *script, const char *const *args)
 	proc_result_free(&res);
 }
 
+/* A client's check of two ranks: rank 0's folder (which holds both traces), each trace and its
+ * ground truth. */
+static void check_two_ranks(const char *script, struct e2e_run *r0, struct e2e_run *r1)
+{
+	run_client(script, (const char *[]){r0->dir, trace_file(r0), r0->gt_path, trace_file(r1),
+					    r1->gt_path, NULL});
+}
+
 TEST(clients_hta_one_rank)
 {
 	struct e2e_run r;
@@ -142,8 +150,7 @@ TEST(clients_hta_two_ranks)
 	run_rank(&r0, 0, 2, "2", KERNELS, NULL);
 	run_rank(&r1, 1, 2, "2", LONG_RELU, NULL);
 	share_folder(&r1, &r0);
-	run_client("hta_check.py", (const char *[]){r0.dir, trace_file(&r0), r0.gt_path,
-						    trace_file(&r1), r1.gt_path, NULL});
+	check_two_ranks("hta_check.py", &r0, &r1);
 	e2e_free(&r0);
 	e2e_free(&r1);
 }
@@ -169,8 +176,7 @@ TEST(clients_tensorboard)
 	run_client("tb_check.py", (const char *[]){r0.dir, trace_file(&r0), r0.gt_path, NULL});
 	run_rank(&r1, 1, 2, "1", LONG_RELU, NULL);
 	share_folder(&r1, &r0);
-	run_client("tb_check.py", (const char *[]){r0.dir, trace_file(&r0), r0.gt_path,
-						   trace_file(&r1), r1.gt_path, NULL});
+	check_two_ranks("tb_check.py", &r0, &r1);
 	e2e_free(&r0);
 	e2e_free(&r1);
 }
@@ -183,10 +189,8 @@ TEST(clients_nccl_two_ranks)
 	run_nccl_rank(&r0, 0, "80000");
 	run_nccl_rank(&r1, 1, "60000");
 	share_folder(&r1, &r0);
-	run_client("tb_check.py", (const char *[]){r0.dir, trace_file(&r0), r0.gt_path,
-						   trace_file(&r1), r1.gt_path, NULL});
-	run_client("hta_check.py", (const char *[]){r0.dir, trace_file(&r0), r0.gt_path,
-						    trace_file(&r1), r1.gt_path, NULL});
+	check_two_ranks("tb_check.py", &r0, &r1);
+	check_two_ranks("hta_check.py", &r0, &r1);
 	e2e_free(&r0);
 	e2e_free(&r1);
 }
