@@ -24,7 +24,7 @@
  * window, and recycles full chunks. A thread's events survive its exit: a pthread key
  * destructor marks the producer exited and the writer frees it after its last event. While the
  * writer falls behind (events of more than 16 chunks wait) it may start compressor threads,
- * at most writer_threads, that deflate slices of the file beside it (export/sink.c); they end
+ * at most writer_threads, that deflate slices of the file beside it (export/gzip.c); they end
  * with the file.
  *
  * Windows: the stepper opens one per active window (gprof_export_window_open) and releases it
@@ -301,7 +301,7 @@ char *gprof_export_summary_text(const struct gprof_export_result *r);
  */
 char *gprof_export_summary_line(const struct gprof_export_result *r);
 
-struct gprof_format_ops;
+struct gprof_format_row;
 
 /* Set up by gprof_export_init(); read by the writer. */
 struct gprof_export_config {
@@ -321,8 +321,8 @@ struct gprof_export_config {
 	/* Called on the writer thread when a window's file is done or abandoned; may be NULL. */
 	void (*on_window_done)(const struct gprof_export_result *r, void *arg);
 	void *arg;
-	/* The files' format (export/internal.h); NULL: the Kineto JSON of TRACE_FORMAT.md. */
-	const struct gprof_format_ops *format;
+	/* The files' format (export/format.h); NULL: gprof_formats[0], TRACE_FORMAT.md's. */
+	const struct gprof_format_row *format;
 	/*
 	 * PyTorch reports its tensors' memory (GPROF_TORCH=on: MEMORY events flagged
 	 * GPROF_EXPORT_MEMORY_TENSOR): device allocations then make the counter only.

@@ -96,3 +96,34 @@ int gprof_file_close(struct gprof_file *f)
 	f->fd = -1;
 	return err;
 }
+
+int gprof_file_append(struct gprof_file *f, uint64_t *off, const void *buf, size_t len)
+{
+	const char *p = buf;
+	int fd = gprof_file_fd(f);
+
+	while (len && fd >= 0) {
+		ssize_t n = pwrite(fd, p, len, (off_t)*off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		p += n;
+		len -= (size_t)n;
+		*off += (uint64_t)n;
+	}
+	return fd < 0 ? fd : 0;
+}
+
+int gprof_file_finish(struct gprof_file *f, const void *buf, size_t len, uint64_t at, int err)
+{
+	int fd = err ? -1 : gprof_file_fd(f), close_err;
+
+	if (!err && fd < 0)
+		err = fd;
+	if (!err && pwrite(fd, buf, len, (off_t)at) != (ssize_t)len)
+		err = errno ? -errno : -EIO;
+	close_err = gprof_file_close(f);
+	return err ? err : close_err;
+}

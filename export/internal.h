@@ -1,7 +1,8 @@
 /*
- * What export's files share with each other. Not an interface: use export.h. Tests may include
- * it, as they may any module's private header, to test export's internals; the benchmark and
- * gprof-summary (which feeds trace files to the summary's own tally) still do (issue #19).
+ * What export's files share with each other. Not an interface: use export.h and format.h.
+ * Tests may include it, as they may any module's private header, to test export's internals;
+ * the benchmark and gprof-summary (which feeds trace files to the summary's own tally) still
+ * do (issue #19).
  */
 #ifndef GPROF_EXPORT_INTERNAL_H
 #define GPROF_EXPORT_INTERNAL_H
@@ -18,6 +19,7 @@
 #include "common/log.h"
 #include "common/map.h"
 #include "export/export.h"
+#include "export/format.h"
 
 /* json.c: JSON syntax into a growable buffer. Appends after a failed growth are dropped. */
 struct gprof_jbuf {
@@ -124,9 +126,6 @@ typedef void (*gprof_buf_fn)(const struct gprof_export_event *ev, size_t n, void
 size_t gprof_buf_drain(gprof_buf_fn fn, void *arg);
 
 /* output.c: where files go. */
-struct gprof_rank {
-	long rank, world_size;
-};
 /* From RANK/WORLD_SIZE, OMPI_COMM_WORLD_*, SLURM_PROCID/SLURM_NTASKS, PMI_RANK/PMI_SIZE. */
 void gprof_output_rank(char *const *env, struct gprof_rank *r);
 /*
@@ -142,9 +141,8 @@ bool gprof_output_unset(const char *tmpl, char *const *env, char *name, size_t s
  * holds the expansion's beginning, to name it.
  */
 int gprof_output_folder(const char *tmpl, const char *base, char *out, size_t size);
-/* `<host>_<pid>.<unix_ns><format><sink>` into out: format and sink are suffixes. */
-int gprof_output_name(uint64_t unix_ns, const char *format, const char *sink, char *out,
-		      size_t size);
+/* `<host>_<pid>.<unix_ns><suffix>` into out (suffix: a format's, gprof_format_row). */
+int gprof_output_name(uint64_t unix_ns, const char *suffix, char *out, size_t size);
 /*
  * Creates dir (mkdir -p) and the file for `<dir>/<name>.partial` (0644): an unnamed one
  * (O_TMPFILE, *unnamed true) that gprof_output_publish() names once its header is in, so that a
@@ -193,27 +191,43 @@ void gprof_file_named(struct gprof_file *f, const char *path);
 int gprof_file_fd(struct gprof_file *f);
 /* Closes the descriptor if it is still ours: 0 or a negative errno. */
 int gprof_file_close(struct gprof_file *f);
+/* Appends buf at *off, which it advances (pwrite: a file opened again has its own offset). */
+int gprof_file_append(struct gprof_file *f, uint64_t *off, const void *buf, size_t len);
+/*
+ * A file's end: unless err, buf written at offset `at` (a final head over the first); the
+ * descriptor closed either way. Returns err, or the write's or the close's error.
+ */
+int gprof_file_finish(struct gprof_file *f, const void *buf, size_t len, uint64_t at, int err);
 
-/* sink.c: where the bytes of a trace go. */
-struct gprof_sink;
 /*
- * The gzip member, written by hand so the header can be final yet come first: 10-byte gzip
- * header, then `head` as one deflate STORED block (its size is fixed at open), then the body
- * as raw deflate from zlib with a sync flush every GPROF_SINK_SYNC_BYTES of input (and on
- * gprof_sink_sync), then a final block, CRC-32 and size. finish() pwrite()s the new head over
- * the stored block (same length) and computes the CRC with crc32_combine(). A file cut short
- * after a sync flush still inflates to the head and the body up to that flush.
+ * sink.c: the sinks a format writes into (export/format.h), for the writer to make and free.
+ * A sink of each kind begins with struct gprof_sink; the calls keep its first error.
  */
-#define GPROF_SINK_SYNC_BYTES (1u << 20)
+struct gprof_sink_ops {
+	int (*head)(struct gprof_sink *s, const char *head, size_t len);
+	int (*write)(struct gprof_sink *s, const void *buf, size_t len);
+	int (*sync)(struct gprof_sink *s);
+	int (*finish)(struct gprof_sink *s, const char *head, size_t len);
+	void (*free)(struct gprof_sink *s);
+	/* NULL where a sink has no use for them: see gprof_sink_named and gprof_sink_threads. */
+	void (*named)(struct gprof_sink *s, const char *path);
+	void (*threads)(struct gprof_sink *s, unsigned max, size_t slice_bytes,
+			bool (*behind)(void));
+};
+
+struct gprof_sink {
+	const struct gprof_sink_ops *ops;
+	size_t head_len; /* fixed by gprof_sink_head */
+	bool started;	 /* the head (or body text) is in: no head may come now */
+	int err;	 /* the first error; every later call returns it */
+};
 /*
- * zlib's memLevel: a 2^13-entry hash instead of the default 2^15. zlib shifts the whole hash
- * table every 32 KiB of input, which at level 1 was a third of deflate's instructions; on
- * trace JSON the smaller table costs no compression (measured in docs/PERFORMANCE.md).
+ * The sink of that kind on fd (gzip at level 0-9). Takes fd on success (finish or free closes
+ * it); on failure the caller keeps it.
  */
-#define GPROF_SINK_MEM_LEVEL 6
-/* Takes fd on success (finish or free closes it); on failure the caller keeps it. */
+struct gprof_sink *gprof_sink_open(enum gprof_sink_kind kind, int fd, int level, int *err);
 struct gprof_sink *gprof_sink_gzip(int fd, int level, int *err);
-#define GPROF_SINK_GZIP_SUFFIX ".gz" /* of a gzip sink's file name */
+struct gprof_sink *gprof_sink_plain(int fd, int *err);
 /*
  * Compressor threads for a gzip sink (other sinks ignore it; call it once, before any write).
  * While behind() says the writer falls behind (NULL: always), at a sync point the body goes
@@ -227,22 +241,13 @@ struct gprof_sink *gprof_sink_gzip(int fd, int level, int *err);
  */
 void gprof_sink_threads(struct gprof_sink *s, unsigned max, size_t slice_bytes,
 			bool (*behind)(void));
-/* The file's path, once an unnamed file has one (gprof_output_publish); gzip sinks only. */
+/* The file's path, once an unnamed file has one (gprof_output_publish); file sinks only. */
 void gprof_sink_named(struct gprof_sink *s, const char *path);
 /* Tests: from now on starting a compressor thread fails (EAGAIN), as pthread_create() can. */
 void gprof_sink_fail_threads(bool fail);
 /* The same calls into memory (tests): the text is kept uncompressed. NULL: out of memory. */
 struct gprof_sink *gprof_sink_memory(void);
 const char *gprof_sink_memory_text(const struct gprof_sink *s, size_t *len);
-/*
- * The first bytes, once, before any write: a head of fixed length (at most 64 KiB - 1 for
- * gzip), which finish() replaces. Each call returns 0 or the sink's first error.
- */
-int gprof_sink_head(struct gprof_sink *s, const char *head, size_t len);
-int gprof_sink_write(struct gprof_sink *s, const void *buf, size_t len);
-int gprof_sink_sync(struct gprof_sink *s);
-/* Writes the end and the final head (same length as the first); a gzip sink's file is closed. */
-int gprof_sink_finish(struct gprof_sink *s, const char *head, size_t len);
 void gprof_sink_free(struct gprof_sink *s);
 
 /* tracks.c: the tracks a window used, for its metadata events. */
@@ -321,71 +326,11 @@ struct gprof_op_entry *gprof_op_args_unwritten(struct gprof_op_args *a, size_t *
 					       uint64_t until_ns);
 void gprof_op_args_free(struct gprof_op_args *a);
 
-/*
- * Output formats: what the writer calls to turn a window's events into a file, over a sink it
- * made (a gzip file; tests make memory ones). A second format is one new file defining its ops.
- */
-
-/* What a window's header says, whatever the format; counts and names come from the format. */
-struct gprof_trace_meta {
-	const struct gprof_export_process_info *proc;
-	struct gprof_rank rank;
-	uint64_t base_ns;
-	uint64_t window;
-	const char *schedule;
-	uint64_t first_step, last_step;
-	bool has_last_step;
-	uint64_t dropped_buffer, dropped_cupti, dropped_late;
-	uint64_t left_out;  /* API calls not written (GPROF_EXPORT_QUIET): set by the format */
-	bool tensor_memory; /* gprof_export_config.tensor_memory */
-	bool torch_ops;	    /* gprof_export_config.torch_ops */
-	/* The window's operators' inputs (gprof_export_window_op_args), at its close; or NULL */
-	struct gprof_op_args *op_args;
-	char (*warnings)[GPROF_LOG_LINE_MAX];
-	size_t n_warnings;
-	size_t warnings_lost; /* printed in the window but no longer kept by common/log */
-	const char *trace_name;
-};
-
-/* One window's output: each format's own state begins with it. */
-struct gprof_format {
-	const struct gprof_format_ops *ops;
-};
-
-struct gprof_format_ops {
-	const char *name;   /* for people: "Kineto JSON" */
-	const char *suffix; /* of the file name, before the sink's (".pt.trace.json") */
-	/*
-	 * Writes the first header (m->proc is copied) as sink s's head. s stays the caller's, to
-	 * free after the format. NULL and *err on failure.
-	 */
-	struct gprof_format *(*open)(const struct gprof_trace_meta *m, uint64_t open_ns,
-				     struct gprof_sink *s, int *err);
-	/* Formats events (the writer's inner loop). */
-	void (*events)(struct gprof_format *f, const struct gprof_export_event *ev, size_t n);
-	/* Every pass of the writer: hands text to the sink, sync-flushes now and then. */
-	int (*tick)(struct gprof_format *f, uint64_t now_ns);
-	/* Newer process facts (devices, versions) for later events and the final header. */
-	void (*set_proc)(struct gprof_format *f, const struct gprof_export_process_info *p);
-	/*
-	 * The end of the file and the final head (m->proc may become the format's copy), then
-	 * gprof_sink_finish. Returns 0 or the first error, of the format or its sink.
-	 */
-	int (*close)(struct gprof_format *f, struct gprof_trace_meta *m);
-	/* Events written, per enum gprof_export_kind (GPROF_EXPORT_KINDS of them). */
-	const uint64_t *(*counts)(const struct gprof_format *f);
-	/* Frees f (NULL is fine), not its sink. */
-	void (*free)(struct gprof_format *f);
-};
-
-/* trace.c: the Kineto schema, the writer's format unless gprof_export_config says otherwise. */
-extern const struct gprof_format_ops gprof_format_kineto;
+/* trace.c: the Kineto schema (gprof_format_kineto). */
 #define GPROF_TRACE_HEAD_BYTES 49152u /* the stored block: fixed, fits every header but warnings */
 /* The header text, exactly GPROF_TRACE_HEAD_BYTES long, into b (exposed for tests). */
 int gprof_trace_head(struct gprof_jbuf *b, const struct gprof_trace_meta *m,
 		     const uint64_t *counts);
-/* "HtoD", "DtoH", ... for enum gprof_export_copy_kind ("Unknown" when out of range). */
-const char *gprof_trace_copy_kind(unsigned k);
 
 /*
  * summary.c: the end-of-window figures (export.h's gprof_export_summary_text), tallied on the

@@ -182,15 +182,14 @@ int gprof_output_folder(const char *tmpl, const char *base, char *out, size_t si
 	return snprintf(out, size, "%s", dir) < (int)size ? 0 : -ENAMETOOLONG;
 }
 
-int gprof_output_name(uint64_t unix_ns, const char *format, const char *sink, char *out,
-		      size_t size)
+int gprof_output_name(uint64_t unix_ns, const char *suffix, char *out, size_t size)
 {
 	char host[256];
 	int n;
 
 	host_name(host, sizeof(host));
-	n = snprintf(out, size, "%s_%d.%llu%s%s", host, (int)getpid(), (unsigned long long)unix_ns,
-		     format, sink);
+	n = snprintf(out, size, "%s_%d.%llu%s", host, (int)getpid(), (unsigned long long)unix_ns,
+		     suffix);
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 

@@ -941,7 +941,6 @@ fail:
 
 const struct gprof_format_ops gprof_format_kineto = {
     .name = "Kineto JSON",
-    .suffix = ".pt.trace.json",
     .open = trace_open,
     .events = trace_events,
     .tick = trace_tick,

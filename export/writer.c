@@ -46,7 +46,7 @@ struct window {
 	/* Writer only. */
 	uint32_t wid;		    /* the id this slot's trace was opened for, 0 if none */
 	struct gprof_sink *sink;    /* the trace's file; NULL with trace */
-	struct gprof_format *trace; /* in ctl.format; NULL: not opened yet, or failed */
+	struct gprof_format *trace; /* of ctl.format; NULL: not opened yet, or failed */
 	struct gprof_export_summary *summary; /* tallied with the trace; may be NULL */
 	int error;			      /* why the window failed */
 	struct gprof_rank rank;
@@ -65,7 +65,7 @@ static struct {
 	bool kick;    /* something changed: the writer makes a pass before sleeping */
 	pthread_t thread;
 	struct gprof_export_config cfg;
-	const struct gprof_format_ops *format; /* cfg.format, or Kineto's */
+	const struct gprof_format_row *format; /* cfg.format, or the default */
 	char output[PATH_MAX];		       /* the template, for messages */
 	/*
 	 * Resolved by gprof_export_init (and in a child after fork, which has no other thread
@@ -264,12 +264,12 @@ static int create_file(struct window *w, struct gprof_trace_meta *m, const char 
 		return -EBADF;
 	w->dev = st.st_dev;
 	w->ino = st.st_ino;
-	w->sink = gprof_sink_gzip(fd, ctl.cfg.gzip_level, &err);
+	w->sink = gprof_sink_open(ctl.format->sink, fd, ctl.cfg.gzip_level, &err);
 	if (!w->sink) {
 		close(fd);
 		return err;
 	}
-	w->trace = ctl.format->open(m, w->open_ns, w->sink, &err);
+	w->trace = ctl.format->ops->open(m, w->open_ns, w->sink, &err);
 	if (w->trace && unnamed) {
 		snprintf(partial, sizeof(partial), "%s.partial", w->path);
 		err = gprof_output_publish(fd, &st, partial);
@@ -301,8 +301,7 @@ static void open_window(struct window *w, struct gprof_trace_meta *m)
 	w->error = 0;
 	w->rank = ctl.rank;
 	if (!err)
-		err = gprof_output_name(w->open_ns, ctl.format->suffix, GPROF_SINK_GZIP_SUFFIX,
-					name, sizeof(name));
+		err = gprof_output_name(w->open_ns, ctl.format->suffix, name, sizeof(name));
 	if (!err &&
 	    snprintf(w->path, sizeof(w->path), "%s/%s", ctl.dir, name) >= (int)sizeof(w->path))
 		err = -ENAMETOOLONG;
@@ -325,7 +324,7 @@ static void open_window(struct window *w, struct gprof_trace_meta *m)
 		return;
 	}
 	pr_dbg("window %llu: %s into '%.200s.partial'", (unsigned long long)w->number,
-	       ctl.format->name, w->path);
+	       ctl.format->ops->name, w->path);
 	w->summary = gprof_summary_new();
 	gprof_sink_threads(w->sink, ctl.cfg.writer_threads, GPROF_SINK_SYNC_BYTES, writer_behind);
 }
@@ -792,7 +791,7 @@ int gprof_export_init(const struct gprof_export_config *cfg)
 	if (err)
 		goto out;
 	ctl.cfg = *cfg;
-	ctl.format = cfg->format ? cfg->format : &gprof_format_kineto;
+	ctl.format = cfg->format ? cfg->format : &gprof_formats[0];
 	ctl.cfg.gzip_level = cfg->gzip_level < 0 ? 0 : cfg->gzip_level > 9 ? 9 : cfg->gzip_level;
 	snprintf(ctl.output, sizeof(ctl.output), "%s", cfg->output ? cfg->output : ".");
 	ctl.cfg.output = ctl.output;

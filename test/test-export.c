@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "export/format.h"
 #include "export/internal.h"
 #include "task.h"
 #include "util/proc.h"
@@ -108,8 +109,8 @@ static void on_done(const struct gprof_export_result *r, void *arg)
 
 /* Compressor threads the writer may start (a test that wants them sets it first). */
 static unsigned export_threads;
-/* The writer's format (NULL: Kineto's); export_format_plugged_in sets it. */
-static const struct gprof_format_ops *export_format;
+/* The writer's format (NULL: the default); export_format_plugged_in sets it. */
+static const struct gprof_format_row *export_format;
 
 static void start_export(const char *output, size_t cap)
 {
@@ -967,9 +968,12 @@ TEST(export_rank_and_names)
 	ASSERT_STR_EQ(got, "NOT_SET");
 	ASSERT(!gprof_output_unset("o/%q{FOO}/%%q{NOPE}/%q{NOPE/%", env, got, 64));
 	ASSERT(!gprof_output_unset("%", env, got, 64));
-	ASSERT_EQ(gprof_output_name(1751410836123456789ull, gprof_format_kineto.suffix,
-				    GPROF_SINK_GZIP_SUFFIX, got, sizeof(got)),
-		  0);
+	/* The default format: Kineto's JSON, gzipped. */
+	ASSERT(gprof_formats[0].ops == &gprof_format_kineto);
+	ASSERT_EQ(gprof_formats[0].sink, GPROF_SINK_GZIP);
+	ASSERT_EQ(
+	    gprof_output_name(1751410836123456789ull, gprof_formats[0].suffix, got, sizeof(got)),
+	    0);
 	snprintf(want, sizeof(want), "%s_%d.1751410836123456789.pt.trace.json.gz", host,
 		 (int)getpid());
 	ASSERT_STR_EQ(got, want);
@@ -1148,7 +1152,6 @@ static const uint64_t *lines_counts(const struct gprof_format *f)
 
 static const struct gprof_format_ops lines_ops = {
     .name = "lines",
-    .suffix = ".lines",
     .open = lines_open,
     .events = lines_events,
     .tick = lines_tick,
@@ -1176,17 +1179,27 @@ static struct gprof_format *lines_open(const struct gprof_trace_meta *m, uint64_
 	return &l->base;
 }
 
-/* The writer takes its format from the config: a window goes through the tests' own. */
+/* Its row: plain text (the default is gzip) in files named *.lines. */
+static const struct gprof_format_row lines_row = {
+    .ops = &lines_ops,
+    .sink = GPROF_SINK_PLAIN,
+    .suffix = ".lines",
+};
+
+/*
+ * The writer takes its format from the config: a window goes through the tests' own, into a
+ * file of its sink and with its suffix.
+ */
 TEST(export_format_plugged_in)
 {
-	char dir[64], path[512], want[64], got[512], *gz, *text;
+	char dir[64], path[512], want[64], got[512], *text;
 	struct gprof_export_event ev[16];
 	uint64_t counts[GPROF_EXPORT_KINDS] = {0};
-	size_t n, gz_len, len, at;
+	size_t n, len, at;
 	uint32_t w;
 
 	make_tmpdir(dir, sizeof(dir));
-	export_format = &lines_ops;
+	export_format = &lines_row;
 	start_export(dir, 8u << 20);
 	w = open_window(1, 0);
 	n = every_kind(w, my_tid(), ev);
@@ -1199,9 +1212,8 @@ TEST(export_format_plugged_in)
 		counts[ev[i].kind]++;
 	ASSERT(!memcmp(last_result.events, counts, sizeof(counts)));
 	the_trace(dir, path, sizeof(path));
-	check_name(path, ".lines.gz");
-	gz = read_file(path, &gz_len);
-	ASSERT_MSG(trace_gunzip(gz, gz_len, false, &text, &len, why, sizeof(why)) == 0, "%s", why);
+	check_name(path, ".lines");
+	text = read_file(path, &len); /* plain: the text itself */
 	ASSERT(len < sizeof(got));
 	memcpy(got, text, len);
 	got[len] = '\0';
@@ -1215,7 +1227,7 @@ TEST(export_format_plugged_in)
 		at += k - 1;
 	}
 	ASSERT_EQ(len, at);
-	free(text), free(gz);
+	free(text);
 	ASSERT_EQ(gprof_export_shutdown(5000), 0);
 	rm_rf(dir);
 }
