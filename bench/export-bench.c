@@ -14,7 +14,7 @@
 #include <zlib.h>
 
 #include "bench/bench.h"
-#include "export/internal.h"
+#include "export/format.h"
 
 #define WINDOW_WAIT_MS 120000
 #define ZLIB_CHUNK     GPROF_SINK_SYNC_BYTES

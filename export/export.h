@@ -68,7 +68,15 @@
 #define GPROF_EXPORT_STR_BYTES (8u << 20)
 #define GPROF_EXPORT_STR_CUT   "...[truncated]"
 
-struct gprof_export_str;
+/* An interned string: text is escaped, without quotes. */
+struct gprof_export_str {
+	uint32_t raw_len; /* bytes kept of the original (before the cut marker) */
+	uint32_t len;	  /* bytes of text */
+	bool cut;	  /* truncated: text ends with GPROF_EXPORT_STR_CUT */
+	const char *raw;
+	struct gprof_export_str *same_hash; /* the string interned before it with its hash */
+	char text[];
+};
 const struct gprof_export_str *gprof_export_intern(const char *s);
 const struct gprof_export_str *gprof_export_intern_n(const char *s, size_t len);
 

@@ -1,8 +1,7 @@
 /*
- * What export's files share with each other. Not an interface: use export.h and format.h.
- * Tests may include it, as they may any module's private header, to test export's internals;
- * the benchmark and gprof-summary (which feeds trace files to the summary's own tally) still
- * do (issue #19).
+ * What export's files share with each other. Not an interface: use export.h, format.h and
+ * summary.h. Tests may include it, as they may any module's private header, to test export's
+ * internals.
  */
 #ifndef GPROF_EXPORT_INTERNAL_H
 #define GPROF_EXPORT_INTERNAL_H
@@ -20,6 +19,7 @@
 #include "common/map.h"
 #include "export/export.h"
 #include "export/format.h"
+#include "export/summary.h"
 
 /* json.c: JSON syntax into a growable buffer. Appends after a failed growth are dropped. */
 struct gprof_jbuf {
@@ -79,16 +79,7 @@ void gprof_jbuf_str(struct gprof_jbuf *b, const char *s, size_t n);
 #define GPROF_JSON_ESCAPED_MAX(n) (3 * (size_t)(n))
 size_t gprof_json_escape(char *dst, const char *src, size_t n);
 
-/* strtab.c: the interned string; text is escaped, without quotes. */
-struct gprof_export_str {
-	uint32_t raw_len; /* bytes kept of the original (before the cut marker) */
-	uint32_t len;	  /* bytes of text */
-	bool cut;	  /* truncated: text ends with GPROF_EXPORT_STR_CUT */
-	const char *raw;
-	struct gprof_export_str *same_hash; /* the string interned before it with its hash */
-	char text[];
-};
-
+/* strtab.c: the interned strings. */
 void gprof_strtab_lock(void);
 void gprof_strtab_unlock(void);
 
@@ -331,22 +322,5 @@ void gprof_op_args_free(struct gprof_op_args *a);
 /* The header text, exactly GPROF_TRACE_HEAD_BYTES long, into b (exposed for tests). */
 int gprof_trace_head(struct gprof_jbuf *b, const struct gprof_trace_meta *m,
 		     const uint64_t *counts);
-
-/*
- * summary.c: the end-of-window figures (export.h's gprof_export_summary_text), tallied on the
- * writer thread from the events of one window as they are written. NULL when out of memory;
- * events() accepts a NULL summary.
- */
-struct gprof_export_summary *gprof_summary_new(void);
-void gprof_summary_events(struct gprof_export_summary *s, const struct gprof_export_event *ev,
-			  size_t n);
-void gprof_summary_free(struct gprof_export_summary *s);
-/* Names the operators of PyTorch's profiler by what the hook handed over (the rest go). */
-void gprof_summary_name_ops(struct gprof_export_summary *s, struct gprof_op_args *args);
-/* "12.345 ms": three decimals of the largest unit that fits (gprof-summary's times too). */
-const char *gprof_summary_fmt_time(char out[32], uint64_t ns);
-struct gprof_stats;
-/* "median 1.000 ms (min 0.900 ms, p90 1.200 ms, max 3.000 ms)": step times beside the mean. */
-char *gprof_summary_fmt_stats(char *out, size_t len, const struct gprof_stats *st);
 
 #endif

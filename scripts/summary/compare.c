@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export/internal.h"
+#include "export/summary.h"
 #include "scripts/summary/tool.h"
 
 /* A kernel of either trace; a or b is NULL when the other trace alone ran it. */

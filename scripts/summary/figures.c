@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "common/array.h"
-#include "export/internal.h"
 #include "scripts/summary/tool.h"
 
 /* The device's figures, added when new (with room per step once the steps are known). */

@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "export/internal.h"
+#include "export/summary.h"
 #include "scripts/summary/tool.h"
 
 #define STEPS_W	    600.0 /* px of the step chart's plot, at most 2 px a step beyond 300 */

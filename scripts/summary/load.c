@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export/internal.h"
+#include "export/format.h"
+#include "export/summary.h"
 #include "scripts/summary/tool.h"
 
 #define COPY_KINDS (GPROF_COPY_PTOP + 1)

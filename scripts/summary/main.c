@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "export/internal.h"
 #include "scripts/summary/tool.h"
 
 /*

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "export/internal.h"
+#include "export/summary.h"
 #include "scripts/summary/tool.h"
 
 const char *tool_fmt_delta(char out[32], int64_t ns)

@@ -4,7 +4,7 @@
  */
 #include <string.h>
 
-#include "export/internal.h"
+#include "export/summary.h"
 #include "scripts/summary/tool.h"
 
 /* "<host>_<pid>" of the file name, and the process's fixed baseTimeNanoseconds. */
