@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/compiler.h"
+#include "export/format.h"
 #include "task.h"
 #include "util/e2e.h"
 #include "util/gtlog.h"
@@ -520,6 +521,51 @@ TEST(tools_run_reports_traces)
 	ASSERT_STR_CONTAINS(last_line(r.res.err), path_join(r.dir, "pid"));
 	ASSERT_EQ(traces_in(last_line(r.res.err) + strlen(prefix), names, NULL), 2);
 	run_free(&r);
+}
+
+/*
+ * gprof-run counts the files of every format: its trace_suffixes are the suffixes of
+ * export/format.h's gprof_formats, in order, and a file ending in each one (or in it and
+ * .partial) is this run's; a file ending otherwise is not.
+ */
+TEST(tools_run_counts_every_format)
+{
+	const char *args[] = {"-o", NULL, "--", "/bin/sh", "-c", NULL, NULL};
+	char *script = NULL, *at, *end, cmd[4096], want[4096 + 128];
+	size_t len, n = 0, at_cmd = 0;
+	struct run r;
+
+	text_read_file(proc_src_path("scripts/gprof-run"), &script, &len);
+	at = strstr(script, "\ntrace_suffixes=(");
+	ASSERT_MSG(at, "no trace_suffixes=(...) in scripts/gprof-run");
+	at += strlen("\ntrace_suffixes=(");
+	end = strchr(at, ')');
+	ASSERT(end && !memchr(at, '\n', (size_t)(end - at)));
+	*end = '\0';
+	run_init(&r);
+	for (char *word = strtok(at, " "); word; word = strtok(NULL, " "), n++) {
+		ASSERT_MSG(gprof_formats[n].ops, "%s: no such format in gprof_formats", word);
+		ASSERT_STR_EQ(word, gprof_formats[n].suffix);
+		at_cmd +=
+		    (size_t)snprintf(cmd + at_cmd, sizeof(cmd) - at_cmd,
+				     "touch '%s/a%s' '%s/b%s.partial'; ", r.dir, word, r.dir, word);
+		ASSERT(at_cmd < sizeof(cmd));
+	}
+	ASSERT_MSG(!gprof_formats[n].ops, "scripts/gprof-run's trace_suffixes lack %s",
+		   gprof_formats[n].suffix);
+	ASSERT((size_t)snprintf(cmd + at_cmd, sizeof(cmd) - at_cmd, "touch '%s/c.json'", r.dir) <
+	       sizeof(cmd) - at_cmd);
+	args[1] = r.dir;
+	args[5] = cmd;
+	run_tool(&r, NULL, args, NULL);
+	ASSERT_EQ(r.res.status, 0);
+	snprintf(want, sizeof(want),
+		 "gprof: this run wrote %zu traces (%zu left incomplete as .partial: gprof-repair "
+		 "completes them) in %s",
+		 2 * n, n, r.dir);
+	ASSERT_STR_EQ(last_line(r.res.err), want);
+	run_free(&r);
+	free(script);
 }
 
 /*
