@@ -4,7 +4,8 @@
  * (gprof_collector_external_begin, cupti.c), an annotation's on a stack of its own; CUPTI then
  * writes an EXTERNAL_CORRELATION record of each stack before the record of every API call made
  * inside, and the collector thread keeps correlation id -> both ids here until the call's
- * events and their GPU work are written.
+ * events and their GPU work are written. Which field of an event takes them is its kind's
+ * external column (common/activity.h).
  */
 #include "collector/internal.h"
 
@@ -31,18 +32,18 @@ void gprof_coll_external_apply(struct gprof_export_event *ev)
 		 annotation = known ? slots[corr % SLOTS].annotation : 0;
 
 	switch (ev->kind) {
-	case GPROF_EXPORT_RUNTIME:
-	case GPROF_EXPORT_DRIVER:
-		ev->u.api.external = id;
-		break;
-	case GPROF_EXPORT_KERNEL:
-		ev->u.kernel.external = id;
-		ev->u.kernel.annotation = annotation;
-		break;
-	case GPROF_EXPORT_MEMCPY:
-	case GPROF_EXPORT_MEMSET:
-		ev->u.copy.external = id;
-		ev->u.copy.annotation = annotation;
-		break;
+#define EXT_NONE(payload)
+#define EXT_CALL(payload) ev->u.payload.external = id;
+#define EXT_WORK(payload)            \
+	ev->u.payload.external = id; \
+	ev->u.payload.annotation = annotation;
+#define EXT_CASE(name, key, emitter, ph, cat, payload, summary, external) \
+	case GPROF_EXPORT_##name:                                         \
+		EXT_##external(payload) break;
+		GPROF_EXPORT_KIND_TABLE(EXT_CASE)
+#undef EXT_CASE
+#undef EXT_WORK
+#undef EXT_CALL
+#undef EXT_NONE
 	}
 }

@@ -1,37 +1,45 @@
 /*
  * The activity kinds, in one place: what GPROF_ACTIVITIES asks for, the CUPTI activity kinds
  * that deliver it and the decoders that turn their records into events, and the events with
- * the functions that write them. Every per-kind table of config/, collector/ and export/ is
- * made from these rows (test collector_kind_tables and export_kind_tables check each one).
+ * every fact kept of them: how the trace writes them, what payload they carry, what the
+ * summaries count of them, where their External id goes. Every per-kind table or switch of
+ * common/, collector/, export/ and scripts/summary/ is made from these rows (tests
+ * collector_kind_tables, export_kind_tables and export_kind_rows check each one).
  *
  * A new kind is a row here, its decoder in collector/records.c and its emitter in
- * export/trace.c; one that carries a payload of its own or is summarised also needs its lines
- * in export/export.h, export/summary.c and scripts/summary/load.c. This header names those
- * functions and CUPTI's kinds only as words: it includes nothing, and each table is expanded
- * only in the file that owns its column.
+ * export/trace.c (with its payload in export/export.h when it has one of its own). This header
+ * names those functions and CUPTI's kinds only as words: it includes nothing, and each table
+ * is expanded only in the file that owns its column.
  */
 #ifndef GPROF_ACTIVITY_H
 #define GPROF_ACTIVITY_H
 
-/* GPROF_ACTIVITIES' words, one row each: X(NAME, word) makes the bit GPROF_ACT_<NAME>. */
-#define GPROF_ACTIVITY_TABLE(X) \
-	X(KERNEL, "kernel")     \
-	X(MEMCPY, "memcpy")     \
-	X(MEMSET, "memset")     \
-	X(MEMORY, "memory")     \
-	X(API, "api")           \
-	X(NVTX, "nvtx")         \
-	X(SYNC, "sync")
+/*
+ * GPROF_ACTIVITIES' words, one row each: X(NAME, word, dflt, note) makes the bit
+ * GPROF_ACT_<NAME>; dflt is ON when the default asks for it, OFF when not; note is what the
+ * README and the messages say of the word after it ("" for nothing).
+ */
+#define GPROF_ACTIVITY_TABLE(X)                                                                   \
+	X(KERNEL, "kernel", ON, "")                                                               \
+	X(MEMCPY, "memcpy", ON, "")                                                               \
+	X(MEMSET, "memset", ON, "")                                                               \
+	X(MEMORY, "memory", ON, "")                                                               \
+	X(API, "api", ON, "")                                                                     \
+	X(NVTX, "nvtx", ON, "")                                                                   \
+	X(SYNC, "sync", OFF,                                                                      \
+	  " (the host's waits for the GPU as cuda_sync events, which HTA's critical path needs; " \
+	  "off by default as in torch.profiler: HTA's temporal breakdown counts them as GPU "     \
+	  "time)")
 
 /* Bits of GPROF_ACTIVITIES, in the table's order. */
 enum gprof_activity_bit {
-#define GPROF_ACT_BIT(name, word) GPROF_ACT_BIT_##name,
+#define GPROF_ACT_BIT(name, ...) GPROF_ACT_BIT_##name,
 	GPROF_ACTIVITY_TABLE(GPROF_ACT_BIT)
 #undef GPROF_ACT_BIT
 	GPROF_ACT_BITS
 };
 enum gprof_activity {
-#define GPROF_ACT(name, word) GPROF_ACT_##name = 1u << GPROF_ACT_BIT_##name,
+#define GPROF_ACT(name, ...) GPROF_ACT_##name = 1u << GPROF_ACT_BIT_##name,
 	GPROF_ACTIVITY_TABLE(GPROF_ACT)
 #undef GPROF_ACT
 };
@@ -65,9 +73,17 @@ enum gprof_activity {
 	X(CUDA_EVENT, 0, GPROF_ACT_SYNC, decode_cuda_event)
 
 /*
- * What an event is, one row each: X(NAME, key, emitter) makes GPROF_EXPORT_<NAME>
- * (export/export.h); key is its name in gprof.records, emitter the function of
- * export/trace.c that writes it. shared/TRACE_FORMAT.md's table gives the JSON of each:
+ * What an event is, one row each: X(NAME, key, emitter, ph, cat, payload, summary, external)
+ * makes GPROF_EXPORT_<NAME> (export/export.h). key is its name in gprof.records; emitter the
+ * function of export/trace.c that writes it, as a Kineto event of phase ph and category cat
+ * (which gprof-summary reads back, scripts/summary/load.c); payload its member of the event's
+ * union u (none: no member of its own). summary is what both summaries count of it
+ * (GPROF_SUM_<summary>, export/export.h): STEP a step, KERNEL, MEMCPY and MEMSET GPU time and
+ * busy time, EARLIER busy time only, CALL and RANGE CPU time by name, MEMORY the device's
+ * memory, OP an operator's times, NONE nothing. external says where the External id of the
+ * operator it was made in goes (collector/external.c): CALL u.<payload>.external, WORK that
+ * and u.<payload>.annotation (an NVTX range's), NONE nowhere. shared/TRACE_FORMAT.md's table
+ * gives the JSON of each:
  *   STEP        X user_annotation "ProfilerStep#<u.step>" on tid
  *   NVTX_RANGE  X user_annotation, name = message, u.nvtx.domain
  *   NVTX_MARK   i user_annotation (dur_ns unused)
@@ -94,23 +110,20 @@ enum gprof_activity {
  *               Sync" or "Stream Wait Event"; the host's wait, whose
  *               "correlation" is its call's; an event's waits also say which stream and call
  *               recorded the event ("wait_on_stream", "wait_on_cuda_event_record_corr_id")
- *
- * RUNTIME, DRIVER, KERNEL, MEMCPY and MEMSET events made inside such an operator carry its
- * id in u.api.external, u.kernel.external or u.copy.external ("External id"; 0: none).
  */
-#define GPROF_EXPORT_KIND_TABLE(X)                   \
-	X(STEP, "step", emit_step)                   \
-	X(NVTX_RANGE, "nvtx_range", emit_nvtx_range) \
-	X(NVTX_MARK, "nvtx_mark", emit_nvtx_mark)    \
-	X(RUNTIME, "runtime", emit_api)              \
-	X(DRIVER, "driver", emit_api)                \
-	X(KERNEL, "kernel", emit_kernel)             \
-	X(MEMCPY, "memcpy", emit_copy)               \
-	X(MEMSET, "memset", emit_copy)               \
-	X(MEMORY, "memory", emit_memory)             \
-	X(EARLIER, "earlier", emit_earlier)          \
-	X(CPU_OP, "cpu_op", emit_cpu_op)             \
-	X(PYTHON, "python_function", emit_python)    \
-	X(SYNC, "cuda_sync", emit_sync)
+#define GPROF_EXPORT_KIND_TABLE(X)                                                              \
+	X(STEP, "step", emit_step, 'X', "user_annotation", step, STEP, NONE)                    \
+	X(NVTX_RANGE, "nvtx_range", emit_nvtx_range, 'X', "user_annotation", nvtx, RANGE, NONE) \
+	X(NVTX_MARK, "nvtx_mark", emit_nvtx_mark, 'i', "user_annotation", nvtx, NONE, NONE)     \
+	X(RUNTIME, "runtime", emit_api, 'X', "cuda_runtime", api, CALL, CALL)                   \
+	X(DRIVER, "driver", emit_api, 'X', "cuda_driver", api, CALL, CALL)                      \
+	X(KERNEL, "kernel", emit_kernel, 'X', "kernel", kernel, KERNEL, WORK)                   \
+	X(MEMCPY, "memcpy", emit_copy, 'X', "gpu_memcpy", copy, MEMCPY, WORK)                   \
+	X(MEMSET, "memset", emit_copy, 'X', "gpu_memset", copy, MEMSET, WORK)                   \
+	X(MEMORY, "memory", emit_memory, 'C', "gpu_memory", memory, MEMORY, NONE)               \
+	X(EARLIER, "earlier", emit_earlier, 'X', "gpu_earlier", none, EARLIER, NONE)            \
+	X(CPU_OP, "cpu_op", emit_cpu_op, 'X', "cpu_op", op, OP, NONE)                           \
+	X(PYTHON, "python_function", emit_python, 'X', "python_function", py, NONE, NONE)       \
+	X(SYNC, "cuda_sync", emit_sync, 'X', "cuda_sync", sync, NONE, NONE)
 
 #endif

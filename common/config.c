@@ -70,13 +70,25 @@ struct var {
 	const char *dflt;     /* parsed like a user's value; NULL: none */
 	const char *doc_dflt; /* the README's default cell when it isn't `dflt` */
 	const char *help;
-	const char *form; /* the accepted form, in messages and in the README */
-	size_t offset;	  /* of the field in struct gprof_config */
+	const char *form;      /* the accepted form, in messages and in the README */
+	const char *form_tail; /* appended to form: a list made from a table; NULL: none */
+	size_t offset;	       /* of the field in struct gprof_config */
 	size_t size;
 	unsigned min, max;	  /* VAR_UINT; VAR_SECONDS: max seconds, min 1 for "more than 0" */
 	const struct word *words; /* VAR_CHOICE */
 	size_t n_words;
 };
+
+/*
+ * GPROF_ACTIVITIES' default (",kernel,memcpy...") and accepted words (", kernel, memcpy...")
+ * from common/activity.h, each with a separator in front.
+ */
+#define ACTIVITY_ON_ON(word) "," word
+#define ACTIVITY_ON_OFF(word)
+#define ACTIVITY_ON(name, word, dflt, note)   ACTIVITY_ON_##dflt(word)
+#define ACTIVITY_FORM(name, word, dflt, note) ", " word note
+#define ACTIVITIES_ON			      GPROF_ACTIVITY_TABLE(ACTIVITY_ON)
+#define ACTIVITIES_FORM			      GPROF_ACTIVITY_TABLE(ACTIVITY_FORM)
 
 #define FIELD(f) \
 	.offset = offsetof(struct gprof_config, f), .size = sizeof(((struct gprof_config *)0)->f)
@@ -114,12 +126,10 @@ static const struct var vars[] = {
     {
 	.name = "GPROF_ACTIVITIES",
 	.type = VAR_ACTIVITIES,
-	.dflt = "kernel,memcpy,memset,memory,api,nvtx",
+	.dflt = ACTIVITIES_ON + 1, /* past the first comma */
 	.help = "what to record",
-	.form =
-	    "all, or comma-separated kernel, memcpy, memset, memory, api, nvtx, sync (the "
-	    "host's waits for the GPU as cuda_sync events, which HTA's critical path needs; off "
-	    "by default as in torch.profiler: HTA's temporal breakdown counts them as GPU time)",
+	.form = "all, or comma-separated ",
+	.form_tail = ACTIVITIES_FORM + 2, /* past the first ", " */
 	FIELD(activities),
     },
     {
@@ -304,7 +314,7 @@ static const struct word sched_keys[] = {
 };
 
 static const struct word activity_words[] = {
-#define ACTIVITY_WORD(name, word) {word, GPROF_ACT_##name},
+#define ACTIVITY_WORD(name, word, ...) {word, GPROF_ACT_##name},
     GPROF_ACTIVITY_TABLE(ACTIVITY_WORD)
 #undef ACTIVITY_WORD
 };
@@ -732,23 +742,23 @@ static const char *env_get(char *const *env, const char *name)
 
 /* Records "GPROF_X='value'[ (from path)]: why; expected form" unless an error came first. */
 static int fail_form(struct load *ld, const struct var *v, const char *value, bool from_file,
-		     const char *why, const char *form)
+		     const char *why, const char *form, const char *form_tail)
 {
 	struct quoted qv, qp;
 
 	if (ld->err[0])
 		return -EINVAL;
-	snprintf(ld->err, sizeof(ld->err), "%s='%s'%s%s%s: %s; expected %s", v->name,
+	snprintf(ld->err, sizeof(ld->err), "%s='%s'%s%s%s: %s; expected %s%s", v->name,
 		 quote(&qv, value, strlen(value)), from_file ? " (from " : "",
 		 from_file ? quote(&qp, ld->path, strlen(ld->path)) : "", from_file ? ")" : "", why,
-		 form);
+		 form, form_tail ? form_tail : "");
 	return -EINVAL;
 }
 
 static int fail(struct load *ld, const struct var *v, const char *value, bool from_file,
 		const char *why)
 {
-	return fail_form(ld, v, value, from_file, why, v->form);
+	return fail_form(ld, v, value, from_file, why, v->form, v->form_tail);
 }
 
 static int set_value(struct load *ld, const struct var *v, const char *text, bool from_file)
@@ -957,7 +967,7 @@ static int check_combination(struct load *ld)
 		    c->delay.set && c->duration.set ? " with " : "",
 		    c->duration.set ? "GPROF_DURATION" : "");
 	gprof_config_schedule_str(&c->schedule, text, sizeof(text));
-	return fail_form(ld, v, text, false, why, "all or the default schedule with it");
+	return fail_form(ld, v, text, false, why, "all or the default schedule with it", NULL);
 }
 
 /* GPROF_DISABLE=1 from the environment, or from the file when the environment doesn't say. */
@@ -1089,8 +1099,8 @@ void gprof_config_print_table(FILE *out)
 	for (size_t i = 0; i < ARRAY_SIZE(vars); i++) {
 		const struct var *v = &vars[i];
 
-		fprintf(out, "| `%s` | %s%s%s | %s; accepted: %s |\n", v->name,
+		fprintf(out, "| `%s` | %s%s%s | %s; accepted: %s%s |\n", v->name,
 			v->doc_dflt ? "" : "`", v->doc_dflt ? v->doc_dflt : v->dflt,
-			v->doc_dflt ? "" : "`", v->help, v->form);
+			v->doc_dflt ? "" : "`", v->help, v->form, v->form_tail ? v->form_tail : "");
 	}
 }

@@ -82,7 +82,7 @@ const struct gprof_export_str *gprof_export_intern_n(const char *s, size_t len);
 
 /* What an event is: one per row of common/activity.h's GPROF_EXPORT_KIND_TABLE. */
 enum gprof_export_kind {
-#define GPROF_EXPORT_KIND_ENUM(name, key, emitter) GPROF_EXPORT_##name,
+#define GPROF_EXPORT_KIND_ENUM(name, ...) GPROF_EXPORT_##name,
 	GPROF_EXPORT_KIND_TABLE(GPROF_EXPORT_KIND_ENUM)
 #undef GPROF_EXPORT_KIND_ENUM
 	GPROF_EXPORT_KINDS
@@ -245,6 +245,53 @@ struct gprof_export_event {
 		} memory;		    /* MEMORY */
 	} u;
 };
+
+/*
+ * What the end-of-window summary and gprof-summary count of an event: the summary column of
+ * its kind's row (common/activity.h). The first three are GPU time and busy time, EARLIER
+ * busy time only.
+ */
+enum gprof_summary_class {
+	GPROF_SUM_KERNEL,
+	GPROF_SUM_MEMCPY,
+	GPROF_SUM_MEMSET,
+	GPROF_SUM_EARLIER,
+	GPROF_SUM_STEP,
+	GPROF_SUM_CALL,
+	GPROF_SUM_RANGE,
+	GPROF_SUM_MEMORY,
+	GPROF_SUM_OP,
+	GPROF_SUM_NONE,
+};
+
+static inline enum gprof_summary_class gprof_export_summary_class(unsigned kind)
+{
+	static const unsigned char class_of[GPROF_EXPORT_KINDS] = {
+#define GPROF_SUM_OF(name, key, emitter, ph, cat, payload, summary, ...) \
+	[GPROF_EXPORT_##name] = GPROF_SUM_##summary,
+	    GPROF_EXPORT_KIND_TABLE(GPROF_SUM_OF)
+#undef GPROF_SUM_OF
+	};
+
+	return kind < GPROF_EXPORT_KINDS ? (enum gprof_summary_class)class_of[kind]
+					 : GPROF_SUM_NONE;
+}
+
+/* The External id an event carries (its row's external column: 0 for NONE). */
+#define GPROF_EXPORT_EXTERNAL_NONE(ev, payload) 0
+#define GPROF_EXPORT_EXTERNAL_CALL(ev, payload) (ev)->u.payload.external
+#define GPROF_EXPORT_EXTERNAL_WORK(ev, payload) (ev)->u.payload.external
+static inline uint32_t gprof_export_external(const struct gprof_export_event *ev)
+{
+	switch (ev->kind) {
+#define GPROF_EXTERNAL_OF(name, key, emitter, ph, cat, payload, summary, external) \
+	case GPROF_EXPORT_##name:                                                  \
+		return GPROF_EXPORT_EXTERNAL_##external(ev, payload);
+		GPROF_EXPORT_KIND_TABLE(GPROF_EXTERNAL_OF)
+#undef GPROF_EXTERNAL_OF
+	}
+	return 0;
+}
 
 /*
  * Appends one event (copied) for ev->window. Returns 0, or -ENOBUFS when it was dropped and

@@ -30,7 +30,7 @@ static const struct {
 
 /* gprof.records' keys, indexed by enum gprof_export_kind. */
 static const char *const record_keys[GPROF_EXPORT_KINDS] = {
-#define RECORD_KEY(name, key, emitter) [GPROF_EXPORT_##name] = key,
+#define RECORD_KEY(name, key, ...) [GPROF_EXPORT_##name] = key,
     GPROF_EXPORT_KIND_TABLE(RECORD_KEY)
 #undef RECORD_KEY
 };

@@ -35,10 +35,11 @@
 #define SPANS_MAX  (1u << 16)
 #define COPY_KINDS (GPROF_COPY_PTOP + 1)
 
+/* GPU time by what it was: the summary classes of GPU work (export.h). */
 enum gpu_kind {
-	GPU_KERNEL,
-	GPU_MEMCPY,
-	GPU_MEMSET,
+	GPU_KERNEL = GPROF_SUM_KERNEL,
+	GPU_MEMCPY = GPROF_SUM_MEMCPY,
+	GPU_MEMSET = GPROF_SUM_MEMSET,
 	GPU_KINDS
 };
 
@@ -233,10 +234,10 @@ static void add_earlier(struct gprof_export_summary *s, const struct gprof_expor
 }
 
 static void add_copy(struct gprof_export_summary *s, const struct gprof_export_event *ev,
-		     uint64_t dur)
+		     bool memset, uint64_t dur)
 {
 	unsigned k = ev->u.copy.copy_kind < COPY_KINDS ? ev->u.copy.copy_kind : GPROF_COPY_UNKNOWN;
-	struct copy_total *c = ev->kind == GPROF_EXPORT_MEMSET ? &s->memsets : &s->copies[k];
+	struct copy_total *c = memset ? &s->memsets : &s->copies[k];
 
 	c->count++;
 	c->bytes += ev->u.copy.bytes;
@@ -347,47 +348,54 @@ static void add_op_gpu(struct gprof_export_summary *s, uint32_t external, uint64
 		s->failed = true;
 }
 
+/* An event of a kind whose row counts it as GPU work (GPROF_SUM_KERNEL, MEMCPY or MEMSET). */
+static void add_work(struct gprof_export_summary *s, const struct gprof_export_event *e,
+		     enum gprof_summary_class c, uint64_t dur)
+{
+	if (c == GPROF_SUM_KERNEL)
+		add_named(s, &s->kernels, e, dur);
+	else
+		add_copy(s, e, c == GPROF_SUM_MEMSET, dur);
+	add_gpu(s, e, (enum gpu_kind)c, dur);
+	add_op_gpu(s, gprof_export_external(e), dur);
+}
+
 void gprof_summary_events(struct gprof_export_summary *s, const struct gprof_export_event *ev,
 			  size_t n)
 {
 	for (size_t i = 0; s && i < n; i++) {
 		const struct gprof_export_event *e = &ev[i];
+		enum gprof_summary_class c = gprof_export_summary_class(e->kind);
 		/* As the trace writes it: a wrapped negative duration is 0. */
 		uint64_t dur = (int64_t)e->dur_ns < 0 ? 0 : e->dur_ns;
 
-		switch (e->kind) {
-		case GPROF_EXPORT_STEP:
+		switch (c) {
+		case GPROF_SUM_KERNEL:
+		case GPROF_SUM_MEMCPY:
+		case GPROF_SUM_MEMSET:
+			add_work(s, e, c, dur);
+			break;
+		case GPROF_SUM_EARLIER: /* busy time only: it is no work of the window's */
+			add_earlier(s, e, dur);
+			break;
+		case GPROF_SUM_STEP:
 			add_step(s, e, dur);
 			break;
-		case GPROF_EXPORT_KERNEL:
-			add_named(s, &s->kernels, e, dur);
-			add_gpu(s, e, GPU_KERNEL, dur);
-			add_op_gpu(s, e->u.kernel.external, dur);
-			break;
-		case GPROF_EXPORT_CPU_OP:
-			add_op(s, e, dur);
-			break;
-		case GPROF_EXPORT_RUNTIME:
-		case GPROF_EXPORT_DRIVER:
+		case GPROF_SUM_CALL:
 			/* as the trace: without the calls it leaves out */
 			if (!(e->flags & GPROF_EXPORT_QUIET))
 				add_named(s, &s->calls, e, dur);
 			break;
-		case GPROF_EXPORT_NVTX_RANGE:
+		case GPROF_SUM_RANGE:
 			add_named(s, &s->ranges, e, dur);
 			break;
-		case GPROF_EXPORT_MEMCPY:
-		case GPROF_EXPORT_MEMSET:
-			add_copy(s, e, dur);
-			add_gpu(s, e, e->kind == GPROF_EXPORT_MEMCPY ? GPU_MEMCPY : GPU_MEMSET,
-				dur);
-			add_op_gpu(s, e->u.copy.external, dur);
-			break;
-		case GPROF_EXPORT_MEMORY:
+		case GPROF_SUM_MEMORY:
 			add_memory(s, e);
 			break;
-		case GPROF_EXPORT_EARLIER: /* busy time only: it is no work of the window's */
-			add_earlier(s, e, dur);
+		case GPROF_SUM_OP:
+			add_op(s, e, dur);
+			break;
+		case GPROF_SUM_NONE:
 			break;
 		}
 	}

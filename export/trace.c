@@ -644,7 +644,7 @@ typedef void (*emit_fn)(struct gprof_trace *t, const struct gprof_export_event *
 
 /* Indexed by enum gprof_export_kind, made from common/activity.h's GPROF_EXPORT_KIND_TABLE. */
 static const emit_fn emitters[GPROF_EXPORT_KINDS] = {
-#define EMITTER(name, key, emitter) [GPROF_EXPORT_##name] = emitter,
+#define EMITTER(name, key, emitter, ...) [GPROF_EXPORT_##name] = emitter,
     GPROF_EXPORT_KIND_TABLE(EMITTER)
 #undef EMITTER
 };

@@ -317,7 +317,7 @@ TEST(collector_kind_tables)
 		const char *word;
 		unsigned bit;
 	} words[] = {
-#define WORD(name, word) {word, GPROF_ACT_##name},
+#define WORD(name, word, ...) {word, GPROF_ACT_##name},
 	    GPROF_ACTIVITY_TABLE(WORD)
 #undef WORD
 	};

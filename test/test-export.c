@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -666,6 +667,154 @@ TEST(export_kind_tables)
 	}
 	trace_free(&t);
 	tt_free(&tr);
+}
+
+/* Every column of a row of GPROF_EXPORT_KIND_TABLE, as text. */
+static const struct {
+	char ph;
+	const char *cat, *payload, *summary, *external;
+} kind_rows[] = {
+#define KIND_ROW(name, key, emitter, ph, cat, payload, summary, external) \
+	[GPROF_EXPORT_##name] = {ph, cat, #payload, #summary, #external},
+    GPROF_EXPORT_KIND_TABLE(KIND_ROW)
+#undef KIND_ROW
+};
+
+static int by_ts(const void *a, const void *b)
+{
+	const struct gprof_export_event *x = a, *y = b;
+
+	return x->ts_ns < y->ts_ns ? -1 : x->ts_ns > y->ts_ns;
+}
+
+/* One event of every kind, in time order, inside step 1 (each a name of its own). */
+static void one_of_each(struct gprof_export_event ev[GPROF_EXPORT_KINDS])
+{
+	static const double at_us[GPROF_EXPORT_KINDS] = {
+	    [GPROF_EXPORT_STEP] = 1,	  [GPROF_EXPORT_EARLIER] = 2, [GPROF_EXPORT_NVTX_RANGE] = 3,
+	    [GPROF_EXPORT_NVTX_MARK] = 4, [GPROF_EXPORT_CPU_OP] = 5,  [GPROF_EXPORT_PYTHON] = 6,
+	    [GPROF_EXPORT_RUNTIME] = 7,	  [GPROF_EXPORT_DRIVER] = 8,  [GPROF_EXPORT_KERNEL] = 10,
+	    [GPROF_EXPORT_MEMCPY] = 40,	  [GPROF_EXPORT_MEMSET] = 50, [GPROF_EXPORT_MEMORY] = 60,
+	    [GPROF_EXPORT_SYNC] = 70,
+	};
+
+	for (unsigned k = 0; k < GPROF_EXPORT_KINDS; k++) {
+		char name[32];
+
+		ASSERT_MSG(k == GPROF_EXPORT_STEP || at_us[k], "kind %u has no event here", k);
+		snprintf(name, sizeof(name), "kind %u", k);
+		ev[k] =
+		    (struct gprof_export_event){.kind = (uint16_t)k,
+						.window = 1,
+						.ts_ns = BASE_NS + US(at_us[k]),
+						.dur_ns = US(k == GPROF_EXPORT_STEP ? 100 : k + 1),
+						.tid = 4242,
+						.stream = 7,
+						.correlation = k + 1,
+						.name = gprof_export_intern(name)};
+	}
+	ev[GPROF_EXPORT_STEP].u.step = 1;
+	ev[GPROF_EXPORT_KERNEL].u.kernel.external = 9;
+	ev[GPROF_EXPORT_MEMCPY].u.copy =
+	    (struct gprof_export_copy){.bytes = 4096, .copy_kind = GPROF_COPY_HTOD, .external = 9};
+	ev[GPROF_EXPORT_MEMSET].u.copy.bytes = 64;
+	ev[GPROF_EXPORT_MEMORY].u.memory.allocated = 1u << 20;
+	ev[GPROF_EXPORT_CPU_OP].u.op.external = 9;
+	ev[GPROF_EXPORT_PYTHON].u.py.id = 1;
+	ev[GPROF_EXPORT_SYNC].u.sync = (typeof(ev->u.sync)){.wait_stream = -1, .wait_corr = -1};
+	qsort(ev, GPROF_EXPORT_KINDS, sizeof(*ev), by_ts);
+}
+
+/* The trace's event of ev's kind, found by its time; it has the row's phase and category. */
+static void check_row(const struct trace *t, const struct gprof_export_event *ev)
+{
+	double at_us = (double)(ev->ts_ns - BASE_NS) / 1e3;
+	char ph[2] = {kind_rows[ev->kind].ph, 0};
+	const json_t *events = json_object_get(t->root, "traceEvents"), *e;
+	size_t i;
+
+	json_array_foreach(events, i, e)
+	{
+		if (!strcmp(trace_str(e, "ph"), "M") ||
+		    fabs(json_number_value(json_object_get(e, "ts")) - at_us) > 1e-3)
+			continue;
+		ASSERT_MSG(!strcmp(trace_str(e, "ph"), ph) &&
+			       !strcmp(trace_str(e, "cat"), kind_rows[ev->kind].cat),
+			   "kind %u: written as ph %s cat %s, its row says %s %s", ev->kind,
+			   trace_str(e, "ph"), trace_str(e, "cat"), ph, kind_rows[ev->kind].cat);
+		return;
+	}
+	FAIL("kind %u is not in the trace", ev->kind);
+}
+
+/*
+ * A kind lacks no row anywhere (issue #30): every kind is written with the phase and category
+ * of its row; GPU work has the payload the summaries read, and takes an External id; and
+ * gprof-summary, reading the trace back, prints what the library's summary of the same events
+ * says, so every kind the summary counts is read back (scripts/summary/load.c).
+ */
+TEST(export_kind_rows)
+{
+	struct gprof_export_process_info proc = {.n_devices = 1};
+	struct gprof_trace_meta m = {.proc = &proc,
+				     .rank = {0, 1},
+				     .base_ns = BASE_NS,
+				     .first_step = 1,
+				     .last_step = 1,
+				     .has_last_step = true,
+				     .trace_name = "host_1.2.pt.trace.json.gz"};
+	const char *path = proc_tmp_file();
+	const char *argv[] = {proc_build_path("gprof-summary"), path, NULL};
+	const char *env[] = {"LD_PRELOAD", NULL};
+	struct gprof_export_event ev[GPROF_EXPORT_KINDS];
+	struct gprof_export_summary *s = gprof_summary_new();
+	struct gprof_export_result r = {
+	    .path = path, .first_step = 1, .last_step = 1, .summary = s};
+	struct proc_result res;
+	struct tt tr;
+	struct trace t;
+	size_t len;
+	char *lib;
+	int fd;
+
+	for (unsigned k = 0; k < GPROF_EXPORT_KINDS; k++) {
+		enum gprof_summary_class c = gprof_export_summary_class(k);
+
+		if (c == GPROF_SUM_KERNEL)
+			ASSERT_STR_EQ(kind_rows[k].payload, "kernel");
+		if (c == GPROF_SUM_MEMCPY || c == GPROF_SUM_MEMSET)
+			ASSERT_STR_EQ(kind_rows[k].payload, "copy");
+		if (c <= GPROF_SUM_MEMSET)
+			ASSERT_STR_EQ(kind_rows[k].external, "WORK");
+	}
+	one_of_each(ev);
+	tt_open(&tr, &m, BASE_NS, -1);
+	tt_events(&tr, ev, ARRAY_SIZE(ev));
+	ASSERT_EQ(tt_close(&tr, &m), 0);
+	const char *text = tt_text(&tr, &len);
+	ASSERT_EQ(trace_parse(text, len, &t, why, sizeof(why)), 0);
+	for (unsigned k = 0; k < GPROF_EXPORT_KINDS; k++)
+		check_row(&t, &ev[k]);
+	ASSERT((fd = open(path, O_WRONLY | O_TRUNC)) >= 0);
+	ASSERT_EQ(write(fd, text, len), (ssize_t)len);
+	ASSERT_EQ(close(fd), 0);
+	trace_free(&t);
+	tt_free(&tr);
+
+	ASSERT(s);
+	gprof_summary_events(s, ev, ARRAY_SIZE(ev));
+	lib = gprof_export_summary_text(&r);
+	ASSERT(lib && !strncmp(lib, "gprof: trace written: ", 22));
+	ASSERT_STR_CONTAINS(lib, "kernels by GPU time");
+	ASSERT_STR_CONTAINS(lib, "NVTX ranges");
+	ASSERT_STR_CONTAINS(lib, "CUDA calls");
+	ASSERT_EQ(proc_run(argv, env, 120, &res), 0);
+	ASSERT_MSG(res.status == 0, "status %d: %s", res.status, res.err);
+	ASSERT(!strncmp(res.out, "gprof: trace read: ", 19));
+	ASSERT_STR_EQ(strchr(res.out, '\n'), strchr(lib, '\n'));
+	proc_result_free(&res);
+	free(lib);
+	gprof_summary_free(s);
 }
 
 /* Skips a number written as digits and an optional fraction: where it ends, or NULL. */

@@ -847,7 +847,7 @@ static int run_repair(const char *path, struct proc_result *res)
 
 /* The keys of gprof.records, one per event kind, as the library writes them. */
 static const char *const record_keys[] = {
-#define RECORD_KEY(name, key, emitter) key,
+#define RECORD_KEY(name, key, ...) key,
     GPROF_EXPORT_KIND_TABLE(RECORD_KEY)
 #undef RECORD_KEY
 };

@@ -89,11 +89,10 @@ static void spans_over(struct tool_trace *t)
 		gprof_spans_free(&t->dev[i].spans);
 }
 
-/* Work on a device: what busy time is made of (not steps, calls, ranges or memory). */
+/* Work on a device: what busy time is made of, by its kind's summary class (export.h). */
 static bool on_gpu(const struct gprof_export_event *e)
 {
-	return e->kind == GPROF_EXPORT_KERNEL || e->kind == GPROF_EXPORT_MEMCPY ||
-	       e->kind == GPROF_EXPORT_MEMSET || e->kind == GPROF_EXPORT_EARLIER;
+	return gprof_export_summary_class(e->kind) <= GPROF_SUM_EARLIER;
 }
 
 int tool_figures_add(struct tool_trace *t, const struct gprof_export_event *e)
@@ -110,9 +109,10 @@ int tool_figures_add(struct tool_trace *t, const struct gprof_export_event *e)
 	}
 	if (!on_gpu(e) || !(d = device(t, e->device)))
 		return 0;
-	if (e->kind != GPROF_EXPORT_EARLIER) /* earlier work counts in busy time only */
+	if (gprof_export_summary_class(e->kind) != GPROF_SUM_EARLIER) /* busy time only */
 		t->gpu_ns += e->dur_ns;
-	if (e->kind == GPROF_EXPORT_KERNEL && !add_kernel(t, e->name->raw, e->dur_ns))
+	if (gprof_export_summary_class(e->kind) == GPROF_SUM_KERNEL &&
+	    !add_kernel(t, e->name->raw, e->dur_ns))
 		return -1;
 	if (t->spans_over)
 		return 0;

@@ -290,49 +290,50 @@ static bool take_memory(const struct tool_fields *f, struct gprof_export_event *
 	return true;
 }
 
-/* The events the summary counts, by TRACE_FORMAT.md's table. */
-#define KIND(p, c, fn)                                                  \
-	{                                                               \
-		.ph = p, .cat = c, .cat_len = sizeof(c) - 1, .take = fn \
-	}
+/*
+ * How each kind is read back, indexed by enum gprof_export_kind: a trace event is the first
+ * kind whose phase and category (common/activity.h) it has and that has a reader here; the
+ * reader may make it another kind of the same category (take_step, take_api). A kind that is
+ * summarised needs one (test summary_tool_every_kind).
+ */
+typedef bool (*take_fn)(const struct tool_fields *f, struct gprof_export_event *e);
+static const take_fn takes[GPROF_EXPORT_KINDS] = {
+    [GPROF_EXPORT_STEP] = take_step,	 [GPROF_EXPORT_KERNEL] = take_kernel,
+    [GPROF_EXPORT_MEMCPY] = take_memcpy, [GPROF_EXPORT_MEMSET] = take_memset,
+    [GPROF_EXPORT_MEMORY] = take_memory, [GPROF_EXPORT_EARLIER] = take_earlier,
+    [GPROF_EXPORT_RUNTIME] = take_api,	 [GPROF_EXPORT_DRIVER] = take_api,
+    [GPROF_EXPORT_CPU_OP] = take_op,
+};
+
 static const struct {
 	char ph;
 	const char *cat;
 	size_t cat_len;
-	bool (*take)(const struct tool_fields *f, struct gprof_export_event *e);
-} kinds[] = {
-    KIND('X', "user_annotation", take_step),
-    KIND('X', "kernel", take_kernel),
-    KIND('X', "gpu_memcpy", take_memcpy),
-    KIND('X', "gpu_memset", take_memset),
-    KIND('C', "gpu_memory", take_memory),
-    KIND('X', "gpu_earlier", take_earlier),
-    KIND('X', "cuda_runtime", take_api),
-    KIND('X', "cuda_driver", take_api),
-    KIND('X', "cpu_op", take_op),
+} kinds[GPROF_EXPORT_KINDS] = {
+#define KIND(name, key, emitter, ph, cat, ...) [GPROF_EXPORT_##name] = {ph, cat, sizeof(cat) - 1},
+    GPROF_EXPORT_KIND_TABLE(KIND)
+#undef KIND
 };
 
-/* Which of kinds[] f is (ARRAY_SIZE(kinds) when none). */
-static size_t kind_of(const struct tool_fields *f)
+/* The reader of f's kind, or NULL (a kind the summary does not count). */
+static take_fn take_of(const struct tool_fields *f)
 {
-	size_t i = 0;
-
 	if (f->ph.len != 1 || f->ph.escaped || f->cat.escaped)
-		return ARRAY_SIZE(kinds);
-	while (i < ARRAY_SIZE(kinds) &&
-	       (kinds[i].ph != *f->ph.p || kinds[i].cat_len != f->cat.len ||
-		memcmp(kinds[i].cat, f->cat.p, f->cat.len)))
-		i++;
-	return i;
+		return NULL;
+	for (size_t i = 0; i < GPROF_EXPORT_KINDS; i++)
+		if (takes[i] && kinds[i].ph == *f->ph.p && kinds[i].cat_len == f->cat.len &&
+		    !memcmp(kinds[i].cat, f->cat.p, f->cat.len))
+			return takes[i];
+	return NULL;
 }
 
 static int take_event(struct walk *w, const struct tool_fields *f)
 {
 	struct gprof_export_event e = {0};
-	size_t i = kind_of(f);
+	take_fn take = take_of(f);
 	int64_t dur;
 
-	if (i == ARRAY_SIZE(kinds) || !kinds[i].take(f, &e))
+	if (!take || !take(f, &e))
 		return 0;
 	dur = ns_of(f->dur);
 	e.ts_ns = w->base_ns + (uint64_t)ns_of(f->ts);
