@@ -70,6 +70,22 @@ uint64_t gprof_spans_within(const struct gprof_spans *s, size_t from, size_t to,
 	return ns;
 }
 
+int gprof_spans_add_counting(struct gprof_spans *s, uint64_t b, uint64_t e,
+			     void (*count)(void *ctx, const struct gprof_spans *s, size_t n),
+			     void *ctx)
+{
+	int rc = gprof_spans_add(s, b, e);
+
+	if (rc && s->n) {
+		size_t half = s->n / 2 ? s->n / 2 : 1;
+
+		count(ctx, s, half);
+		gprof_spans_retire(s, half);
+		rc = gprof_spans_add(s, b, e);
+	}
+	return rc;
+}
+
 void gprof_spans_free(struct gprof_spans *s)
 {
 	free(s->v);

@@ -28,6 +28,15 @@ void gprof_spans_retire(struct gprof_spans *s, size_t n);
 /* The time of spans [from, to) within [lo, hi). */
 uint64_t gprof_spans_within(const struct gprof_spans *s, size_t from, size_t to, uint64_t lo,
 			    uint64_t hi);
+/*
+ * Adds [begin, end) as gprof_spans_add; when that fails (max spans are held, or no memory for
+ * more), first hands the oldest half to count(ctx, s, n) and retires them: the library's
+ * summary and gprof-summary bound their memory so. 0, or what gprof_spans_add returned when no
+ * span was held.
+ */
+int gprof_spans_add_counting(struct gprof_spans *s, uint64_t begin, uint64_t end,
+			     void (*count)(void *ctx, const struct gprof_spans *s, size_t n),
+			     void *ctx);
 void gprof_spans_free(struct gprof_spans *s);
 
 #endif

@@ -198,18 +198,16 @@ static struct device *device_of(struct gprof_export_summary *s, uint32_t id)
  * only after where they end (an undercount at worst), and folded time is not cut to the
  * steps' span: both need 32K gaps between a record and its arrival.
  */
+static void fold(void *ctx, const struct gprof_spans *busy, size_t n)
+{
+	struct device *d = ctx;
+
+	d->folded_ns += gprof_spans_within(busy, 0, n, 0, UINT64_MAX);
+}
+
 static void add_span(struct gprof_export_summary *s, struct device *d, uint64_t b, uint64_t e)
 {
-	int rc = gprof_spans_add(&d->busy, b, e);
-
-	if (rc && d->busy.n) {
-		size_t half = d->busy.n / 2;
-
-		d->folded_ns += gprof_spans_within(&d->busy, 0, half, 0, UINT64_MAX);
-		gprof_spans_retire(&d->busy, half);
-		rc = gprof_spans_add(&d->busy, b, e);
-	}
-	s->failed |= rc != 0;
+	s->failed |= gprof_spans_add_counting(&d->busy, b, e, fold, d) != 0;
 }
 
 static void add_gpu(struct gprof_export_summary *s, const struct gprof_export_event *ev,
@@ -913,14 +911,34 @@ static void put_one_line(struct gprof_jbuf *b, const struct gprof_export_result 
 	gprof_jbuf_lit(b, ")\n");
 }
 
-static void put_long(struct gprof_jbuf *b, const struct gprof_export_result *r,
-		     const struct gprof_export_summary *s)
+uint64_t gprof_summary_gpu_ns(const struct gprof_export_summary *s)
 {
 	uint64_t gpu_ns = 0;
 
 	for (unsigned i = 0; i < s->n_dev; i++)
 		for (unsigned k = 0; k < GPU_KINDS; k++)
 			gpu_ns += s->dev[i].kind_ns[k];
+	return gpu_ns;
+}
+
+size_t gprof_summary_kernels(const struct gprof_export_summary *s)
+{
+	return s->kernels.n;
+}
+
+void gprof_summary_kernel(const struct gprof_export_summary *s, size_t i,
+			  const struct gprof_export_str **name, uint64_t *calls, uint64_t *ns)
+{
+	*name = s->kernels.rows[i].name;
+	*calls = s->kernels.rows[i].calls;
+	*ns = s->kernels.rows[i].ns;
+}
+
+static void put_long(struct gprof_jbuf *b, const struct gprof_export_result *r,
+		     const struct gprof_export_summary *s)
+{
+	uint64_t gpu_ns = gprof_summary_gpu_ns(s);
+
 	put_written(b, r);
 	gprof_jbuf_lit(b, "\ngprof:   ");
 	put_steps(b, r, s);

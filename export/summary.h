@@ -19,6 +19,14 @@ struct gprof_export_summary *gprof_summary_new(void);
 void gprof_summary_events(struct gprof_export_summary *s, const struct gprof_export_event *ev,
 			  size_t n);
 void gprof_summary_free(struct gprof_export_summary *s);
+/*
+ * What gprof-summary's figures take from the summary: the GPU time of all devices' work
+ * (kernels, copies, memsets), and the kernels' totals by name, i < kernels(s), first seen first.
+ */
+uint64_t gprof_summary_gpu_ns(const struct gprof_export_summary *s);
+size_t gprof_summary_kernels(const struct gprof_export_summary *s);
+void gprof_summary_kernel(const struct gprof_export_summary *s, size_t i,
+			  const struct gprof_export_str **name, uint64_t *calls, uint64_t *ns);
 /* Names the operators of PyTorch's profiler by what the hook handed over (the rest go). */
 void gprof_summary_name_ops(struct gprof_export_summary *s, struct gprof_op_args *args);
 /* "12.345 ms": three decimals of the largest unit that fits (gprof-summary's times too). */

@@ -1,8 +1,9 @@
 /*
- * The tool's own figures, tallied as the events are read: the steps, calls and GPU time per
- * kernel name, and each device's GPU busy time overall and per step. Busy time is the length of
- * the union of a device's intervals; it is counted (per step, so the steps must be known first)
- * once an interval is old, so that only the recent part of the union is held.
+ * The tool's own figures, tallied as the events are read: the steps, and each device's GPU busy
+ * time overall and per step (the kernels' totals are the library's summary's, summary.c). Busy
+ * time is the length of the union of a device's intervals; it is counted (per step, so the
+ * steps must be known first) once an interval is old, so that only the recent part of the
+ * union is held.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -29,23 +30,6 @@ static struct tool_device *device(struct tool_trace *t, uint32_t id)
 	return d;
 }
 
-static bool add_kernel(struct tool_trace *t, const char *name, uint64_t ns)
-{
-	uint64_t i;
-
-	if (!gprof_map_get(&t->kernel_index, (uintptr_t)name, &i)) {
-		if (gprof_array_room((void **)&t->kernels, &t->kernels_cap, t->n_kernels,
-				     sizeof(*t->kernels), 64, SIZE_MAX) ||
-		    gprof_map_set(&t->kernel_index, (uintptr_t)name, t->n_kernels + 1))
-			return false;
-		t->kernels[t->n_kernels] = (struct tool_kernel){.name = name};
-		i = ++t->n_kernels;
-	}
-	t->kernels[i - 1].calls++;
-	t->kernels[i - 1].ns += ns;
-	return true;
-}
-
 /* The first step that ends after b: step_reach is the running maximum of the steps' ends. */
 static size_t first_step(const struct tool_trace *t, uint64_t b)
 {
@@ -62,23 +46,28 @@ static size_t first_step(const struct tool_trace *t, uint64_t b)
 	return lo;
 }
 
-/* The oldest n spans of the union are counted: within the steps' span, and in each step. */
-static void count_spans(struct tool_trace *t, struct tool_device *d, size_t n)
+/* A device's busy time being counted, for gprof_spans_add_counting. */
+struct counting {
+	struct tool_trace *t;
+	struct tool_device *d;
+};
+
+/* The oldest n spans of d's union are counted: within the steps' span, and in each step. */
+static void count_spans(void *ctx, const struct gprof_spans *sp, size_t n)
 {
+	struct tool_trace *t = ((struct counting *)ctx)->t;
+	struct tool_device *d = ((struct counting *)ctx)->d;
 	uint64_t lo = t->n_steps ? t->step_begin : 0, hi = t->n_steps ? t->step_end : UINT64_MAX;
 
-	if (!n)
-		return;
-	d->busy_ns += gprof_spans_within(&d->spans, 0, n, lo, hi);
+	d->busy_ns += gprof_spans_within(sp, 0, n, lo, hi);
 	for (size_t k = 0; k < n; k++) {
-		uint64_t b = d->spans.v[k].begin, e = d->spans.v[k].end;
+		uint64_t b = sp->v[k].begin, e = sp->v[k].end;
 
 		for (size_t i = first_step(t, b); i < t->n_steps && t->steps[i].ts_ns < e; i++)
 			d->step_busy_ns[i] +=
-			    gprof_spans_within(&d->spans, k, k + 1, t->steps[i].ts_ns,
+			    gprof_spans_within(sp, k, k + 1, t->steps[i].ts_ns,
 					       t->steps[i].ts_ns + t->steps[i].dur_ns);
 	}
-	gprof_spans_retire(&d->spans, n);
 }
 
 /* Holding more spans needs the steps: the busy times wait for a second reading. */
@@ -107,14 +96,7 @@ int tool_figures_add(struct tool_trace *t, const struct gprof_export_event *e)
 		t->steps[t->n_steps++] = (struct tool_step){e->u.step, e->ts_ns, e->dur_ns};
 		return 0;
 	}
-	if (!on_gpu(e) || !(d = device(t, e->device)))
-		return 0;
-	if (gprof_export_summary_class(e->kind) != GPROF_SUM_EARLIER) /* busy time only */
-		t->gpu_ns += e->dur_ns;
-	if (gprof_export_summary_class(e->kind) == GPROF_SUM_KERNEL &&
-	    !add_kernel(t, e->name->raw, e->dur_ns))
-		return -1;
-	if (t->spans_over)
+	if (!on_gpu(e) || !(d = device(t, e->device)) || t->spans_over)
 		return 0;
 	rc = gprof_spans_add(&d->spans, e->ts_ns, e->ts_ns + e->dur_ns);
 	if (rc == -ENOSPC)
@@ -163,20 +145,17 @@ int tool_figures_steps(struct tool_trace *t)
 
 int tool_figures_busy(struct tool_trace *t, const struct gprof_export_event *e)
 {
-	struct tool_device *d;
-	int rc;
+	struct counting c = {t, NULL};
 
 	if (!on_gpu(e))
 		return 0;
-	d = device(t, e->device);
-	if (!d) /* past the 16th device (or a device new to this reading) */
+	c.d = device(t, e->device);
+	if (!c.d) /* past the 16th device (or a device new to this reading) */
 		return 0;
-	rc = gprof_spans_add(&d->spans, e->ts_ns, e->ts_ns + e->dur_ns);
-	if (rc == -ENOSPC) {
-		count_spans(t, d, TOOL_SPANS_MAX / 2);
-		rc = gprof_spans_add(&d->spans, e->ts_ns, e->ts_ns + e->dur_ns);
-	}
-	return rc ? -1 : 0;
+	return gprof_spans_add_counting(&c.d->spans, e->ts_ns, e->ts_ns + e->dur_ns, count_spans,
+					&c)
+		   ? -1
+		   : 0;
 }
 
 /* Largest total first; equal totals by name, so the order does not depend on the input's. */
@@ -187,12 +166,35 @@ static int cmp_total(const void *a, const void *b)
 	return x->ns != y->ns ? (x->ns > y->ns ? -1 : 1) : strcmp(x->name, y->name);
 }
 
-int tool_figures_finish(struct tool_trace *t)
+/* The kernels' totals and all GPU time: the library's summary's, which had the same events. */
+static int take_kernels(struct tool_trace *t)
 {
-	for (unsigned i = 0; i < t->n_dev; i++)
-		count_spans(t, &t->dev[i], t->dev[i].spans.n);
+	size_t n = gprof_summary_kernels(t->summary);
+
+	t->gpu_ns = gprof_summary_gpu_ns(t->summary);
+	t->kernels = n ? calloc(n, sizeof(*t->kernels)) : NULL;
+	if (n && !t->kernels)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		const struct gprof_export_str *name;
+		struct tool_kernel *k = &t->kernels[i];
+
+		gprof_summary_kernel(t->summary, i, &name, &k->calls, &k->ns);
+		k->name = name->raw;
+	}
+	t->n_kernels = n;
 	sort(t->kernels, t->n_kernels, sizeof(*t->kernels), cmp_total);
 	return 0;
+}
+
+int tool_figures_finish(struct tool_trace *t)
+{
+	for (unsigned i = 0; i < t->n_dev; i++) {
+		struct counting c = {t, &t->dev[i]};
+
+		count_spans(&c, &t->dev[i].spans, t->dev[i].spans.n);
+	}
+	return take_kernels(t);
 }
 
 void tool_figures_free(struct tool_trace *t)
@@ -200,7 +202,6 @@ void tool_figures_free(struct tool_trace *t)
 	free(t->steps);
 	free(t->step_reach);
 	free(t->kernels);
-	gprof_map_free(&t->kernel_index);
 	for (unsigned i = 0; i < t->n_dev; i++) {
 		gprof_spans_free(&t->dev[i].spans);
 		free(t->dev[i].step_busy_ns);

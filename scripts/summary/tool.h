@@ -53,11 +53,9 @@ struct tool_trace {
 	struct tool_device dev[GPROF_EXPORT_MAX_DEVICES];
 	unsigned n_dev;
 	bool spans_over; /* a device's busy time needs more than TOOL_SPANS_MAX intervals held */
-	/* While reading, in first-seen order (kernel_index: name -> index + 1); then by total
-	 * GPU time, largest first. */
+	/* From the summary once read (tool_figures_finish): by total GPU time, largest first. */
 	struct tool_kernel *kernels;
-	size_t n_kernels, kernels_cap;
-	struct gprof_map kernel_index;
+	size_t n_kernels;
 	uint64_t gpu_ns; /* kernels, copies and memsets of every device: the base of GPU% */
 };
 
