@@ -19,19 +19,23 @@
 #include "common/log.h"
 #include "common/thread.h"
 
-/* Each kind to enable and the GPROF_ACTIVITIES bits that need it (0: never enabled). */
+/*
+ * Each kind to enable, the GPROF_ACTIVITIES bits that need it (0: never enabled), and what is
+ * lost when it cannot be (0: all GPU activity).
+ */
 static const struct {
 	CUpti_ActivityKind kind;
 	unsigned acts;
+	const char *lost;
 } kinds[] = {
-#define KIND(name, gives, acts, decoder) {CUPTI_ACTIVITY_KIND_##name, (acts)},
+#define KIND(name, gives, acts, decoder, lost) {CUPTI_ACTIVITY_KIND_##name, (acts), (lost)},
     GPROF_CUPTI_KIND_TABLE(KIND)
 #undef KIND
 };
 
 /* Every bit that enables some kind: without one of them CUPTI has nothing to do. */
-#define KIND_ACTS(name, gives, acts, decoder) | (acts)
-#define ANY_ACTS			      (0u GPROF_CUPTI_KIND_TABLE(KIND_ACTS))
+#define KIND_ACTS(name, gives, acts, ...) | (acts)
+#define ANY_ACTS			  (0u GPROF_CUPTI_KIND_TABLE(KIND_ACTS))
 
 static void set_state(struct gprof_coll *c, enum gprof_coll_state s)
 {
@@ -81,20 +85,13 @@ static void disable_kinds(struct gprof_coll *c)
 	__atomic_store_n(&gprof_coll_covers, 0, __ATOMIC_RELEASE);
 }
 
-/*
- * The kinds that only add to the rest, by what is lost without them: the host's waits (two
- * kinds); what trims and destructions leave of a stream-ordered pool (allocations show the
- * rest). 0 for the others.
- */
-static const char *const optional_lost[] = {
-    NULL,
-    "synchronisations (cuda_sync) are not recorded",
-    "what trimming or destroying a stream-ordered pool leaves of it is not recorded",
-};
-
-static unsigned optional_kind(CUpti_ActivityKind kind, unsigned acts)
+/* Whether kinds[i]'s loss was said: bit j of said is kinds[j]'s, said or the same as one said. */
+static bool lost_said(unsigned said, size_t i)
 {
-	return acts == GPROF_ACT_SYNC ? 1 : kind == CUPTI_ACTIVITY_KIND_MEMORY_POOL ? 2 : 0;
+	for (size_t j = 0; j < ARRAY_SIZE(kinds); j++)
+		if ((said >> j & 1) && kinds[j].lost && !strcmp(kinds[j].lost, kinds[i].lost))
+			return true;
+	return false;
 }
 
 /*
@@ -103,11 +100,10 @@ static unsigned optional_kind(CUpti_ActivityKind kind, unsigned acts)
  */
 static void enable_kinds(struct gprof_coll *c)
 {
-	static unsigned said; /* bit i: optional_lost[i] was said */
+	static unsigned said; /* bit i: kinds[i]'s loss was said */
 	char why[512], err[128];
 
 	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
-		unsigned lost = optional_kind(kinds[i].kind, kinds[i].acts);
 		CUptiResult r;
 
 		if (!(kinds[i].acts & c->cfg.activities))
@@ -115,12 +111,12 @@ static void enable_kinds(struct gprof_coll *c)
 		r = c->cupti.enable(kinds[i].kind);
 		if (r == CUPTI_SUCCESS)
 			continue;
-		if (lost) {
-			if (!(said >> lost & 1))
+		if (kinds[i].lost) {
+			if (!lost_said(said, i))
 				pr_warn("%s: cuptiActivityEnable(kind %d) failed: %s",
-					optional_lost[lost], (int)kinds[i].kind,
+					kinds[i].lost, (int)kinds[i].kind,
 					gprof_coll_strerror(&c->cupti, r, err, sizeof(err)));
-			said |= 1u << lost;
+			said |= 1u << i;
 			continue;
 		}
 		disable_kinds(c);

@@ -245,9 +245,9 @@ void gprof_coll_translate(const CUpti_Activity *rec, struct gprof_coll_rec *out)
 	/* Each case below that finds a timestamp missing leaves the class at UNTIMED. */
 	out->cls = GPROF_COLL_UNTIMED;
 	switch (rec->kind) {
-#define DECODE(name, gives, acts, decoder) \
-	case CUPTI_ACTIVITY_KIND_##name:   \
-		decoder(rec, out);         \
+#define DECODE(name, gives, acts, decoder, ...) \
+	case CUPTI_ACTIVITY_KIND_##name:        \
+		decoder(rec, out);              \
 		break;
 		GPROF_CUPTI_KIND_TABLE(DECODE)
 #undef DECODE

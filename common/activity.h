@@ -49,28 +49,33 @@ enum gprof_activity {
 #define GPROF_ACT_HOST GPROF_ACT_NVTX
 
 /*
- * The CUPTI activity kinds the collector knows, one row each: X(KIND, gives, acts, decoder) is
- * CUPTI_ACTIVITY_KIND_<KIND>, whose records decoder (collector/records.c) turns into events of
- * the GPROF_ACTIVITIES bit gives (0: none of their own), enabled while GPROF_ACTIVITIES asks
- * for any of the bits acts (0: decoded when it comes, never enabled). Kinds are enabled in
- * the table's order. API records place GPU work in windows, so every GPU bit needs them;
- * EXTERNAL_CORRELATION ties the calls CPU operators make to them
+ * The CUPTI activity kinds the collector knows, one row each: X(KIND, gives, acts, decoder,
+ * lost) is CUPTI_ACTIVITY_KIND_<KIND>, whose records decoder (collector/records.c) turns into
+ * events of the GPROF_ACTIVITIES bit gives (0: none of their own), enabled while
+ * GPROF_ACTIVITIES asks for any of the bits acts (0: decoded when it comes, never enabled).
+ * lost is 0 for a kind the rest needs: a CUPTI that cannot enable it records no GPU activity;
+ * for one that only adds to the rest, what is lost without it, said once (collector/cupti.c).
+ * Kinds are enabled in the table's order. API records place GPU work in windows, so every GPU
+ * bit needs them; EXTERNAL_CORRELATION ties the calls CPU operators make to them
  * (gprof_collector_external_begin). CUDA_EVENT's records say which stream and call recorded
  * the event a SYNCHRONIZATION record waits on. MEMORY_POOL's say what a program's trimming
  * and destroying of a stream-ordered pool left of it (MEMORY2's, what each allocation did).
  */
-#define GPROF_CUPTI_KIND_TABLE(X)                                               \
-	X(RUNTIME, GPROF_ACT_API, GPROF_ACT_GPU | GPROF_ACT_API, decode_api)    \
-	X(DRIVER, GPROF_ACT_API, GPROF_ACT_GPU | GPROF_ACT_API, decode_api)     \
-	X(KERNEL, GPROF_ACT_KERNEL, 0, decode_kernel)                           \
-	X(CONCURRENT_KERNEL, GPROF_ACT_KERNEL, GPROF_ACT_KERNEL, decode_kernel) \
-	X(MEMCPY, GPROF_ACT_MEMCPY, GPROF_ACT_MEMCPY, decode_memcpy)            \
-	X(MEMSET, GPROF_ACT_MEMSET, GPROF_ACT_MEMSET, decode_memset)            \
-	X(MEMORY2, GPROF_ACT_MEMORY, GPROF_ACT_MEMORY, decode_memory)           \
-	X(MEMORY_POOL, GPROF_ACT_MEMORY, GPROF_ACT_MEMORY, decode_memory_pool)  \
-	X(EXTERNAL_CORRELATION, 0, GPROF_ACT_API, decode_external)              \
-	X(SYNCHRONIZATION, GPROF_ACT_SYNC, GPROF_ACT_SYNC, decode_sync)         \
-	X(CUDA_EVENT, 0, GPROF_ACT_SYNC, decode_cuda_event)
+#define GPROF_LOST_SYNC "synchronisations (cuda_sync) are not recorded"
+#define GPROF_LOST_POOL \
+	"what trimming or destroying a stream-ordered pool leaves of it is not recorded"
+#define GPROF_CUPTI_KIND_TABLE(X)                                                               \
+	X(RUNTIME, GPROF_ACT_API, GPROF_ACT_GPU | GPROF_ACT_API, decode_api, 0)                 \
+	X(DRIVER, GPROF_ACT_API, GPROF_ACT_GPU | GPROF_ACT_API, decode_api, 0)                  \
+	X(KERNEL, GPROF_ACT_KERNEL, 0, decode_kernel, 0)                                        \
+	X(CONCURRENT_KERNEL, GPROF_ACT_KERNEL, GPROF_ACT_KERNEL, decode_kernel, 0)              \
+	X(MEMCPY, GPROF_ACT_MEMCPY, GPROF_ACT_MEMCPY, decode_memcpy, 0)                         \
+	X(MEMSET, GPROF_ACT_MEMSET, GPROF_ACT_MEMSET, decode_memset, 0)                         \
+	X(MEMORY2, GPROF_ACT_MEMORY, GPROF_ACT_MEMORY, decode_memory, 0)                        \
+	X(MEMORY_POOL, GPROF_ACT_MEMORY, GPROF_ACT_MEMORY, decode_memory_pool, GPROF_LOST_POOL) \
+	X(EXTERNAL_CORRELATION, 0, GPROF_ACT_API, decode_external, 0)                           \
+	X(SYNCHRONIZATION, GPROF_ACT_SYNC, GPROF_ACT_SYNC, decode_sync, GPROF_LOST_SYNC)        \
+	X(CUDA_EVENT, 0, GPROF_ACT_SYNC, decode_cuda_event, GPROF_LOST_SYNC)
 
 /*
  * What an event is, one row each: X(NAME, key, emitter, ph, cat, payload, summary, external)

@@ -326,7 +326,7 @@ TEST(collector_kind_tables)
 		CUpti_ActivityKind kind;
 		unsigned gives, acts;
 	} kinds[] = {
-#define KIND(name, gives, acts, decoder) {#name, CUPTI_ACTIVITY_KIND_##name, (gives), (acts)},
+#define KIND(name, gives, acts, decoder, ...) {#name, CUPTI_ACTIVITY_KIND_##name, (gives), (acts)},
 	    GPROF_CUPTI_KIND_TABLE(KIND)
 #undef KIND
 	};
