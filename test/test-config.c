@@ -878,3 +878,41 @@ TEST(config_readme_table)
 	free(readme);
 	free(want);
 }
+
+/*
+ * Every GPROF_ACTIVITIES word of common/activity.h's table is in gprof-run's --activities help,
+ * and the default (from the same table) asks for each word its row says it does.
+ */
+TEST(config_activity_words_everywhere)
+{
+	static const struct {
+		const char *word;
+		unsigned bit;
+		bool on;
+	} words[] = {
+#define ON			    true
+#define OFF			    false
+#define WORD(name, word, dflt, ...) {word, GPROF_ACT_##name, dflt},
+	    GPROF_ACTIVITY_TABLE(WORD)
+#undef WORD
+#undef OFF
+#undef ON
+	};
+	FILE *f = fopen(proc_src_path("scripts/gprof-run"), "r");
+	char line[512], *help = NULL;
+	struct run r;
+
+	ASSERT(f);
+	while (!help && fgets(line, sizeof(line), f))
+		help = strstr(line, "--activities LIST");
+	fclose(f);
+	ASSERT_MSG(help, "gprof-run has no --activities help line");
+	load1(&r, "GPROF_SCHEDULE=all");
+	assert_ok_silent(&r, "defaults");
+	for (size_t i = 0; i < ARRAY_SIZE(words); i++) {
+		ASSERT_MSG(strstr(help, words[i].word), "gprof-run's help lacks '%s': %s",
+			   words[i].word, help);
+		ASSERT_MSG(!(r.cfg.activities & words[i].bit) == !words[i].on,
+			   "the default and the row of '%s' disagree", words[i].word);
+	}
+}

@@ -43,6 +43,7 @@ X(config_unknown_variable_warns)
 X(config_schedule_str)
 X(config_print_table)
 X(config_readme_table)
+X(config_activity_words_everywhere)
 
 /* scheduler */
 X(sched_action_table)

@@ -294,7 +294,7 @@ static bool take_memory(const struct tool_fields *f, struct gprof_export_event *
  * How each kind is read back, indexed by enum gprof_export_kind: a trace event is the first
  * kind whose phase and category (common/activity.h) it has and that has a reader here; the
  * reader may make it another kind of the same category (take_step, take_api). A kind that is
- * summarised needs one (test summary_tool_every_kind).
+ * summarised needs one (test export_kind_rows).
  */
 typedef bool (*take_fn)(const struct tool_fields *f, struct gprof_export_event *e);
 static const take_fn takes[GPROF_EXPORT_KINDS] = {
