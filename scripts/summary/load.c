@@ -200,10 +200,14 @@ static const struct gprof_export_str *name_of(const struct tool_text *t)
 	return s;
 }
 
+/*
+ * The readers, one per summary class (export.h): e->kind is already the kind whose category
+ * the event has (take_step alone chooses it).
+ */
+
 /* An operator: cpu_op, or one of PyTorch's scopes (user_annotation with a RecordFunction). */
 static bool take_op(const struct tool_fields *f, struct gprof_export_event *e)
 {
-	e->kind = GPROF_EXPORT_CPU_OP;
 	e->name = name_of(&f->name);
 	e->tid = (uint32_t)u64_of(f->tid);
 	e->u.op.external = (uint32_t)u64_of(f->external);
@@ -215,8 +219,10 @@ static bool take_step(const struct tool_fields *f, struct gprof_export_event *e)
 {
 	const struct tool_text *n = &f->name;
 
-	if (f->rf_id)
+	if (f->rf_id) {
+		e->kind = GPROF_EXPORT_CPU_OP;
 		return take_op(f, e);
+	}
 	if (n->len < 14 || memcmp(n->p, "ProfilerStep#", 13) || n->p[13] < '0' || n->p[13] > '9') {
 		e->kind = GPROF_EXPORT_NVTX_RANGE;
 		e->name = name_of(n);
@@ -227,16 +233,15 @@ static bool take_step(const struct tool_fields *f, struct gprof_export_event *e)
 	return true;
 }
 
-static bool take_api(const struct tool_fields *f, struct gprof_export_event *e)
+/* A CUDA call, or any event counted by name only (an NVTX range of a category of its own). */
+static bool take_named(const struct tool_fields *f, struct gprof_export_event *e)
 {
-	e->kind = f->cat.len == strlen("cuda_driver") ? GPROF_EXPORT_DRIVER : GPROF_EXPORT_RUNTIME;
 	e->name = name_of(&f->name);
 	return true;
 }
 
 static bool take_kernel(const struct tool_fields *f, struct gprof_export_event *e)
 {
-	e->kind = GPROF_EXPORT_KERNEL;
 	e->name = name_of(&f->name);
 	e->device = device_of(f);
 	e->u.kernel.external = (uint32_t)u64_of(f->external);
@@ -251,7 +256,6 @@ static bool take_memcpy(const struct tool_fields *f, struct gprof_export_event *
 
 	while (n->len > 7 + len && n->p[7 + len] != ' ')
 		len++;
-	e->kind = GPROF_EXPORT_MEMCPY;
 	e->device = device_of(f);
 	e->u.copy.bytes = u64_of(f->bytes);
 	e->u.copy.external = (uint32_t)u64_of(f->external);
@@ -264,7 +268,6 @@ static bool take_memcpy(const struct tool_fields *f, struct gprof_export_event *
 
 static bool take_memset(const struct tool_fields *f, struct gprof_export_event *e)
 {
-	e->kind = GPROF_EXPORT_MEMSET;
 	e->device = device_of(f);
 	e->u.copy.bytes = u64_of(f->bytes);
 	e->u.copy.external = (uint32_t)u64_of(f->external);
@@ -273,14 +276,12 @@ static bool take_memset(const struct tool_fields *f, struct gprof_export_event *
 
 static bool take_earlier(const struct tool_fields *f, struct gprof_export_event *e)
 {
-	e->kind = GPROF_EXPORT_EARLIER;
 	e->device = device_of(f);
 	return true;
 }
 
 static bool take_memory(const struct tool_fields *f, struct gprof_export_event *e)
 {
-	e->kind = GPROF_EXPORT_MEMORY;
 	e->device = (uint32_t)u64_of(f->pid);
 	e->u.memory.allocated = u64_of(f->allocated);
 	if (f->pool_reserved) {
@@ -291,18 +292,17 @@ static bool take_memory(const struct tool_fields *f, struct gprof_export_event *
 }
 
 /*
- * How each kind is read back, indexed by enum gprof_export_kind: a trace event is the first
- * kind whose phase and category (common/activity.h) it has and that has a reader here; the
- * reader may make it another kind of the same category (take_step, take_api). A kind that is
- * summarised needs one (test export_kind_rows).
+ * How an event is read back: as the first kind (common/activity.h's rows, in order) whose phase
+ * and category it has and that the summaries count, by the reader of that kind's summary
+ * class. So a kind of a class that exists needs nothing here (test export_kind_rows).
  */
 typedef bool (*take_fn)(const struct tool_fields *f, struct gprof_export_event *e);
-static const take_fn takes[GPROF_EXPORT_KINDS] = {
-    [GPROF_EXPORT_STEP] = take_step,	 [GPROF_EXPORT_KERNEL] = take_kernel,
-    [GPROF_EXPORT_MEMCPY] = take_memcpy, [GPROF_EXPORT_MEMSET] = take_memset,
-    [GPROF_EXPORT_MEMORY] = take_memory, [GPROF_EXPORT_EARLIER] = take_earlier,
-    [GPROF_EXPORT_RUNTIME] = take_api,	 [GPROF_EXPORT_DRIVER] = take_api,
-    [GPROF_EXPORT_CPU_OP] = take_op,
+static const take_fn takes[GPROF_SUM_NONE + 1] = {
+    [GPROF_SUM_KERNEL] = take_kernel, [GPROF_SUM_MEMCPY] = take_memcpy,
+    [GPROF_SUM_MEMSET] = take_memset, [GPROF_SUM_EARLIER] = take_earlier,
+    [GPROF_SUM_STEP] = take_step,     [GPROF_SUM_CALL] = take_named,
+    [GPROF_SUM_RANGE] = take_named,   [GPROF_SUM_MEMORY] = take_memory,
+    [GPROF_SUM_OP] = take_op,	      [GPROF_SUM_NONE] = NULL,
 };
 
 static const struct {
@@ -315,25 +315,27 @@ static const struct {
 #undef KIND
 };
 
-/* The reader of f's kind, or NULL (a kind the summary does not count). */
-static take_fn take_of(const struct tool_fields *f)
+/* The kind of f, or GPROF_EXPORT_KINDS (a kind the summaries do not count). */
+static unsigned kind_of(const struct tool_fields *f)
 {
+	unsigned k = 0;
+
 	if (f->ph.len != 1 || f->ph.escaped || f->cat.escaped)
-		return NULL;
-	for (size_t i = 0; i < GPROF_EXPORT_KINDS; i++)
-		if (takes[i] && kinds[i].ph == *f->ph.p && kinds[i].cat_len == f->cat.len &&
-		    !memcmp(kinds[i].cat, f->cat.p, f->cat.len))
-			return takes[i];
-	return NULL;
+		return GPROF_EXPORT_KINDS;
+	while (k < GPROF_EXPORT_KINDS &&
+	       (!takes[gprof_export_summary_class(k)] || kinds[k].ph != *f->ph.p ||
+		kinds[k].cat_len != f->cat.len || memcmp(kinds[k].cat, f->cat.p, f->cat.len)))
+		k++;
+	return k;
 }
 
 static int take_event(struct walk *w, const struct tool_fields *f)
 {
-	struct gprof_export_event e = {0};
-	take_fn take = take_of(f);
+	unsigned k = kind_of(f);
+	struct gprof_export_event e = {.kind = (uint16_t)k};
 	int64_t dur;
 
-	if (!take || !take(f, &e))
+	if (k == GPROF_EXPORT_KINDS || !takes[gprof_export_summary_class(k)](f, &e))
 		return 0;
 	dur = ns_of(f->dur);
 	e.ts_ns = w->base_ns + (uint64_t)ns_of(f->ts);
