@@ -701,7 +701,7 @@ static void one_of_each(struct gprof_export_event ev[GPROF_EXPORT_KINDS])
 	for (unsigned k = 0; k < GPROF_EXPORT_KINDS; k++) {
 		char name[32];
 
-		ASSERT_MSG(k == GPROF_EXPORT_STEP || at_us[k], "kind %u has no event here", k);
+		ASSERT_MSG(at_us[k], "kind %u has no event here: give it a time", k);
 		snprintf(name, sizeof(name), "kind %u", k);
 		ev[k] =
 		    (struct gprof_export_event){.kind = (uint16_t)k,
