@@ -43,9 +43,20 @@ struct word {
 };
 
 static const struct word trigger_words[] = {
-    {"steps", GPROF_TRIGGER_STEPS},
-    {"cuda-profiler-api", GPROF_TRIGGER_PROFILER_API},
-    {"signal", GPROF_TRIGGER_SIGNAL},
+#define X(name, word, mode, start, steps, source, hint) {word, GPROF_TRIGGER_##name},
+    GPROF_TRIGGER_TABLE(X)
+#undef X
+};
+
+/* What the checks and the description go by, of each GPROF_TRIGGER_TABLE row. */
+static const struct trigger_facts {
+	bool from_start;   /* with GPROF_DELAY or GPROF_DURATION: a time window */
+	bool counts_steps; /* GPROF_SCHEDULE's counts mean something */
+} trigger_facts[GPROF_TRIGGER_COUNT] = {
+#define X(name, word, mode, start, steps, source, hint) \
+	[GPROF_TRIGGER_##name] = {.from_start = start, .counts_steps = steps},
+    GPROF_TRIGGER_TABLE(X)
+#undef X
 };
 
 static const struct word api_calls_words[] = {
@@ -944,23 +955,35 @@ static bool schedule_is_default(const struct gprof_schedule *s)
 	       s->active == schedule_default.active && s->repeat == schedule_default.repeat;
 }
 
+/* The configuration's trigger's row (a value outside the table, which no word gives, reads as
+ * the first). */
+static const struct trigger_facts *trigger_of(const struct gprof_config *c)
+{
+	return &trigger_facts[c->trigger >= 0 && c->trigger < GPROF_TRIGGER_COUNT ? c->trigger : 0];
+}
+
+/* A trigger wanted from the start makes a time window of GPROF_DELAY and GPROF_DURATION. */
+static bool time_window(const struct gprof_config *c)
+{
+	return trigger_of(c)->from_start && (c->delay.set || c->duration.set);
+}
+
 /*
  * Settings that are fine alone but not together: a step schedule (other than the default or
- * all) with a trigger that counts no steps, cudaProfilerStart/Stop or a time window.
+ * all) with a trigger that counts no steps (cudaProfilerStart/Stop) or a time window.
  */
 static int check_combination(struct load *ld)
 {
 	const struct gprof_config *c = ld->cfg;
 	const struct var *v = find_var("GPROF_SCHEDULE", 14, false);
-	bool timed = c->delay.set || c->duration.set;
 	char text[GPROF_SCHEDULE_STR_MAX], why[WHY_MAX];
 
 	if (c->schedule.all || schedule_is_default(&c->schedule) ||
-	    !(c->trigger == GPROF_TRIGGER_PROFILER_API ||
-	      (c->trigger == GPROF_TRIGGER_STEPS && timed)))
+	    (trigger_of(c)->counts_steps && !time_window(c)))
 		return 0;
-	if (c->trigger == GPROF_TRIGGER_PROFILER_API)
-		bad(why, "GPROF_TRIGGER=cuda-profiler-api does not count steps");
+	if (!trigger_of(c)->counts_steps)
+		bad(why, "GPROF_TRIGGER=%s does not count steps",
+		    gprof_config_trigger_name(c->trigger));
 	else
 		bad(why, "%s%s%s makes a time window, which does not count steps",
 		    c->delay.set ? "GPROF_DELAY" : "",
@@ -1069,13 +1092,12 @@ static void append_seconds(char *buf, size_t len, const char *key, struct gprof_
 
 void gprof_config_describe(const struct gprof_config *c, char *buf, size_t len)
 {
-	bool timed = c->delay.set || c->duration.set;
 	size_t n;
 
 	buf[0] = '\0';
-	if (c->trigger != GPROF_TRIGGER_PROFILER_API)
+	if (trigger_of(c)->counts_steps)
 		gprof_config_schedule_str(&c->schedule, buf, len);
-	if (c->trigger == GPROF_TRIGGER_STEPS && timed && !c->schedule.all)
+	if (time_window(c) && !c->schedule.all)
 		snprintf(buf, len, "time window");
 	n = strlen(buf);
 	if (c->trigger != GPROF_TRIGGER_STEPS)

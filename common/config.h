@@ -23,11 +23,31 @@ struct gprof_schedule {
 	bool all;
 };
 
-/* GPROF_TRIGGER: what begins and ends windows (docs/TRIGGERS.md). */
+/*
+ * GPROF_TRIGGER: what begins and ends windows (docs/TRIGGERS.md), one row per value:
+ * X(name, word, stepper mode, wanted from the start, counts steps, source, exit hint)
+ * - name: GPROF_TRIGGER_<name>; word: GPROF_TRIGGER's value;
+ * - stepper mode: GPROF_STEPPER_<mode> (scheduler.h); under GPROF_SCHEDULE=all every trigger
+ *   is MANUAL, and so is SCHEDULE with GPROF_DELAY or GPROF_DURATION (a time window);
+ * - wanted from the start: under `all`, and with GPROF_DELAY or GPROF_DURATION (a time
+ *   window), its window opens at the first CUDA call (after the delay), not on a request;
+ * - counts steps: GPROF_SCHEDULE's counts mean something (config.c refuses them otherwise);
+ * - source: what tells it besides step markers and hooks, SOURCE_<source> of preload/trigger.c;
+ * - exit hint: preload/report.c's function that says at exit why nothing was recorded.
+ */
+#define GPROF_TRIGGER_TABLE(X)                                                                   \
+	/* the schedule, counted in step markers */                                              \
+	X(STEPS, "steps", SCHEDULE, true, true, NONE, exit_hint_steps)                           \
+	/* cudaProfilerStart .. cudaProfilerStop, from their hooks */                            \
+	X(PROFILER_API, "cuda-profiler-api", MANUAL, false, false, NONE, exit_hint_profiler_api) \
+	/* each SIGUSR2 arms the schedule's warmup and active steps */                           \
+	X(SIGNAL, "signal", ARMED, false, true, USR2, exit_hint_signal)
+
 enum gprof_trigger {
-	GPROF_TRIGGER_STEPS,	    /* the schedule, counted in step markers */
-	GPROF_TRIGGER_PROFILER_API, /* cudaProfilerStart .. cudaProfilerStop */
-	GPROF_TRIGGER_SIGNAL,	    /* SIGUSR2 */
+#define X(name, word, mode, want, steps, source, hint) GPROF_TRIGGER_##name,
+	GPROF_TRIGGER_TABLE(X)
+#undef X
+	GPROF_TRIGGER_COUNT
 };
 
 /* GPROF_TORCH: what the start-up hook does in a PyTorch program (scripts/torch-steps/). */

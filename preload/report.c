@@ -112,48 +112,70 @@ static bool torch_steps_unhooked(void)
 	return strcmp(v, hooked) != 0;
 }
 
-void gprof_report_exit(const struct gprof_config *cfg, const struct gprof_report_exit *e)
+/* GPROF_TRIGGER=steps: no marker, the schedule's first window not reached, or the delay not over. */
+static void exit_hint_steps(const struct gprof_config *cfg, const struct gprof_report_exit *e)
 {
-	bool timed = cfg->delay.set || cfg->duration.set;
-
 	const struct gprof_schedule *s = &cfg->schedule;
 	char sched[GPROF_SCHEDULE_STR_MAX];
 
-	if (cfg->trigger == GPROF_TRIGGER_STEPS && !s->all && !timed && !e->marked &&
-	    e->nvtx_foreign)
+	if (s->all || cfg->delay.set || cfg->duration.set) {
+		if (cfg->delay.set && !e->window_due)
+			pr_warn("the program ended before GPROF_DELAY had passed since its first "
+				"CUDA call, so nothing was recorded");
+	} else if (!e->marked && e->nvtx_foreign) {
 		pr_warn("no step marker reached libgprof, as NVTX_INJECTION64_PATH names another "
 			"tool, so nothing was recorded: unset it, or set GPROF_SCHEDULE=all");
-	else if (cfg->trigger == GPROF_TRIGGER_STEPS && !s->all && !timed && !e->marked &&
-		 torch_steps_unhooked())
+	} else if (!e->marked && torch_steps_unhooked()) {
 		pr_warn(
 		    "--torch-steps: its start-up hook never ran in this Python (python -E or -I "
 		    "ignores PYTHONPATH, where gprof-run puts it), so no step was marked and "
 		    "nothing was recorded: run python without -E and -I, or mark steps in the "
 		    "program (torch.cuda.nvtx.mark(\"%s\"))",
 		    cfg->step_marker);
-	else if (cfg->trigger == GPROF_TRIGGER_STEPS && !s->all && !timed && !e->marked)
+	} else if (!e->marked) {
 		pr_warn("the program used CUDA but never marked a step ('%s'), so nothing was "
 			"recorded: mark steps (e.g. torch.cuda.nvtx.mark(\"%s\")) or set "
 			"GPROF_SCHEDULE=all",
 			cfg->step_marker, cfg->step_marker);
-	else if (cfg->trigger == GPROF_TRIGGER_STEPS && !s->all && !timed && !e->window_due &&
-		 gprof_config_schedule_str(s, sched, sizeof(sched)) >= 0)
+	} else if (!e->window_due && gprof_config_schedule_str(s, sched, sizeof(sched)) >= 0) {
 		pr_warn(
 		    "the program ended at step %llu, before step %u, the first that "
 		    "GPROF_SCHEDULE=%s records, so nothing was recorded: lower skip_first, wait "
 		    "or warmup",
 		    (unsigned long long)(e->markers - 1), s->skip_first + s->wait + s->warmup,
 		    sched);
-	else if (cfg->trigger == GPROF_TRIGGER_SIGNAL && e->armed)
+	}
+}
+
+static void exit_hint_signal(const struct gprof_config *cfg, const struct gprof_report_exit *e)
+{
+	if (e->armed)
 		pr_warn("a SIGUSR2 armed a window, but no step marker ('%s') came after it, so "
 			"nothing was recorded: mark steps or set GPROF_SCHEDULE=all, under which "
 			"SIGUSR2 starts recording at once",
 			cfg->step_marker);
-	else if (cfg->trigger == GPROF_TRIGGER_PROFILER_API && !e->profiler_started)
+}
+
+static void exit_hint_profiler_api(const struct gprof_config *cfg,
+				   const struct gprof_report_exit *e)
+{
+	(void)cfg;
+	if (!e->profiler_started)
 		pr_warn("GPROF_TRIGGER=cuda-profiler-api, but the program never called "
 			"cudaProfilerStart through a CUDA runtime libgprof sees, so nothing was "
 			"recorded");
-	else if (cfg->trigger == GPROF_TRIGGER_STEPS && cfg->delay.set && !e->window_due)
-		pr_warn("the program ended before GPROF_DELAY had passed since its first CUDA "
-			"call, so nothing was recorded");
+}
+
+void gprof_report_exit(const struct gprof_config *cfg, const struct gprof_report_exit *e)
+{
+	/* Each trigger's, from its row of GPROF_TRIGGER_TABLE. */
+	static void (*const hints[GPROF_TRIGGER_COUNT])(const struct gprof_config *,
+							const struct gprof_report_exit *) = {
+#define X(name, word, mode, start, steps, source, hint) [GPROF_TRIGGER_##name] = hint,
+	    GPROF_TRIGGER_TABLE(X)
+#undef X
+	};
+
+	if (cfg->trigger >= 0 && cfg->trigger < GPROF_TRIGGER_COUNT)
+		hints[cfg->trigger](cfg, e);
 }

@@ -379,8 +379,9 @@ int gprof_session_init(const struct gprof_config *config)
 		return -1;
 	}
 	gprof_events_init(cfg->activities);
-	gprof_stepper_trigger_of(cfg, &trig);
-	gprof_stepper_set_trigger(&stepper, &trig);
+	if (gprof_stepper_trigger_of(cfg->trigger, cfg->schedule.all, cfg->delay, cfg->duration,
+				     &trig) == 0)
+		gprof_stepper_set_trigger(&stepper, &trig);
 	gprof_trigger_setup(cfg->trigger == GPROF_TRIGGER_SIGNAL,
 			    cfg->delay.set || cfg->duration.set ? &timer : NULL);
 	__atomic_store_n(&inert, false, __ATOMIC_RELEASE);

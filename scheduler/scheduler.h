@@ -156,11 +156,13 @@ int gprof_stepper_init(struct gprof_stepper *s, const struct gprof_schedule *sch
 void gprof_stepper_destroy(struct gprof_stepper *s);
 
 /*
- * The trigger of a configuration (GPROF_TRIGGER, GPROF_DELAY, GPROF_DURATION, `all`):
- * steps is SCHEDULE, or MANUAL wanted from the start for `all` or a delay or duration;
- * cuda-profiler-api is MANUAL; signal is ARMED, or MANUAL (toggled) under `all`.
+ * The stepper's trigger for a configuration's GPROF_TRIGGER (an enum gprof_trigger), `all`,
+ * GPROF_DELAY and GPROF_DURATION: the mode of the trigger's row (common/config.h), MANUAL under
+ * `all`, and MANUAL wanted from the start for a trigger wanted from the start (steps) with a
+ * delay or duration. -EINVAL for a trigger without a row (*t untouched).
  */
-void gprof_stepper_trigger_of(const struct gprof_config *c, struct gprof_stepper_trigger *t);
+int gprof_stepper_trigger_of(int trigger, bool all, struct gprof_seconds delay,
+			     struct gprof_seconds duration, struct gprof_stepper_trigger *t);
 
 /* Right after init, before any other call: how windows begin and end (default: SCHEDULE). */
 void gprof_stepper_set_trigger(struct gprof_stepper *s, const struct gprof_stepper_trigger *t);

@@ -299,24 +299,31 @@ void gprof_stepper_set_trigger(struct gprof_stepper *s, const struct gprof_stepp
 	    .warmup = s->sched.warmup, .active = s->sched.active, .repeat = 1};
 }
 
-void gprof_stepper_trigger_of(const struct gprof_config *c, struct gprof_stepper_trigger *t)
+int gprof_stepper_trigger_of(int trigger, bool all, struct gprof_seconds delay,
+			     struct gprof_seconds duration, struct gprof_stepper_trigger *t)
 {
-	static const enum gprof_stepper_mode modes[] = {
-	    [GPROF_TRIGGER_STEPS] = GPROF_STEPPER_SCHEDULE,
-	    [GPROF_TRIGGER_PROFILER_API] = GPROF_STEPPER_MANUAL,
-	    [GPROF_TRIGGER_SIGNAL] = GPROF_STEPPER_ARMED,
+	static const struct {
+		enum gprof_stepper_mode mode;
+		bool from_start;
+	} rows[GPROF_TRIGGER_COUNT] = {
+#define X(name, word, mode, start, steps, source, hint) \
+	[GPROF_TRIGGER_##name] = {GPROF_STEPPER_##mode, start},
+	    GPROF_TRIGGER_TABLE(X)
+#undef X
 	};
-	bool timed = c->delay.set || c->duration.set;
 
+	if (trigger < 0 || trigger >= GPROF_TRIGGER_COUNT)
+		return -EINVAL;
 	*t = (struct gprof_stepper_trigger){
-	    .mode = modes[c->trigger],
-	    /* Steps: `all` and the time window are wanted from the start; the others on request. */
-	    .want = c->trigger == GPROF_TRIGGER_STEPS,
-	    .delay_ns = c->delay.ns,
-	    .duration_ns = c->duration.set ? c->duration.ns : 0,
+	    .mode = rows[trigger].mode,
+	    /* `all` and the time window of such a trigger are wanted from the start */
+	    .want = rows[trigger].from_start,
+	    .delay_ns = delay.ns,
+	    .duration_ns = duration.set ? duration.ns : 0,
 	};
-	if (c->schedule.all || (c->trigger == GPROF_TRIGGER_STEPS && timed))
+	if (all || (rows[trigger].from_start && (delay.set || duration.set)))
 		t->mode = GPROF_STEPPER_MANUAL;
+	return 0;
 }
 
 void gprof_stepper_every_step(struct gprof_stepper *s, bool on)

@@ -6,6 +6,8 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "common/compiler.h"
@@ -14,6 +16,7 @@
 #include "task.h"
 #include "util/e2e.h"
 #include "util/gtlog.h"
+#include "util/proc.h"
 #include "util/sched-events.h"
 #include "util/text.h"
 
@@ -1061,11 +1064,85 @@ TEST(trigger_config_to_stepper)
 		char *env[] = {(char *)t[i].a, (char *)t[i].b, NULL};
 
 		ASSERT_MSG(load(&cfg, env, out, sizeof(out)) == 0, "%s: %s", t[i].a, out);
-		gprof_stepper_trigger_of(&cfg, &trig);
+		ASSERT_EQ(gprof_stepper_trigger_of(cfg.trigger, cfg.schedule.all, cfg.delay,
+						   cfg.duration, &trig),
+			  0);
 		ASSERT_MSG(
 		    trig.mode == t[i].mode && trig.want == t[i].want &&
 			trig.delay_ns == t[i].delay_ns && trig.duration_ns == t[i].duration_ns,
 		    "%s %s: mode %d want %d delay %" PRIu64 " duration %" PRIu64, t[i].a,
 		    t[i].b ? t[i].b : "", trig.mode, trig.want, trig.delay_ns, trig.duration_ns);
 	}
+}
+
+/* The README's row of GPROF_TRIGGER, as the configuration table prints it. */
+static char *trigger_readme_row(void)
+{
+	char *text = NULL, *row;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	ASSERT(f);
+	gprof_config_print_table(f);
+	ASSERT(fclose(f) == 0);
+	row = strstr(text, "| `GPROF_TRIGGER` |");
+	ASSERT_MSG(row, "no GPROF_TRIGGER row in:\n%s", text);
+	row[strcspn(row, "\n")] = '\0';
+	return row;
+}
+
+/* Whether text names word as one of a list: after ": " or "; " (help) or as a cell. */
+static bool names_trigger(const char *text, const char *fmt, const char *word)
+{
+	char needle[96];
+
+	snprintf(needle, sizeof(needle), fmt, word);
+	return strstr(text, needle) != NULL;
+}
+
+/*
+ * Every GPROF_TRIGGER value has its row in GPROF_TRIGGER_TABLE, and what is written by hand
+ * about triggers names it: its word parses back to it, the stepper has a mode for it, the
+ * README's row (help and accepted forms), gprof-run's --trigger help and docs/TRIGGERS.md's
+ * table name it. A value past the table is refused, never read past an array.
+ */
+TEST(trigger_table_whole)
+{
+	const struct gprof_seconds unset = {0};
+	char *row = trigger_readme_row(), *accepted = strstr(row, "; accepted: "), *doc, *run;
+	struct gprof_stepper_trigger trig;
+	struct gprof_config cfg;
+	size_t len;
+
+	ASSERT_MSG(accepted, "no accepted forms in %s", row);
+	text_read_file(proc_src_path("docs/TRIGGERS.md"), &doc, &len);
+	text_read_file(proc_src_path("scripts/gprof-run"), &run, &len);
+	ASSERT(strstr(run, "--trigger T"));
+	run = strstr(run, "--trigger T");
+	run[strcspn(run, "\n")] = '\0';
+	for (int t = 0; t < GPROF_TRIGGER_COUNT; t++) {
+		const char *word = gprof_config_trigger_name(t);
+		char entry[64], out[1024], *env[] = {entry, NULL};
+
+		ASSERT_MSG(strcmp(word, "?"), "trigger %d has no word", t);
+		snprintf(entry, sizeof(entry), "GPROF_TRIGGER=%s", word);
+		ASSERT_MSG(load(&cfg, env, out, sizeof(out)) == 0 && cfg.trigger == t,
+			   "%s: trigger %d: %s", entry, cfg.trigger, out);
+		ASSERT_EQ(gprof_stepper_trigger_of(t, false, unset, unset, &trig), 0);
+		ASSERT_MSG(trig.mode == GPROF_STEPPER_SCHEDULE ||
+			       trig.mode == GPROF_STEPPER_MANUAL ||
+			       trig.mode == GPROF_STEPPER_ARMED,
+			   "%s: mode %d", word, trig.mode);
+		ASSERT_MSG(names_trigger(accepted, " %s", word), "%s not in %s", word, accepted);
+		ASSERT_MSG(names_trigger(row, ": %s, ", word) || names_trigger(row, "; %s, ", word),
+			   "%s not in the help of %s", word, row);
+		ASSERT_MSG(names_trigger(run, " %s", word), "%s not in gprof-run's %s", word, run);
+		ASSERT_MSG(names_trigger(doc, "\n| `%s`", word) ||
+			       names_trigger(doc, "\n| `GPROF_TRIGGER=%s`", word),
+			   "%s not in docs/TRIGGERS.md's table", word);
+	}
+	ASSERT_EQ(gprof_stepper_trigger_of(GPROF_TRIGGER_COUNT, false, unset, unset, &trig),
+		  -EINVAL);
+	ASSERT_EQ(gprof_stepper_trigger_of(-1, false, unset, unset, &trig), -EINVAL);
+	ASSERT_STR_EQ(gprof_config_trigger_name(GPROF_TRIGGER_COUNT), "?");
 }
