@@ -22,6 +22,7 @@ struct gprof_export_event;
 struct gprof_export_result;
 struct gprof_export_str;
 struct gprof_sched_event;
+struct gprof_stepper;
 
 /* ---- hot.c: what the hot path reads ---- */
 
@@ -386,21 +387,26 @@ int gprof_nvtx_inject(const void *(*get_table)(uint32_t id));
 
 /* ---- trigger.c: SIGUSR2 and the timer ---- */
 
-/* What the timer thread asks and does: its next deadline (UINT64_MAX: none), and acting. */
-struct gprof_trigger_timer {
-	uint64_t (*deadline)(void);
-	void (*tick)(void);
+/*
+ * What the session lends the triggers: the stepper their requests go to; whether it is inert
+ * (the timer then does nothing); and what the timer's thread calls before it acts, since it is
+ * libgprof's own (no CUDA call of its own from it).
+ */
+struct gprof_trigger_session {
+	struct gprof_stepper *stepper;
+	bool (*inert)(void);
+	void (*own_thread)(void);
 };
 
 /*
- * setup: from the session's init, whether SIGUSR2 is used (its handler goes in) and the timer
- * (NULL: none). start: at the first CUDA call, starts the timer thread. The rest are for the
- * session: SIGUSR2s received since the last call; a line if the program replaced our handler
- * (once); a deadline changed; exit; a child after fork().
+ * setup: from the session's init, with the configuration (kept) and what it lends; SIGUSR2's
+ * handler goes in if the trigger uses it. start: at the first CUDA call, starts the timer
+ * thread. The rest are for the session: the SIGUSR2s received since the last call act; a line
+ * if the program replaced our handler (once); a deadline changed; exit; a child after fork().
  */
-void gprof_trigger_setup(bool signal, const struct gprof_trigger_timer *timer);
+void gprof_trigger_setup(const struct gprof_config *cfg, const struct gprof_trigger_session *s);
 void gprof_trigger_start(void);
-unsigned gprof_trigger_take_signals(void);
+void gprof_trigger_take_signals(void);
 void gprof_trigger_check_handler(void);
 void gprof_trigger_wake(void);
 void gprof_trigger_stop(void);

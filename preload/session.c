@@ -295,58 +295,15 @@ static void on_sched_event(const struct gprof_sched_event *ev, void *ctx)
 	}
 }
 
-/*
- * A window armed by the run's n-th SIGUSR2 begins at the next step marker; in a gprof-run
- * (GPROF_RUN_DIR), at the step the run's first process to act chose, one after its next, so
- * that processes a step apart record the same steps.
- */
-static void arm_window(unsigned n)
+/* The timer's thread is libgprof's: it makes no CUDA call of its own (see no_own_calls). */
+static void own_thread(void)
 {
-	uint64_t next = gprof_stepper_next_marker(&stepper);
-	uint64_t at = gprof_run_agree(n, getenv("GPROF_RUN_DIR") ? next + 1 : next);
-
-	gprof_stepper_arm_from(&stepper, at > next ? at : next);
-	pr_info("SIGUSR2: a window of %u warmup and %u active steps begins at step %" PRIu64,
-		cfg->schedule.warmup, cfg->schedule.active, at > next ? at : next);
-}
-
-/* SIGUSR2s received meanwhile: under `all` each starts or ends recording, else one arms. */
-static void take_signals(void)
-{
-	static unsigned taken; /* SIGUSR2s acted on: the run's processes count them alike */
-	unsigned n = gprof_trigger_take_signals(), nth;
-	enum gprof_stepper_result r;
-
-	if (!n || (cfg->schedule.all && n % 2 == 0))
-		return;
-	nth = __atomic_add_fetch(&taken, n, __ATOMIC_RELAXED);
-	r = gprof_stepper_request(&stepper, GPROF_STEPPER_TOGGLE, gprof_realtime_ns(), gprof_tid());
-	if (r == GPROF_STEPPER_BUSY || (!cfg->schedule.all && n > 1))
-		pr_warn("SIGUSR2 ignored: a window armed by an earlier one is still to come or "
-			"under way");
-	else if (r == GPROF_STEPPER_TAKEN && !cfg->schedule.all)
-		arm_window(nth);
-	gprof_trigger_wake();
-}
-
-/* The timer's callbacks, on its thread (never the program's). */
-static uint64_t timer_deadline(void)
-{
-	return is_inert() ? UINT64_MAX : gprof_stepper_deadline(&stepper);
-}
-
-static void timer_tick(void)
-{
-	if (is_inert())
-		return;
 	no_own_calls = true;
-	take_signals();
-	gprof_stepper_tick(&stepper, gprof_realtime_ns(), gprof_tid());
 }
 
 int gprof_session_init(const struct gprof_config *config)
 {
-	static const struct gprof_trigger_timer timer = {timer_deadline, timer_tick};
+	static const struct gprof_trigger_session lent = {&stepper, is_inert, own_thread};
 	struct gprof_export_config ecfg;
 	struct gprof_collector_config ccfg;
 	struct gprof_stepper_trigger trig;
@@ -382,8 +339,7 @@ int gprof_session_init(const struct gprof_config *config)
 	if (gprof_stepper_trigger_of(cfg->trigger, cfg->schedule.all, cfg->delay, cfg->duration,
 				     &trig) == 0)
 		gprof_stepper_set_trigger(&stepper, &trig);
-	gprof_trigger_setup(cfg->trigger == GPROF_TRIGGER_SIGNAL,
-			    cfg->delay.set || cfg->duration.set ? &timer : NULL);
+	gprof_trigger_setup(cfg, &lent);
 	__atomic_store_n(&inert, false, __ATOMIC_RELEASE);
 	__atomic_store_n(&gprof_hot, GPROF_HOT_FIRST_CALL, __ATOMIC_RELEASE);
 	return 0;
@@ -493,7 +449,7 @@ void gprof_session_cuda_call(bool from_hook)
 	if ((__atomic_fetch_and(&gprof_hot, ~GPROF_HOT_SIGNAL, __ATOMIC_ACQ_REL) &
 	     GPROF_HOT_SIGNAL) ||
 	    first)
-		take_signals();
+		gprof_trigger_take_signals();
 	/* Loading CUPTI searches files: the program's errno must not notice. */
 	errno = saved_errno;
 }
@@ -530,7 +486,7 @@ void gprof_session_step_marker(uint64_t ts_ns)
 	if (cfg->trigger == GPROF_TRIGGER_SIGNAL) {
 		gprof_trigger_check_handler();
 		/* An arm that came before this marker begins its window here. */
-		take_signals();
+		gprof_trigger_take_signals();
 	}
 	/* Transitions may enable CUPTI or ask the runtime for its devices: errno stays. */
 	gprof_stepper_mark(&stepper, ts_ns, gprof_tid());

@@ -1,23 +1,30 @@
 /*
  * Triggers that act between step markers (docs/TRIGGERS.md): SIGUSR2 for GPROF_TRIGGER=signal,
- * and the timer of GPROF_DELAY and GPROF_DURATION. The handler only counts signals; the session
- * acts on the count at the next hooked call or step marker. The timer is a thread of ours,
- * started at the first CUDA call, that sleeps until the stepper's next deadline.
+ * and the timer of GPROF_DELAY and GPROF_DURATION. The handler only counts signals; they are
+ * acted on at the next hooked call or step marker, as requests to the session's stepper. The
+ * timer is a thread of ours, started at the first CUDA call, that sleeps until the stepper's
+ * next deadline.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #define PR_FMT ""
 #include "common/clock.h"
+#include "common/config.h"
 #include "common/log.h"
 #include "common/thread.h"
 #include "preload/preload.h"
+#include "scheduler/scheduler.h"
 
-/* Written once by gprof_trigger_setup (the constructor); read afterwards. NULL: no timer. */
-static const struct gprof_trigger_timer *timer;
+/* Written once by gprof_trigger_setup (the constructor); read afterwards. */
+static const struct gprof_config *cfg;
+static struct gprof_trigger_session session;
+static bool timed; /* the timer of GPROF_DELAY and GPROF_DURATION runs; false in a fork child */
 
 /* SIGUSR2s not acted on yet: added to by the handler, taken by the session. */
 static unsigned pending;
@@ -60,7 +67,7 @@ static void install_handler(void)
 		__atomic_store_n(&installed, 1, __ATOMIC_RELEASE);
 }
 
-unsigned gprof_trigger_take_signals(void)
+static unsigned take_pending(void)
 {
 	return __atomic_exchange_n(&pending, 0, __ATOMIC_ACQ_REL);
 }
@@ -77,6 +84,56 @@ void gprof_trigger_check_handler(void)
 	pr_warn("GPROF_TRIGGER=signal: the program put a SIGUSR2 handler of its own in place of "
 		"libgprof's; kill -USR2 starts windows only if that handler calls the one it "
 		"replaced");
+}
+
+/*
+ * A window armed by the run's n-th SIGUSR2 begins at the next step marker; in a gprof-run
+ * (GPROF_RUN_DIR), at the step the run's first process to act chose, one after its next, so
+ * that processes a step apart record the same steps.
+ */
+static void arm_window(unsigned n)
+{
+	uint64_t next = gprof_stepper_next_marker(session.stepper);
+	uint64_t at = gprof_run_agree(n, getenv("GPROF_RUN_DIR") ? next + 1 : next);
+
+	gprof_stepper_arm_from(session.stepper, at > next ? at : next);
+	pr_info("SIGUSR2: a window of %u warmup and %u active steps begins at step %" PRIu64,
+		cfg->schedule.warmup, cfg->schedule.active, at > next ? at : next);
+}
+
+/* SIGUSR2s received meanwhile: under `all` each starts or ends recording, else one arms. */
+void gprof_trigger_take_signals(void)
+{
+	static unsigned taken; /* SIGUSR2s acted on: the run's processes count them alike */
+	unsigned n = take_pending(), nth;
+	enum gprof_stepper_result r;
+
+	if (!n || (cfg->schedule.all && n % 2 == 0))
+		return;
+	nth = __atomic_add_fetch(&taken, n, __ATOMIC_RELAXED);
+	r = gprof_stepper_request(session.stepper, GPROF_STEPPER_TOGGLE, gprof_realtime_ns(),
+				  gprof_tid());
+	if (r == GPROF_STEPPER_BUSY || (!cfg->schedule.all && n > 1))
+		pr_warn("SIGUSR2 ignored: a window armed by an earlier one is still to come or "
+			"under way");
+	else if (r == GPROF_STEPPER_TAKEN && !cfg->schedule.all)
+		arm_window(nth);
+	gprof_trigger_wake();
+}
+
+/* The timer's callbacks, on its thread (never the program's). */
+static uint64_t timer_deadline(void)
+{
+	return session.inert() ? UINT64_MAX : gprof_stepper_deadline(session.stepper);
+}
+
+static void timer_tick(void)
+{
+	if (session.inert())
+		return;
+	session.own_thread();
+	gprof_trigger_take_signals();
+	gprof_stepper_tick(session.stepper, gprof_realtime_ns(), gprof_tid());
 }
 
 /*
@@ -111,7 +168,7 @@ static void *timer_main(void *arg)
 		pthread_mutex_lock(&timer_lock);
 		gen = timer_gen;
 		pthread_mutex_unlock(&timer_lock);
-		deadline = timer->deadline();
+		deadline = timer_deadline();
 		pthread_mutex_lock(&timer_lock);
 		while (!timer_quit && gen == timer_gen && gprof_realtime_ns() < deadline)
 			sleep_until(deadline);
@@ -119,7 +176,7 @@ static void *timer_main(void *arg)
 		pthread_mutex_unlock(&timer_lock);
 		if (quit)
 			return NULL;
-		timer->tick();
+		timer_tick();
 	}
 }
 
@@ -139,10 +196,13 @@ static void start_timer(void)
  * The handler goes in at once (a sigaction, no CUDA call): a SIGUSR2 sent before the first CUDA
  * call must not end the process by its default action; the session acts on it at that call.
  */
-void gprof_trigger_setup(bool signal, const struct gprof_trigger_timer *t)
+void gprof_trigger_setup(const struct gprof_config *config,
+			 const struct gprof_trigger_session *lent)
 {
-	timer = t;
-	if (signal)
+	cfg = config;
+	session = *lent;
+	timed = cfg->delay.set || cfg->duration.set;
+	if (cfg->trigger == GPROF_TRIGGER_SIGNAL)
 		install_handler();
 }
 
@@ -150,13 +210,13 @@ void gprof_trigger_start(void)
 {
 	static int started;
 
-	if (!__atomic_exchange_n(&started, 1, __ATOMIC_ACQ_REL) && timer)
+	if (!__atomic_exchange_n(&started, 1, __ATOMIC_ACQ_REL) && timed)
 		start_timer();
 }
 
 void gprof_trigger_wake(void)
 {
-	if (!timer)
+	if (!timed)
 		return;
 	pthread_mutex_lock(&timer_lock);
 	timer_gen++;
@@ -166,7 +226,7 @@ void gprof_trigger_wake(void)
 
 void gprof_trigger_stop(void)
 {
-	if (!timer)
+	if (!timed)
 		return;
 	pthread_mutex_lock(&timer_lock);
 	timer_quit = true;
@@ -184,5 +244,5 @@ void gprof_trigger_forked(void)
 		sigaction(SIGUSR2, &dfl, NULL);
 	__atomic_store_n(&installed, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&pending, 0, __ATOMIC_RELEASE);
-	timer = NULL;
+	timed = false;
 }
