@@ -399,15 +399,18 @@ struct gprof_trigger_session {
 };
 
 /*
- * setup: from the session's init, with the configuration (kept) and what it lends; SIGUSR2's
- * handler goes in if the trigger uses it. start: at the first CUDA call, starts the timer
- * thread. The rest are for the session: the SIGUSR2s received since the last call act; a line
- * if the program replaced our handler (once); a deadline changed; exit; a child after fork().
+ * setup: from the session's init, with the configuration (kept) and what it lends; the sources
+ * the configuration uses set up (SIGUSR2's handler goes in). At the first CUDA call: first_call
+ * before recording can start (the process joins its gprof-run), start once the stepper has
+ * (the timer thread). The rest are for the session: the SIGUSR2s received since the last call
+ * act; a step marker comes (they act; a line if the program replaced our handler, once); a
+ * deadline changed; exit; a child after fork().
  */
 void gprof_trigger_setup(const struct gprof_config *cfg, const struct gprof_trigger_session *s);
+void gprof_trigger_first_call(void);
 void gprof_trigger_start(void);
 void gprof_trigger_take_signals(void);
-void gprof_trigger_check_handler(void);
+void gprof_trigger_marker(void);
 void gprof_trigger_wake(void);
 void gprof_trigger_stop(void);
 void gprof_trigger_forked(void);
@@ -478,6 +481,10 @@ void gprof_memory_before_free(const void *ptr);
 
 /* ---- run.c: the processes of one gprof-run (GPROF_RUN_DIR) ---- */
 
+/* From the constructor: GPROF_RUN_DIR as it is now (gprof-run sets it before the start). */
+void gprof_run_setup(void);
+/* GPROF_RUN_DIR is set, even empty: this process is one of a gprof-run's. */
+bool gprof_run_given(void);
 /* This process uses CUDA: gprof-run's SIGUSR2 is to reach it too. */
 void gprof_run_register(void);
 /*

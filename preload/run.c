@@ -21,16 +21,25 @@
 #include "common/log.h"
 #include "preload/preload.h"
 
-static const char *run_dir(void)
-{
-	const char *dir = getenv("GPROF_RUN_DIR");
+/* GPROF_RUN_DIR, copied by gprof_run_setup (the constructor); read afterwards. */
+static bool given;
+static char *dir; /* NULL: unset or empty (or no memory to copy it) */
 
-	return dir && *dir ? dir : NULL;
+void gprof_run_setup(void)
+{
+	const char *value = getenv("GPROF_RUN_DIR");
+
+	given = value != NULL;
+	dir = value && *value ? strdup(value) : NULL;
+}
+
+bool gprof_run_given(void)
+{
+	return given;
 }
 
 void gprof_run_register(void)
 {
-	const char *dir = run_dir();
 	char path[4096];
 
 	if (!dir)
@@ -44,7 +53,6 @@ void gprof_run_register(void)
 
 uint64_t gprof_run_agree(unsigned signal_number, uint64_t proposed)
 {
-	const char *dir = run_dir();
 	char path[4096], text[32];
 	ssize_t n;
 

@@ -1,8 +1,8 @@
 /*
  * The session ties preload/ together: it owns the stepper and the current window, opens and
  * releases export windows on the stepper's transitions, drives the collector (CUPTI) from the
- * same transitions, hands the stepper what the triggers say (preload/trigger.c), and passes
- * the hooks' calls and NVTX events of the current window on to preload/events.c.
+ * same transitions, lends the stepper to the triggers (preload/trigger.c), and passes the
+ * hooks' calls and NVTX events of the current window on to preload/events.c.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -348,8 +348,7 @@ int gprof_session_init(const struct gprof_config *config)
 static void first_call(void)
 {
 	gprof_collector_note_thread((uint32_t)gprof_tid());
-	if (cfg->trigger == GPROF_TRIGGER_SIGNAL)
-		gprof_run_register();
+	gprof_trigger_first_call();
 	/* CUPTI first, so that `all`'s window, opened just below, finds it ready. */
 	no_own_calls = true;
 	gprof_collector_start();
@@ -483,11 +482,8 @@ void gprof_session_step_marker(uint64_t ts_ns)
 	if (is_inert())
 		return;
 	gprof_collector_note_thread((uint32_t)gprof_tid());
-	if (cfg->trigger == GPROF_TRIGGER_SIGNAL) {
-		gprof_trigger_check_handler();
-		/* An arm that came before this marker begins its window here. */
-		gprof_trigger_take_signals();
-	}
+	/* An arm that came before this marker begins its window here. */
+	gprof_trigger_marker();
 	/* Transitions may enable CUPTI or ask the runtime for its devices: errno stays. */
 	gprof_stepper_mark(&stepper, ts_ns, gprof_tid());
 	errno = saved_errno;

@@ -1,9 +1,9 @@
 /*
- * Triggers that act between step markers (docs/TRIGGERS.md): SIGUSR2 for GPROF_TRIGGER=signal,
- * and the timer of GPROF_DELAY and GPROF_DURATION. The handler only counts signals; they are
- * acted on at the next hooked call or step marker, as requests to the session's stepper. The
- * timer is a thread of ours, started at the first CUDA call, that sleeps until the stepper's
- * next deadline.
+ * The sources of triggers that act between step markers (docs/TRIGGERS.md), each a table of
+ * operations: SIGUSR2 for GPROF_TRIGGER=signal (GPROF_TRIGGER_TABLE's source column) and the
+ * timer of GPROF_DELAY and GPROF_DURATION. The handler only counts signals; they are acted on
+ * at the next hooked call or step marker, as requests to the session's stepper. The timer is a
+ * thread of ours, started at the first CUDA call, that sleeps until the stepper's next deadline.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -24,7 +24,32 @@
 /* Written once by gprof_trigger_setup (the constructor); read afterwards. */
 static const struct gprof_config *cfg;
 static struct gprof_trigger_session session;
-static bool timed; /* the timer of GPROF_DELAY and GPROF_DURATION runs; false in a fork child */
+
+/* A source of trigger events: what it does at each point of the session; NULL: nothing. */
+struct source {
+	void (*setup)(void);	  /* the session's init (the constructor) */
+	void (*first_call)(void); /* the first CUDA call, before recording can start */
+	void (*start)(void);	  /* the first CUDA call, once the stepper has started */
+	void (*take)(void);	  /* what came since acts: a hooked call after GPROF_HOT_SIGNAL */
+	void (*marker)(void);	  /* a step marker, before the stepper counts it */
+	void (*wake)(void);	  /* the stepper's next deadline may have changed */
+	void (*stop)(void);	  /* exit */
+	void (*forked)(void);	  /* a child after fork(): none of the parent's goes on */
+};
+
+/*
+ * The sources in use, set by gprof_trigger_setup and emptied in a fork child: the trigger's
+ * (its row's source) and the timer when GPROF_DELAY or GPROF_DURATION is set.
+ */
+static const struct source *sources[2];
+
+/* Runs operation `op` of every source in use that has it. */
+#define EACH_SOURCE(op)                                             \
+	do {                                                        \
+		for (size_t i_ = 0; i_ < ARRAY_SIZE(sources); i_++) \
+			if (sources[i_] && sources[i_]->op)         \
+				sources[i_]->op();                  \
+	} while (0)
 
 /* SIGUSR2s not acted on yet: added to by the handler, taken by the session. */
 static unsigned pending;
@@ -72,7 +97,7 @@ static unsigned take_pending(void)
 	return __atomic_exchange_n(&pending, 0, __ATOMIC_ACQ_REL);
 }
 
-void gprof_trigger_check_handler(void)
+static void check_handler(void)
 {
 	static int warned;
 	struct sigaction cur;
@@ -94,7 +119,7 @@ void gprof_trigger_check_handler(void)
 static void arm_window(unsigned n)
 {
 	uint64_t next = gprof_stepper_next_marker(session.stepper);
-	uint64_t at = gprof_run_agree(n, getenv("GPROF_RUN_DIR") ? next + 1 : next);
+	uint64_t at = gprof_run_agree(n, gprof_run_given() ? next + 1 : next);
 
 	gprof_stepper_arm_from(session.stepper, at > next ? at : next);
 	pr_info("SIGUSR2: a window of %u warmup and %u active steps begins at step %" PRIu64,
@@ -102,7 +127,7 @@ static void arm_window(unsigned n)
 }
 
 /* SIGUSR2s received meanwhile: under `all` each starts or ends recording, else one arms. */
-void gprof_trigger_take_signals(void)
+static void take_signals(void)
 {
 	static unsigned taken; /* SIGUSR2s acted on: the run's processes count them alike */
 	unsigned n = take_pending(), nth;
@@ -120,6 +145,44 @@ void gprof_trigger_take_signals(void)
 		arm_window(nth);
 	gprof_trigger_wake();
 }
+
+/* At a step marker: an arm that came before it begins its window there. */
+static void usr2_marker(void)
+{
+	check_handler();
+	take_signals();
+}
+
+/* In a child after fork(): it gets SIGUSR2's default action back. */
+static void usr2_forked(void)
+{
+	struct sigaction cur, dfl = {.sa_handler = SIG_DFL};
+
+	if (__atomic_load_n(&installed, __ATOMIC_ACQUIRE) && sigaction(SIGUSR2, NULL, &cur) == 0 &&
+	    ours(&cur))
+		sigaction(SIGUSR2, &dfl, NULL);
+	__atomic_store_n(&installed, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&pending, 0, __ATOMIC_RELEASE);
+}
+
+/*
+ * The handler goes in at once (a sigaction, no CUDA call): a SIGUSR2 sent before the first CUDA
+ * call must not end the process by its default action; the session acts on it at that call. The
+ * process joins its gprof-run (run.c) at its first CUDA call, before recording can start.
+ */
+static void usr2_setup(void)
+{
+	gprof_run_setup();
+	install_handler();
+}
+
+static const struct source usr2_source = {
+    .setup = usr2_setup,
+    .first_call = gprof_run_register,
+    .take = take_signals,
+    .marker = usr2_marker,
+    .forked = usr2_forked,
+};
 
 /* The timer's callbacks, on its thread (never the program's). */
 static uint64_t timer_deadline(void)
@@ -192,57 +255,86 @@ static void start_timer(void)
 			gprof_space_error(err, why, sizeof(why)));
 }
 
-/*
- * The handler goes in at once (a sigaction, no CUDA call): a SIGUSR2 sent before the first CUDA
- * call must not end the process by its default action; the session acts on it at that call.
- */
-void gprof_trigger_setup(const struct gprof_config *config,
-			 const struct gprof_trigger_session *lent)
+static void timer_wake(void)
 {
-	cfg = config;
-	session = *lent;
-	timed = cfg->delay.set || cfg->duration.set;
-	if (cfg->trigger == GPROF_TRIGGER_SIGNAL)
-		install_handler();
-}
-
-void gprof_trigger_start(void)
-{
-	static int started;
-
-	if (!__atomic_exchange_n(&started, 1, __ATOMIC_ACQ_REL) && timed)
-		start_timer();
-}
-
-void gprof_trigger_wake(void)
-{
-	if (!timed)
-		return;
 	pthread_mutex_lock(&timer_lock);
 	timer_gen++;
 	pthread_cond_signal(&timer_cond);
 	pthread_mutex_unlock(&timer_lock);
 }
 
-void gprof_trigger_stop(void)
+static void timer_stop(void)
 {
-	if (!timed)
-		return;
 	pthread_mutex_lock(&timer_lock);
 	timer_quit = true;
 	pthread_cond_signal(&timer_cond);
 	pthread_mutex_unlock(&timer_lock);
 }
 
+static const struct source timer_source = {
+    .start = start_timer,
+    .wake = timer_wake,
+    .stop = timer_stop,
+};
+
+/* The source of each GPROF_TRIGGER_TABLE row's source column. */
+#define SOURCE_NONE NULL
+#define SOURCE_USR2 (&usr2_source)
+
+void gprof_trigger_setup(const struct gprof_config *config,
+			 const struct gprof_trigger_session *lent)
+{
+	static const struct source *const of_trigger[GPROF_TRIGGER_COUNT] = {
+#define X(name, word, mode, start, steps, source, hint) [GPROF_TRIGGER_##name] = SOURCE_##source,
+	    GPROF_TRIGGER_TABLE(X)
+#undef X
+	};
+
+	cfg = config;
+	session = *lent;
+	if (cfg->trigger >= 0 && cfg->trigger < GPROF_TRIGGER_COUNT)
+		sources[0] = of_trigger[cfg->trigger];
+	if (cfg->delay.set || cfg->duration.set)
+		sources[1] = &timer_source;
+	EACH_SOURCE(setup);
+}
+
+void gprof_trigger_first_call(void)
+{
+	EACH_SOURCE(first_call);
+}
+
+void gprof_trigger_start(void)
+{
+	static int started;
+
+	if (!__atomic_exchange_n(&started, 1, __ATOMIC_ACQ_REL))
+		EACH_SOURCE(start);
+}
+
+void gprof_trigger_take_signals(void)
+{
+	EACH_SOURCE(take);
+}
+
+void gprof_trigger_marker(void)
+{
+	EACH_SOURCE(marker);
+}
+
+void gprof_trigger_wake(void)
+{
+	EACH_SOURCE(wake);
+}
+
+void gprof_trigger_stop(void)
+{
+	EACH_SOURCE(stop);
+}
+
 /* In a child after fork(): it has no timer, and gets SIGUSR2's default action back. */
 void gprof_trigger_forked(void)
 {
-	struct sigaction cur, dfl = {.sa_handler = SIG_DFL};
-
-	if (__atomic_load_n(&installed, __ATOMIC_ACQUIRE) && sigaction(SIGUSR2, NULL, &cur) == 0 &&
-	    ours(&cur))
-		sigaction(SIGUSR2, &dfl, NULL);
-	__atomic_store_n(&installed, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&pending, 0, __ATOMIC_RELEASE);
-	timed = false;
+	EACH_SOURCE(forked);
+	memset(sources, 0, sizeof(sources));
 }
