@@ -43,7 +43,13 @@ struct word {
 };
 
 static const struct word trigger_words[] = {
-#define X(name, word, mode, start, steps, source, hint) {word, GPROF_TRIGGER_##name},
+#define X(name, word, help, mode, start, steps, source, hint) {word, GPROF_TRIGGER_##name},
+    GPROF_TRIGGER_TABLE(X)
+#undef X
+};
+
+static const char *const trigger_help[] = {
+#define X(name, word, help, mode, start, steps, source, hint) help,
     GPROF_TRIGGER_TABLE(X)
 #undef X
 };
@@ -53,7 +59,7 @@ static const struct trigger_facts {
 	bool from_start;   /* with GPROF_DELAY or GPROF_DURATION: a time window */
 	bool counts_steps; /* GPROF_SCHEDULE's counts mean something */
 } trigger_facts[GPROF_TRIGGER_COUNT] = {
-#define X(name, word, mode, start, steps, source, hint) \
+#define X(name, word, help, mode, start, steps, source, hint) \
 	[GPROF_TRIGGER_##name] = {.from_start = start, .counts_steps = steps},
     GPROF_TRIGGER_TABLE(X)
 #undef X
@@ -81,13 +87,14 @@ struct var {
 	const char *dflt;     /* parsed like a user's value; NULL: none */
 	const char *doc_dflt; /* the README's default cell when it isn't `dflt` */
 	const char *help;
-	const char *form;      /* the accepted form, in messages and in the README */
+	const char *form;      /* the accepted form, in messages and the README (NULL: the words) */
 	const char *form_tail; /* appended to form: a list made from a table; NULL: none */
 	size_t offset;	       /* of the field in struct gprof_config */
 	size_t size;
 	unsigned min, max;	  /* VAR_UINT; VAR_SECONDS: max seconds, min 1 for "more than 0" */
 	const struct word *words; /* VAR_CHOICE */
 	size_t n_words;
+	const char *const *word_help; /* VAR_CHOICE: what each word does, after help; or NULL */
 };
 
 /*
@@ -185,7 +192,6 @@ static const struct var vars[] = {
 		"(cudaGetDevice, cudaGetLastError, cuDevicePrimaryCtxGetState, stream-capture "
 		"queries; README's list), which frameworks make by the thousand per step, as "
 		"Kineto does (the trace's gprof.left_out counts them); all keeps every call",
-	.form = "lean or all",
 	FIELD(api_calls),
 	.words = api_calls_words,
 	.n_words = ARRAY_SIZE(api_calls_words),
@@ -236,15 +242,11 @@ static const struct var vars[] = {
 	.name = "GPROF_TRIGGER",
 	.type = VAR_CHOICE,
 	.dflt = "steps",
-	.help = "what begins and ends windows (docs/TRIGGERS.md): steps, the schedule over step "
-		"markers; cuda-profiler-api, each cudaProfilerStart until the next "
-		"cudaProfilerStop; signal, each kill -USR2 arms the schedule's warmup and active "
-		"steps from the next step marker (under GPROF_SCHEDULE=all one USR2 starts "
-		"recording and the next ends it)",
-	.form = "steps, cuda-profiler-api or signal",
+	.help = "what begins and ends windows (docs/TRIGGERS.md)",
 	FIELD(trigger),
 	.words = trigger_words,
 	.n_words = ARRAY_SIZE(trigger_words),
+	.word_help = trigger_help,
     },
     {
 	.name = "GPROF_TORCH",
@@ -256,7 +258,6 @@ static const struct var vars[] = {
 		"active steps, every operator as a cpu_op with its inputs, linked to the "
 		"calls and GPU work it made, each module's forward and the GPU tensors' memory, "
 		"as torch.profiler writes them (README: --torch)",
-	.form = "off, steps or on",
 	FIELD(torch),
 	.words = torch_words,
 	.n_words = ARRAY_SIZE(torch_words),
@@ -268,7 +269,6 @@ static const struct var vars[] = {
 	.help = "with GPROF_TORCH=on: 1 writes each operator's inputs as torch.profiler's "
 		"record_shapes does (\"Input Dims\", \"Input type\", \"Input Strides\", "
 		"\"Concrete Inputs\"), 0 leaves them out",
-	.form = "0 or 1",
 	FIELD(torch_shapes),
 	.words = torch_shapes_words,
 	.n_words = ARRAY_SIZE(torch_shapes_words),
@@ -753,7 +753,7 @@ static const char *env_get(char *const *env, const char *name)
 
 /* Records "GPROF_X='value'[ (from path)]: why; expected form" unless an error came first. */
 static int fail_form(struct load *ld, const struct var *v, const char *value, bool from_file,
-		     const char *why, const char *form, const char *form_tail)
+		     const char *why, const char *form)
 {
 	struct quoted qv, qp;
 
@@ -762,14 +762,37 @@ static int fail_form(struct load *ld, const struct var *v, const char *value, bo
 	snprintf(ld->err, sizeof(ld->err), "%s='%s'%s%s%s: %s; expected %s%s", v->name,
 		 quote(&qv, value, strlen(value)), from_file ? " (from " : "",
 		 from_file ? quote(&qp, ld->path, strlen(ld->path)) : "", from_file ? ")" : "", why,
-		 form, form_tail ? form_tail : "");
+		 form);
 	return -EINVAL;
+}
+
+#define FORM_MAX 512
+
+/* The accepted form: the row's, or a choice's words ("a, b or c"). */
+static const char *form_of(const struct var *v, char buf[FORM_MAX])
+{
+	size_t n = 0;
+
+	if (v->form) {
+		snprintf(buf, FORM_MAX, "%s%s", v->form, v->form_tail ? v->form_tail : "");
+		return buf;
+	}
+	buf[0] = '\0';
+	for (size_t i = 0; i < v->n_words && n < FORM_MAX; i++) {
+		const char *sep = i + 1 < v->n_words ? ", " : " or ";
+
+		n +=
+		    (size_t)snprintf(buf + n, FORM_MAX - n, "%s%s", i ? sep : "", v->words[i].name);
+	}
+	return buf;
 }
 
 static int fail(struct load *ld, const struct var *v, const char *value, bool from_file,
 		const char *why)
 {
-	return fail_form(ld, v, value, from_file, why, v->form, v->form_tail);
+	char form[FORM_MAX];
+
+	return fail_form(ld, v, value, from_file, why, form_of(v, form));
 }
 
 static int set_value(struct load *ld, const struct var *v, const char *text, bool from_file)
@@ -990,7 +1013,7 @@ static int check_combination(struct load *ld)
 		    c->delay.set && c->duration.set ? " with " : "",
 		    c->duration.set ? "GPROF_DURATION" : "");
 	gprof_config_schedule_str(&c->schedule, text, sizeof(text));
-	return fail_form(ld, v, text, false, why, "all or the default schedule with it", NULL);
+	return fail_form(ld, v, text, false, why, "all or the default schedule with it");
 }
 
 /* GPROF_DISABLE=1 from the environment, or from the file when the environment doesn't say. */
@@ -1120,9 +1143,14 @@ void gprof_config_print_table(FILE *out)
 	fputs("| variable | default | meaning |\n| --- | --- | --- |\n", out);
 	for (size_t i = 0; i < ARRAY_SIZE(vars); i++) {
 		const struct var *v = &vars[i];
+		char form[FORM_MAX];
 
-		fprintf(out, "| `%s` | %s%s%s | %s; accepted: %s%s |\n", v->name,
-			v->doc_dflt ? "" : "`", v->doc_dflt ? v->doc_dflt : v->dflt,
-			v->doc_dflt ? "" : "`", v->help, v->form, v->form_tail ? v->form_tail : "");
+		fprintf(out, "| `%s` | %s%s%s | %s", v->name, v->doc_dflt ? "" : "`",
+			v->doc_dflt ? v->doc_dflt : v->dflt, v->doc_dflt ? "" : "`", v->help);
+		/* ": word, what it does; word, what it does" */
+		for (size_t w = 0; v->word_help && w < v->n_words; w++)
+			fprintf(out, "%s%s, %s", w ? "; " : ": ", v->words[w].name,
+				v->word_help[w]);
+		fprintf(out, "; accepted: %s |\n", form_of(v, form));
 	}
 }

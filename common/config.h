@@ -25,8 +25,9 @@ struct gprof_schedule {
 
 /*
  * GPROF_TRIGGER: what begins and ends windows (docs/TRIGGERS.md), one row per value:
- * X(name, word, stepper mode, wanted from the start, counts steps, source, exit hint)
- * - name: GPROF_TRIGGER_<name>; word: GPROF_TRIGGER's value;
+ * X(name, word, help, stepper mode, wanted from the start, counts steps, source, exit hint)
+ * - name: GPROF_TRIGGER_<name>; word: GPROF_TRIGGER's value; help: what it does, in the
+ *   variable's help (the README's table);
  * - stepper mode: GPROF_STEPPER_<mode> (scheduler.h); under GPROF_SCHEDULE=all every trigger
  *   is MANUAL, and so is SCHEDULE with GPROF_DELAY or GPROF_DURATION (a time window);
  * - wanted from the start: under `all`, and with GPROF_DELAY or GPROF_DURATION (a time
@@ -35,16 +36,19 @@ struct gprof_schedule {
  * - source: what tells it besides step markers and hooks, SOURCE_<source> of preload/trigger.c;
  * - exit hint: preload/report.c's function that says at exit why nothing was recorded.
  */
-#define GPROF_TRIGGER_TABLE(X)                                                                   \
-	/* the schedule, counted in step markers */                                              \
-	X(STEPS, "steps", SCHEDULE, true, true, NONE, exit_hint_steps)                           \
-	/* cudaProfilerStart .. cudaProfilerStop, from their hooks */                            \
-	X(PROFILER_API, "cuda-profiler-api", MANUAL, false, false, NONE, exit_hint_profiler_api) \
-	/* each SIGUSR2 arms the schedule's warmup and active steps */                           \
-	X(SIGNAL, "signal", ARMED, false, true, USR2, exit_hint_signal)
+#define GPROF_TRIGGER_TABLE(X)                                                                     \
+	X(STEPS, "steps", "the schedule over step markers", SCHEDULE, true, true, NONE,            \
+	  exit_hint_steps)                                                                         \
+	X(PROFILER_API, "cuda-profiler-api",                                                       \
+	  "each cudaProfilerStart until the next cudaProfilerStop", MANUAL, false, false, NONE,    \
+	  exit_hint_profiler_api)                                                                  \
+	X(SIGNAL, "signal",                                                                        \
+	  "each kill -USR2 arms the schedule's warmup and active steps from the next step marker " \
+	  "(under GPROF_SCHEDULE=all one USR2 starts recording and the next ends it)",             \
+	  ARMED, false, true, USR2, exit_hint_signal)
 
 enum gprof_trigger {
-#define X(name, word, mode, want, steps, source, hint) GPROF_TRIGGER_##name,
+#define X(name, word, help, mode, want, steps, source, hint) GPROF_TRIGGER_##name,
 	GPROF_TRIGGER_TABLE(X)
 #undef X
 	GPROF_TRIGGER_COUNT

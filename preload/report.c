@@ -171,7 +171,7 @@ void gprof_report_exit(const struct gprof_config *cfg, const struct gprof_report
 	/* Each trigger's, from its row of GPROF_TRIGGER_TABLE. */
 	static void (*const hints[GPROF_TRIGGER_COUNT])(const struct gprof_config *,
 							const struct gprof_report_exit *) = {
-#define X(name, word, mode, start, steps, source, hint) [GPROF_TRIGGER_##name] = hint,
+#define X(name, word, help, mode, start, steps, source, hint) [GPROF_TRIGGER_##name] = hint,
 	    GPROF_TRIGGER_TABLE(X)
 #undef X
 	};

@@ -285,7 +285,8 @@ void gprof_trigger_setup(const struct gprof_config *config,
 			 const struct gprof_trigger_session *lent)
 {
 	static const struct source *const of_trigger[GPROF_TRIGGER_COUNT] = {
-#define X(name, word, mode, start, steps, source, hint) [GPROF_TRIGGER_##name] = SOURCE_##source,
+#define X(name, word, help, mode, start, steps, source, hint) \
+	[GPROF_TRIGGER_##name] = SOURCE_##source,
 	    GPROF_TRIGGER_TABLE(X)
 #undef X
 	};

@@ -306,7 +306,7 @@ int gprof_stepper_trigger_of(int trigger, bool all, struct gprof_seconds delay,
 		enum gprof_stepper_mode mode;
 		bool from_start;
 	} rows[GPROF_TRIGGER_COUNT] = {
-#define X(name, word, mode, start, steps, source, hint) \
+#define X(name, word, help, mode, start, steps, source, hint) \
 	[GPROF_TRIGGER_##name] = {GPROF_STEPPER_##mode, start},
 	    GPROF_TRIGGER_TABLE(X)
 #undef X
