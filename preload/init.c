@@ -17,10 +17,12 @@
 #include <unistd.h>
 
 #define PR_FMT ""
+#include "collector/collector.h"
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/thread.h"
+#include "export/export.h"
 #include "preload/preload.h"
 
 /* Loaded once by the constructor; the session reads it for the rest of the process. */
@@ -269,6 +271,37 @@ static void summary_absolute(void)
 	}
 }
 
+/* Share of GPROF_BUFFER_MB for CUPTI's activity buffers; the exporter gets the rest. */
+#define CUPTI_SHARE	4 /* a quarter */
+#define CUPTI_MIN_BYTES (256u << 10)
+
+/* Export and the collector, configured (GPROF_BUFFER_MB split between them); 0 or -1. */
+static int init_export_and_collector(void)
+{
+	size_t total = (size_t)cfg.buffer_mb << 20;
+	size_t cupti =
+	    total / CUPTI_SHARE > CUPTI_MIN_BYTES ? total / CUPTI_SHARE : CUPTI_MIN_BYTES;
+	struct gprof_export_config ecfg = {
+	    .output = cfg.output,
+	    .gzip_level = cfg.gzip_level,
+	    .writer_threads = cfg.writer_threads,
+	    .buffer_bytes = total - cupti,
+	    .on_window_done = gprof_report_window_done,
+	    .tensor_memory = cfg.torch == GPROF_TORCH_ON,
+	    .torch_ops = cfg.torch == GPROF_TORCH_ON,
+	    .arg = &cfg,
+	};
+	struct gprof_collector_config ccfg = {
+	    .cupti_lib = cfg.cupti_lib,
+	    .activities = cfg.activities,
+	    .buffer_bytes = cupti,
+	    .drain_ms = GPROF_COLLECTOR_DRAIN_MS,
+	    .all_api_calls = cfg.api_calls == GPROF_API_CALLS_ALL,
+	};
+
+	return gprof_export_init(&ecfg) != 0 || gprof_collector_init(&ccfg) != 0 ? -1 : 0;
+}
+
 static void init_once(void)
 {
 	char self[PATH_MAX];
@@ -279,8 +312,10 @@ static void init_once(void)
 	summary_absolute();
 	gprof_log_level = cfg.log_level;
 	gprof_clock_init();
-	if (gprof_session_init(&cfg) != 0)
+	if (init_export_and_collector() != 0 || gprof_session_init(&cfg) != 0) {
+		pr_err("cannot start (out of memory?); libgprof is off for this process");
 		return;
+	}
 	gprof_nvtx_set_marker(cfg.step_marker);
 	self_path(self, sizeof(self));
 	if (self[0]) {

@@ -296,8 +296,9 @@ void gprof_preload_exec_failed(const char *what, int err);
 /* ---- session.c: the configuration's windows, driven by the entry points ---- */
 
 /*
- * From the constructor with the configuration it loaded (kept: it must outlive the session).
- * Returns 0, or -1 when libgprof is to stay inert.
+ * From the constructor with the configuration it loaded (kept: it must outlive the session),
+ * once export and the collector are initialised. Returns 0, or a negative errno when libgprof
+ * is to stay inert (the caller says so).
  */
 int gprof_session_init(const struct gprof_config *cfg);
 /*

@@ -63,9 +63,6 @@ static int profiler_started; /* cudaProfilerStart seen: for the exit's hints */
 static GPROF_TLS bool no_own_calls;
 static int exiting;
 
-/* Share of GPROF_BUFFER_MB for CUPTI's activity buffers; the exporter gets the rest. */
-#define CUPTI_SHARE	  4 /* a quarter */
-#define CUPTI_MIN_BYTES	  (256u << 10)
 #define COLLECTOR_FINI_MS 3000
 #define EXPORT_FINI_MS	  10000
 
@@ -304,37 +301,14 @@ static void own_thread(void)
 int gprof_session_init(const struct gprof_config *config)
 {
 	static const struct gprof_trigger_session lent = {&stepper, is_inert, own_thread};
-	struct gprof_export_config ecfg;
-	struct gprof_collector_config ccfg;
 	struct gprof_stepper_trigger trig;
-	size_t total, cupti;
+	int err;
 
 	cfg = config;
 	gprof_config_describe(cfg, schedule_str, sizeof(schedule_str));
-	total = (size_t)cfg->buffer_mb << 20;
-	cupti = total / CUPTI_SHARE > CUPTI_MIN_BYTES ? total / CUPTI_SHARE : CUPTI_MIN_BYTES;
-	ecfg = (struct gprof_export_config){
-	    .output = cfg->output,
-	    .gzip_level = cfg->gzip_level,
-	    .writer_threads = cfg->writer_threads,
-	    .buffer_bytes = total - cupti,
-	    .on_window_done = gprof_report_window_done,
-	    .tensor_memory = cfg->torch == GPROF_TORCH_ON,
-	    .torch_ops = cfg->torch == GPROF_TORCH_ON,
-	    .arg = (void *)cfg,
-	};
-	ccfg = (struct gprof_collector_config){
-	    .cupti_lib = cfg->cupti_lib,
-	    .activities = cfg->activities,
-	    .buffer_bytes = cupti,
-	    .drain_ms = GPROF_COLLECTOR_DRAIN_MS,
-	    .all_api_calls = cfg->api_calls == GPROF_API_CALLS_ALL,
-	};
-	if (gprof_export_init(&ecfg) != 0 || gprof_collector_init(&ccfg) != 0 ||
-	    gprof_stepper_init(&stepper, &cfg->schedule, on_sched_event, NULL) != 0) {
-		pr_err("cannot start (out of memory?); libgprof is off for this process");
-		return -1;
-	}
+	err = gprof_stepper_init(&stepper, &cfg->schedule, on_sched_event, NULL);
+	if (err)
+		return err;
 	gprof_events_init(cfg->activities);
 	if (gprof_stepper_trigger_of(cfg->trigger, cfg->schedule.all, cfg->delay, cfg->duration,
 				     &trig) == 0)
