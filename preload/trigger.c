@@ -30,7 +30,7 @@ struct source {
 	void (*setup)(void);	  /* the session's init (the constructor) */
 	void (*first_call)(void); /* the first CUDA call, before recording can start */
 	void (*start)(void);	  /* the first CUDA call, once the stepper has started */
-	void (*take)(void);	  /* what came since acts: a hooked call after GPROF_HOT_SIGNAL */
+	void (*take)(void);	  /* what came since acts: after GPROF_HOT_SIGNAL, at a tick */
 	void (*marker)(void);	  /* a step marker, before the stepper counts it */
 	void (*wake)(void);	  /* the stepper's next deadline may have changed */
 	void (*stop)(void);	  /* exit */
@@ -53,7 +53,7 @@ static const struct source *sources[2];
 
 /* SIGUSR2s not acted on yet: added to by the handler, taken by the session. */
 static unsigned pending;
-/* Our handler is installed in this process: written by gprof_trigger_setup and at fork. */
+/* Our handler is installed in this process: written by usr2's setup and at fork. */
 static int installed;
 
 static void on_usr2(int sig)
