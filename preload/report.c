@@ -112,7 +112,7 @@ static bool torch_steps_unhooked(void)
 	return strcmp(v, hooked) != 0;
 }
 
-/* GPROF_TRIGGER=steps: no marker, the schedule's first window not reached, or the delay not over. */
+/* GPROF_TRIGGER=steps: no marker, no window of the schedule reached, or the delay not over. */
 static void exit_hint_steps(const struct gprof_config *cfg, const struct gprof_report_exit *e)
 {
 	const struct gprof_schedule *s = &cfg->schedule;

@@ -5,9 +5,7 @@
  * hooks' calls and NVTX events of the current window on to preload/events.c.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <sched.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
