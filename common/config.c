@@ -759,14 +759,14 @@ static int fail_form(struct load *ld, const struct var *v, const char *value, bo
 
 	if (ld->err[0])
 		return -EINVAL;
-	snprintf(ld->err, sizeof(ld->err), "%s='%s'%s%s%s: %s; expected %s%s", v->name,
+	snprintf(ld->err, sizeof(ld->err), "%s='%s'%s%s%s: %s; expected %s", v->name,
 		 quote(&qv, value, strlen(value)), from_file ? " (from " : "",
 		 from_file ? quote(&qp, ld->path, strlen(ld->path)) : "", from_file ? ")" : "", why,
 		 form);
 	return -EINVAL;
 }
 
-#define FORM_MAX 512
+#define FORM_MAX 1024
 
 /* The accepted form: the row's, or a choice's words ("a, b or c"). */
 static const char *form_of(const struct var *v, char buf[FORM_MAX])

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/array.h"
+#include "export/summary.h"
 #include "scripts/summary/tool.h"
 
 /* The device's figures, added when new (with room per step once the steps are known). */
