@@ -84,11 +84,14 @@ static void host_name(char *out, size_t size)
 			*p = '_';
 }
 
+/* A computed %-sequence's value at most: a host name (HOST_NAME_MAX is 64), a pid, a rank. */
+#define SEQ_MAX 256
+
 /*
  * The value of the %-sequence at t (just past the '%'); *used is how many bytes of t it takes.
  * Computed values go into tmp; an environment variable's is returned as it is.
  */
-static const char *expand_one(const char *t, char *const *env, char tmp[256], size_t *used)
+static const char *expand_one(const char *t, char *const *env, char tmp[SEQ_MAX], size_t *used)
 {
 	struct gprof_rank r;
 	const char *close, *v;
@@ -96,14 +99,14 @@ static const char *expand_one(const char *t, char *const *env, char tmp[256], si
 	*used = 1;
 	switch (*t) {
 	case 'h':
-		host_name(tmp, 256);
+		host_name(tmp, SEQ_MAX);
 		return tmp;
 	case 'p':
-		snprintf(tmp, 256, "%d", (int)getpid());
+		snprintf(tmp, SEQ_MAX, "%d", (int)getpid());
 		return tmp;
 	case 'r':
 		gprof_output_rank(env, &r);
-		snprintf(tmp, 256, "%ld", r.rank);
+		snprintf(tmp, SEQ_MAX, "%ld", r.rank);
 		return tmp;
 	case '%':
 		return "%";
@@ -121,7 +124,7 @@ static const char *expand_one(const char *t, char *const *env, char tmp[256], si
 
 int gprof_output_expand(const char *tmpl, char *const *env, char *out, size_t size)
 {
-	char tmp[256];
+	char tmp[SEQ_MAX];
 	size_t len = 0, used;
 
 	if (!size)
@@ -152,7 +155,7 @@ int gprof_output_expand(const char *tmpl, char *const *env, char *out, size_t si
 
 bool gprof_output_unset(const char *tmpl, char *const *env, char *name, size_t size)
 {
-	char tmp[256];
+	char tmp[SEQ_MAX];
 	size_t used;
 
 	for (const char *t = tmpl; *t; t++) {
@@ -184,7 +187,7 @@ int gprof_output_folder(const char *tmpl, const char *base, char *out, size_t si
 
 int gprof_output_name(uint64_t unix_ns, const char *suffix, char *out, size_t size)
 {
-	char host[256];
+	char host[SEQ_MAX];
 	int n;
 
 	host_name(host, sizeof(host));

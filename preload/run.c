@@ -10,6 +10,7 @@
  * of a symbolic link, which comes into being whole.
  */
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +41,7 @@ bool gprof_run_given(void)
 
 void gprof_run_register(void)
 {
-	char path[4096];
+	char path[PATH_MAX];
 
 	if (!dir)
 		return;
@@ -53,7 +54,7 @@ void gprof_run_register(void)
 
 uint64_t gprof_run_agree(unsigned signal_number, uint64_t proposed)
 {
-	char path[4096], text[32];
+	char path[PATH_MAX], text[32];
 	ssize_t n;
 
 	if (!dir)
