@@ -125,6 +125,16 @@ TEST_DEPS += $(if $(wildcard $(CUDA_HOME)/bin/nvcc),$(BUILD)/demo/train-sim)
 test: $(TEST_DEPS)
 	$(Q)$(TEST_ENV) $(TEST_BIN) $(T)
 
+# gprof-run finds gprof-run-wait, gprof-summary and the simulated GPU in ../build whatever
+# library it preloads: a sanitized suite builds them there too (plain); a fresh clone lacks them.
+ifneq ($(SAN),)
+test: plain-tools
+.PHONY: plain-tools
+plain-tools:
+	$(Q)$(MAKE) --no-print-directory SAN= WERROR=$(WERROR) build/gprof-run-wait build/gprof-summary \
+		build/fakecuda/libcupti.so.13 build/fakecuda/driver/libcuda.so.1
+endif
+
 # The demo program, built for the simulated GPU always and for the real one when there is one.
 DEMO_OUT  := $(BUILD)/demo
 DEMO_GPU  := $(if $(shell nvidia-smi -L 2>/dev/null),$(DEMO_OUT)/train-gpu)
