@@ -52,6 +52,14 @@ static void put_key_u64(struct gprof_jbuf *b, const char *key, uint64_t v)
 	gprof_jbuf_u64(b, v);
 }
 
+static void put_key_i64(struct gprof_jbuf *b, const char *key, int64_t v)
+{
+	gprof_jbuf_lit(b, ", ");
+	put_cstr(b, key);
+	gprof_jbuf_lit(b, ": ");
+	gprof_jbuf_i64(b, v);
+}
+
 static void put_device(struct gprof_jbuf *b, const struct gprof_export_device *d, bool last)
 {
 	gprof_jbuf_lit(b, "    {\"id\": ");
@@ -59,12 +67,9 @@ static void put_device(struct gprof_jbuf *b, const struct gprof_export_device *d
 	gprof_jbuf_lit(b, ", \"name\": ");
 	put_field(b, d->name);
 	put_key_u64(b, "totalGlobalMem", d->total_global_mem);
-	for (size_t i = 0; i < ARRAY_SIZE(dev_ints); i++) {
-		gprof_jbuf_lit(b, ", ");
-		put_cstr(b, dev_ints[i].key);
-		gprof_jbuf_lit(b, ": ");
-		gprof_jbuf_i64(b, *(const int *)((const char *)d + dev_ints[i].offset));
-	}
+	for (size_t i = 0; i < ARRAY_SIZE(dev_ints); i++)
+		put_key_i64(b, dev_ints[i].key,
+			    *(const int *)((const char *)d + dev_ints[i].offset));
 	if (last)
 		gprof_jbuf_lit(b, "}\n");
 	else
@@ -75,8 +80,7 @@ static void put_cupti(struct gprof_jbuf *b, const struct gprof_export_process_in
 {
 	gprof_jbuf_lit(b, ", \"cupti\": {\"library\": ");
 	put_field(b, p->cupti_path);
-	gprof_jbuf_lit(b, ", \"version\": ");
-	gprof_jbuf_i64(b, p->cupti_version);
+	put_key_i64(b, "version", p->cupti_version);
 	gprof_jbuf_lit(b, ", \"status\": ");
 	put_field(b, p->cupti_status);
 	gprof_jbuf_lit(b, "}");
@@ -149,14 +153,11 @@ static void put_head(struct gprof_jbuf *b, const struct gprof_trace_meta *m, con
 	}
 	gprof_jbuf_lit(b, "\"rank\": ");
 	gprof_jbuf_i64(b, m->rank.rank);
-	gprof_jbuf_lit(b, ", \"world_size\": ");
-	gprof_jbuf_i64(b, m->rank.world_size);
+	put_key_i64(b, "world_size", m->rank.world_size);
 	gprof_jbuf_lit(b, "},\n  \"cupti_version\": ");
 	gprof_jbuf_i64(b, p->cupti_version);
-	gprof_jbuf_lit(b, ", \"cuda_runtime_version\": ");
-	gprof_jbuf_i64(b, p->cuda_runtime_version);
-	gprof_jbuf_lit(b, ", \"cuda_driver_version\": ");
-	gprof_jbuf_i64(b, p->cuda_driver_version);
+	put_key_i64(b, "cuda_runtime_version", p->cuda_runtime_version);
+	put_key_i64(b, "cuda_driver_version", p->cuda_driver_version);
 	gprof_jbuf_lit(b, ",\n");
 	put_gprof(b, m, counts, n_warn);
 	gprof_jbuf_lit(b, "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");

@@ -51,7 +51,7 @@ static inline void gprof_jbuf_put(struct gprof_jbuf *b, const void *s, size_t n)
 }
 
 #define gprof_jbuf_lit(b, s) gprof_jbuf_put((b), "" s, sizeof(s) - 1)
-/* `,"key":v` with v written by gprof_jbuf_<kind> (u64, i64). */
+/* `,"key":v` with v written by gprof_jbuf_<kind> (u64, i64, hex). */
 #define gprof_jbuf_arg(b, key, kind, v)               \
 	do {                                          \
 		gprof_jbuf_lit((b), ",\"" key "\":"); \

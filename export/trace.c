@@ -275,30 +275,21 @@ static void put_api_args(struct gprof_jbuf *b, const struct gprof_export_event *
 		put_dim3(b, a->grid);
 		gprof_jbuf_lit(b, ",\"block\":");
 		put_dim3(b, a->block);
-		gprof_jbuf_lit(b, ",\"shared memory\":");
-		gprof_jbuf_u64(b, a->shared_bytes);
+		gprof_jbuf_arg(b, "shared memory", u64, a->shared_bytes);
 	}
-	if (ev->flags & GPROF_EXPORT_ARG_STREAM) {
-		gprof_jbuf_lit(b, ",\"stream handle\":");
-		gprof_jbuf_hex(b, a->stream);
-	}
-	if (ev->flags & GPROF_EXPORT_ARG_BYTES) {
-		gprof_jbuf_lit(b, ",\"bytes\":");
-		gprof_jbuf_u64(b, a->bytes);
-	}
+	if (ev->flags & GPROF_EXPORT_ARG_STREAM)
+		gprof_jbuf_arg(b, "stream handle", hex, a->stream);
+	if (ev->flags & GPROF_EXPORT_ARG_BYTES)
+		gprof_jbuf_arg(b, "bytes", u64, a->bytes);
 	if (ev->flags & GPROF_EXPORT_ARG_COPY_KIND) {
 		gprof_jbuf_lit(b, ",\"copy kind\":\"");
 		put_cstr_raw(b, gprof_trace_copy_kind(a->copy_kind));
 		gprof_jbuf_lit(b, "\"");
 	}
-	if (ev->flags & GPROF_EXPORT_ARG_PTR) {
-		gprof_jbuf_lit(b, ",\"ptr\":");
-		gprof_jbuf_hex(b, a->ptr);
-	}
-	if (ev->flags & GPROF_EXPORT_ARG_RESULT) {
-		gprof_jbuf_lit(b, ",\"result\":");
-		gprof_jbuf_i64(b, a->result);
-	}
+	if (ev->flags & GPROF_EXPORT_ARG_PTR)
+		gprof_jbuf_arg(b, "ptr", hex, a->ptr);
+	if (ev->flags & GPROF_EXPORT_ARG_RESULT)
+		gprof_jbuf_arg(b, "result", i64, a->result);
 	if (ev->flags & GPROF_EXPORT_ARG_CAPTURED)
 		gprof_jbuf_lit(b, ",\"graph capture\":true");
 }
