@@ -408,14 +408,7 @@ CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *j
 {
 	DRV_CALL(cuLibraryLoadData, library, code, jitOptions, jitOptionsValues, numJitOptions,
 		 libraryOptions, libraryOptionValues, numLibraryOptions);
-	struct fakecuda_module *lib = NULL;
-	CUresult err = library && code ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
-
-	if (!err && !(lib = fakecuda_module_new(code, false)))
-		err = CUDA_ERROR_OUT_OF_MEMORY;
-	if (!err)
-		*library = (CUlibrary)lib;
-	return fakecuda_api_exit(&c, err, NULL);
+	return fakecuda_drv_load_data(&c, code, NULL, library);
 }
 
 /* Kernels stay valid for the process's life, as the simulation keeps every kernel. */

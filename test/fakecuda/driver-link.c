@@ -90,17 +90,28 @@ static CUresult load_file(struct fakecuda_module **out, const char *path)
 	return CUDA_SUCCESS;
 }
 
-CUresult cuModuleLoad(CUmodule *module, const char *fname)
+/* cuModuleLoad's and cuLibraryLoadFromFile's body: the module of path in *module or *library. */
+static CUresult load_file_call(struct fakecuda_call *c, const char *path, CUmodule *module,
+			       CUlibrary *library)
 {
-	DRV_CALL(cuModuleLoad, module, fname);
-	CUresult err = module && fname ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+	CUresult err =
+	    (module || library) && path ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
 	struct fakecuda_module *m = NULL;
 	char name[512];
 
-	if (!err && !(err = load_file(&m, fname)))
-		*module = (CUmodule)m;
-	return fakecuda_api_exit(&c, err, "\"file\":%s",
-				 fakecuda_log_str(name, sizeof(name), fname));
+	if (!err && !(err = load_file(&m, path))) {
+		if (module)
+			*module = (CUmodule)m;
+		else
+			*library = (CUlibrary)m;
+	}
+	return fakecuda_api_exit(c, err, "\"file\":%s", fakecuda_log_str(name, sizeof(name), path));
+}
+
+CUresult cuModuleLoad(CUmodule *module, const char *fname)
+{
+	DRV_CALL(cuModuleLoad, module, fname);
+	return load_file_call(&c, fname, module, NULL);
 }
 
 CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName, CUjit_option *jitOptions,
@@ -110,14 +121,7 @@ CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName, CUjit_o
 {
 	DRV_CALL(cuLibraryLoadFromFile, library, fileName, jitOptions, jitOptionsValues,
 		 numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions);
-	CUresult err = library && fileName ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
-	struct fakecuda_module *m = NULL;
-	char name[512];
-
-	if (!err && !(err = load_file(&m, fileName)))
-		*library = (CUlibrary)m;
-	return fakecuda_api_exit(&c, err, "\"file\":%s",
-				 fakecuda_log_str(name, sizeof(name), fileName));
+	return load_file_call(&c, fileName, NULL, library);
 }
 
 /* ---- the linker ---- */
@@ -372,6 +376,25 @@ static CUresult link_destroy(CUlinkState state)
 #define ADD_ARGS  "\"type\":%d,\"bytes\":%zu,\"name\":%s"
 #define FILE_ARGS "\"type\":%d,\"file\":%s"
 
+/* The end of cuLinkAddData and cuLinkAddFile, in their CUDA 5.5 and 6.5 forms alike. */
+static CUresult add_data_exit(struct fakecuda_call *c, CUlinkState state, CUjitInputType type,
+			      void *data, size_t size, const char *name)
+{
+	char log_name[256];
+
+	return fakecuda_api_exit(c, link_add(state, type, data, size), ADD_ARGS, (int)type, size,
+				 fakecuda_log_str(log_name, sizeof(log_name), name));
+}
+
+static CUresult add_file_exit(struct fakecuda_call *c, CUlinkState state, CUjitInputType type,
+			      const char *path)
+{
+	char log_path[512];
+
+	return fakecuda_api_exit(c, link_add_file(state, type, path), FILE_ARGS, (int)type,
+				 fakecuda_log_str(log_path, sizeof(log_path), path));
+}
+
 /*
  * cuda.h names the _v2 forms cuLinkCreate ...; the CUDA 5.5 ones keep the plain names. DRV_CALL
  * would expand such a name to its _v2 cbid: V1_CALL opens their calls with their own.
@@ -401,10 +424,7 @@ CUresult cuLinkAddData(CUlinkState state, CUjitInputType type, void *data, size_
 {
 	DRV_CALL(cuLinkAddData_v2, state, type, data, size, name, numOptions, options,
 		 optionValues);
-	char log_name[256];
-
-	return fakecuda_api_exit(&c, link_add(state, type, data, size), ADD_ARGS, (int)type, size,
-				 fakecuda_log_str(log_name, sizeof(log_name), name));
+	return add_data_exit(&c, state, type, data, size, name);
 }
 
 CUresult link_add_data_v1(CUlinkState state, CUjitInputType type, void *data, size_t size,
@@ -412,30 +432,21 @@ CUresult link_add_data_v1(CUlinkState state, CUjitInputType type, void *data, si
 			  void **optionValues)
 {
 	V1_CALL(cuLinkAddData, state, type, data, size, name, numOptions, options, optionValues);
-	char log_name[256];
-
-	return fakecuda_api_exit(&c, link_add(state, type, data, size), ADD_ARGS, (int)type, size,
-				 fakecuda_log_str(log_name, sizeof(log_name), name));
+	return add_data_exit(&c, state, type, data, size, name);
 }
 
 CUresult cuLinkAddFile(CUlinkState state, CUjitInputType type, const char *path,
 		       unsigned int numOptions, CUjit_option *options, void **optionValues)
 {
 	DRV_CALL(cuLinkAddFile_v2, state, type, path, numOptions, options, optionValues);
-	char log_path[512];
-
-	return fakecuda_api_exit(&c, link_add_file(state, type, path), FILE_ARGS, (int)type,
-				 fakecuda_log_str(log_path, sizeof(log_path), path));
+	return add_file_exit(&c, state, type, path);
 }
 
 CUresult link_add_file_v1(CUlinkState state, CUjitInputType type, const char *path,
 			  unsigned int numOptions, CUjit_option *options, void **optionValues)
 {
 	V1_CALL(cuLinkAddFile, state, type, path, numOptions, options, optionValues);
-	char log_path[512];
-
-	return fakecuda_api_exit(&c, link_add_file(state, type, path), FILE_ARGS, (int)type,
-				 fakecuda_log_str(log_path, sizeof(log_path), path));
+	return add_file_exit(&c, state, type, path);
 }
 
 CUresult cuLinkComplete(CUlinkState state, void **cubinOut, size_t *sizeOut)

@@ -11,10 +11,6 @@
 
 #include "test/fakecuda/driver.h"
 
-/* Opens the traced call of the entry point this is written in. */
-#define drv_enter(call, cbid, name, params, symbol) \
-	fakecuda_drv_enter(call, cbid, name, params, symbol, DRV_CALLER)
-
 /* Every call but cuInit, cuDriverGetVersion and cuGetProcAddress needs cuInit first. */
 CUresult fakecuda_drv_need_init(void)
 {
@@ -30,10 +26,7 @@ CUresult fakecuda_drv_error(int err)
 
 CUresult cuInit(unsigned int Flags)
 {
-	cuInit_params p = {Flags};
-	struct fakecuda_call c;
-
-	drv_enter(&c, DRV_CBID(cuInit), "cuInit", &p, NULL);
+	DRV_CALL(cuInit, Flags);
 	if (Flags)
 		return fakecuda_api_exit(&c, CUDA_ERROR_INVALID_VALUE, NULL);
 	fakecuda_init();
@@ -42,10 +35,7 @@ CUresult cuInit(unsigned int Flags)
 
 CUresult cuDriverGetVersion(int *driverVersion)
 {
-	cuDriverGetVersion_params p = {driverVersion};
-	struct fakecuda_call c;
-
-	drv_enter(&c, DRV_CBID(cuDriverGetVersion), "cuDriverGetVersion", &p, NULL);
+	DRV_CALL(cuDriverGetVersion, driverVersion);
 	if (!driverVersion)
 		return fakecuda_api_exit(&c, CUDA_ERROR_INVALID_VALUE, NULL);
 	*driverVersion = CUDA_VERSION_NUMBER;
@@ -56,12 +46,9 @@ CUresult cuDriverGetVersion(int *driverVersion)
 
 CUresult cuDeviceGetCount(int *count)
 {
-	cuDeviceGetCount_params p = {count};
-	struct fakecuda_call c;
-	CUresult err;
+	DRV_CALL(cuDeviceGetCount, count);
+	CUresult err = count ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
 
-	drv_enter(&c, DRV_CBID(cuDeviceGetCount), "cuDeviceGetCount", &p, NULL);
-	err = count ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
 	if (!err)
 		*count = fakecuda_device_count();
 	return fakecuda_api_exit(&c, err, NULL);
@@ -69,12 +56,9 @@ CUresult cuDeviceGetCount(int *count)
 
 CUresult cuDeviceGet(CUdevice *device, int ordinal)
 {
-	cuDeviceGet_params p = {device, ordinal};
-	struct fakecuda_call c;
-	CUresult err;
+	DRV_CALL(cuDeviceGet, device, ordinal);
+	CUresult err = device ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
 
-	drv_enter(&c, DRV_CBID(cuDeviceGet), "cuDeviceGet", &p, NULL);
-	err = device ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
 	if (!err && (ordinal < 0 || ordinal >= fakecuda_device_count()))
 		err = CUDA_ERROR_INVALID_DEVICE;
 	if (!err)
@@ -84,12 +68,9 @@ CUresult cuDeviceGet(CUdevice *device, int ordinal)
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
-	cuDevicePrimaryCtxRetain_params p = {pctx, dev};
-	struct fakecuda_call c;
-	CUresult err;
+	DRV_CALL(cuDevicePrimaryCtxRetain, pctx, dev);
+	CUresult err = pctx ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
 
-	drv_enter(&c, DRV_CBID(cuDevicePrimaryCtxRetain), "cuDevicePrimaryCtxRetain", &p, NULL);
-	err = pctx ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
 	if (!err && (dev < 0 || dev >= fakecuda_device_count()))
 		err = CUDA_ERROR_INVALID_DEVICE;
 	if (!err) {
@@ -101,12 +82,9 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 
 CUresult cuCtxGetCurrent(CUcontext *pctx)
 {
-	cuCtxGetCurrent_params p = {pctx};
-	struct fakecuda_call c;
-	CUresult err;
+	DRV_CALL(cuCtxGetCurrent, pctx);
+	CUresult err = pctx ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
 
-	drv_enter(&c, DRV_CBID(cuCtxGetCurrent), "cuCtxGetCurrent", &p, NULL);
-	err = pctx ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
 	if (!err)
 		*pctx = fakecuda_context(fakecuda_device_current());
 	return fakecuda_api_exit(&c, err, NULL);
@@ -114,13 +92,10 @@ CUresult cuCtxGetCurrent(CUcontext *pctx)
 
 CUresult cuCtxSetCurrent(CUcontext ctx)
 {
-	cuCtxSetCurrent_params p = {ctx};
 	int device = fakecuda_context_device(ctx);
-	struct fakecuda_call c;
-	CUresult err;
+	DRV_CALL(cuCtxSetCurrent, ctx);
+	CUresult err = fakecuda_drv_need_init();
 
-	drv_enter(&c, DRV_CBID(cuCtxSetCurrent), "cuCtxSetCurrent", &p, NULL);
-	err = fakecuda_drv_need_init();
 	if (!err && device < 0)
 		err = CUDA_ERROR_INVALID_CONTEXT;
 	if (!err)
@@ -128,12 +103,14 @@ CUresult cuCtxSetCurrent(CUcontext ctx)
 	return fakecuda_api_exit(&c, err, NULL);
 }
 
+/* No parameters, so no cuCtxSynchronize_params for DRV_CALL. */
 CUresult cuCtxSynchronize(void)
 {
 	struct fakecuda_call c;
 	CUresult err;
 
-	drv_enter(&c, DRV_CBID(cuCtxSynchronize), "cuCtxSynchronize", NULL, NULL);
+	fakecuda_drv_enter(&c, DRV_CBID(cuCtxSynchronize), "cuCtxSynchronize", NULL, NULL,
+			   DRV_CALLER);
 	err = fakecuda_drv_need_init();
 	if (!err) {
 		fakecuda_sync(NULL, fakecuda_device_current());
@@ -145,30 +122,33 @@ CUresult cuCtxSynchronize(void)
 
 /* ---- modules and functions ---- */
 
-CUresult cuModuleLoadData(CUmodule *module, const void *image)
+CUresult fakecuda_drv_load_data(struct fakecuda_call *c, const void *image, CUmodule *module,
+				CUlibrary *library)
 {
-	cuModuleLoadData_params p = {module, image};
+	CUresult err =
+	    (module || library) && image ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
 	struct fakecuda_module *m = NULL;
-	struct fakecuda_call c;
-	CUresult err;
 
-	drv_enter(&c, DRV_CBID(cuModuleLoadData), "cuModuleLoadData", &p, NULL);
-	err = module && image ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
 	if (!err && !(m = fakecuda_module_new(image, false)))
 		err = CUDA_ERROR_OUT_OF_MEMORY;
-	if (!err)
+	if (!err && module)
 		*module = (CUmodule)m;
-	return fakecuda_api_exit(&c, err, NULL);
+	else if (!err)
+		*library = (CUlibrary)m;
+	return fakecuda_api_exit(c, err, NULL);
+}
+
+CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+	DRV_CALL(cuModuleLoadData, module, image);
+	return fakecuda_drv_load_data(&c, image, module, NULL);
 }
 
 CUresult cuModuleUnload(CUmodule hmod)
 {
-	cuModuleUnload_params p = {hmod};
-	struct fakecuda_call c;
-	CUresult err;
+	DRV_CALL(cuModuleUnload, hmod);
+	CUresult err = hmod ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_HANDLE;
 
-	drv_enter(&c, DRV_CBID(cuModuleUnload), "cuModuleUnload", &p, NULL);
-	err = hmod ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_HANDLE;
 	if (!err)
 		fakecuda_module_free((struct fakecuda_module *)hmod);
 	return fakecuda_api_exit(&c, err, NULL);
@@ -186,14 +166,11 @@ CUresult fakecuda_drv_kernel(const struct fakecuda_module *module, const char *n
 /* The function is named by what the program asked for (fakecuda_drv_kernel). */
 CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
 {
-	cuModuleGetFunction_params p = {hfunc, hmod, name};
+	DRV_CALL(cuModuleGetFunction, hfunc, hmod, name);
+	CUresult err = hfunc && hmod && name ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
 	const struct fakecuda_kernel *k = NULL;
-	struct fakecuda_call c;
 	char log_name[512];
-	CUresult err;
 
-	drv_enter(&c, DRV_CBID(cuModuleGetFunction), "cuModuleGetFunction", &p, NULL);
-	err = hfunc && hmod && name ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
 	if (!err)
 		err = fakecuda_drv_kernel((struct fakecuda_module *)hmod, name, &k);
 	if (!err)

@@ -149,6 +149,12 @@ CUresult fakecuda_drv_kernel(const struct fakecuda_module *module, const char *n
 			     const struct fakecuda_kernel **k);
 /* A negative errno of the simulation as a CUresult. */
 CUresult fakecuda_drv_error(int err);
+/*
+ * The rest of cuModuleLoadData's and cuLibraryLoadData's call c: a module of image (not
+ * copied) in *module, or in *library when module is NULL (both NULL: invalid).
+ */
+CUresult fakecuda_drv_load_data(struct fakecuda_call *c, const void *image, CUmodule *module,
+				CUlibrary *library);
 
 /* The CUDA 13.0 device attributes of a simulated H200 (what cuDeviceGetAttribute answers). */
 int fakecuda_drv_attribute(CUdevice_attribute attr, int device);
