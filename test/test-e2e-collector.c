@@ -1034,19 +1034,26 @@ static void run_real(const char *const *argv, struct e2e_run *r)
 	proc_result_free(&plain);
 }
 
-/* nvcc-app's GPU operations, in launch order, are 7 per step: those of steps 2-4. */
-static bool nvcc_app_scheduled(json_t *g, void *gt)
+/* How many GPU operations of the ground truth gt were launched before g. */
+static size_t gpu_ops_before(json_t *g, json_t *gt)
 {
-	size_t i;
+	size_t i, before = 0;
 	json_t *o;
-	int before = 0;
 
-	json_array_foreach((json_t *)gt, i, o)
+	json_array_foreach(gt, i, o)
 	{
 		if (!strcmp(gtlog_str(o, "type"), "gpu") &&
 		    gtlog_int(o, "corr") < gtlog_int(g, "corr"))
 			before++;
 	}
+	return before;
+}
+
+/* nvcc-app's GPU operations, in launch order, are 7 per step: those of steps 2-4. */
+static bool nvcc_app_scheduled(json_t *g, void *gt)
+{
+	size_t before = gpu_ops_before(g, gt);
+
 	return before / 7 >= 2 && before / 7 <= 4;
 }
 
@@ -1176,16 +1183,9 @@ TEST(e2e_collector_lean_api_calls)
  */
 static bool blas_app_scheduled(json_t *g, void *gt)
 {
-	size_t i, per_step = gtlog_count(gt, "{\"type\":\"gpu\"}") / 6;
-	json_t *o;
-	size_t before = 0;
+	size_t per_step = gtlog_count(gt, "{\"type\":\"gpu\"}") / 6;
+	size_t before = gpu_ops_before(g, gt);
 
-	json_array_foreach((json_t *)gt, i, o)
-	{
-		if (!strcmp(gtlog_str(o, "type"), "gpu") &&
-		    gtlog_int(o, "corr") < gtlog_int(g, "corr"))
-			before++;
-	}
 	return per_step && before / per_step >= 2 && before / per_step <= 4;
 }
 

@@ -626,6 +626,27 @@ static void check_ground_truth(const struct e2e_run *r, int steps)
 				   call_names[c], k, gt.calls[c][k]);
 }
 
+/* The run ended well, with no trace and one gprof line, which holds line. */
+static void assert_no_trace_one_line(const struct e2e_run *r, const char *line)
+{
+	ASSERT_EQ(r->res.status, 0);
+	ASSERT_EQ(r->n_traces, 0);
+	ASSERT_STR_CONTAINS(r->res.err, line);
+	ASSERT_EQ(text_count(r->res.err, "gprof:"), 1);
+}
+
+/* trig-app of that many steps with the variable env set: as assert_no_trace_one_line. */
+static void check_no_trace(const char *steps, const char *env, const char *line)
+{
+	const char *argv[] = {proc_build_path("test/apps/trig-app"), "-s", steps, NULL};
+	const char *envp[] = {env, NULL};
+	struct e2e_run r;
+
+	e2e_run(&r, argv, e2e_cupti(true), envp, true);
+	assert_no_trace_one_line(&r, line);
+	e2e_free(&r);
+}
+
 /* Trace i holds exactly the calls of steps first..last, and spans for span_first..span_last. */
 static void check_window(const struct e2e_run *r, int i, bool cupti, int first, int last,
 			 int span_last)
@@ -687,17 +708,9 @@ TEST(trigger_profiler_api_windows)
 /* The trigger set, no cudaProfilerStart: no file, one line saying so. */
 TEST(trigger_profiler_api_never_called)
 {
-	const char *argv[] = {proc_build_path("test/apps/trig-app"), "-s", "4", NULL};
-	const char *env[] = {"GPROF_TRIGGER=cuda-profiler-api", NULL};
-	struct e2e_run r;
-
-	e2e_run(&r, argv, e2e_cupti(true), env, true);
-	ASSERT_EQ(r.res.status, 0);
-	ASSERT_EQ(r.n_traces, 0);
-	ASSERT_STR_CONTAINS(r.res.err, "gprof: GPROF_TRIGGER=cuda-profiler-api, but the program "
-				       "never called cudaProfilerStart");
-	ASSERT_EQ(text_count(r.res.err, "gprof:"), 1);
-	e2e_free(&r);
+	check_no_trace("4", "GPROF_TRIGGER=cuda-profiler-api",
+		       "gprof: GPROF_TRIGGER=cuda-profiler-api, but the program never called "
+		       "cudaProfilerStart");
 }
 
 /*
@@ -789,11 +802,8 @@ static void check_signal_ignored(const char *app, const char *const *args, size_
 
 	memcpy(argv + 4, args, n * sizeof(*args));
 	e2e_run(&r, argv, e2e_cupti(true), signal_all_env, true);
-	ASSERT_EQ(r.res.status, 0);
+	assert_no_trace_one_line(&r, "gprof: GPROF_TRIGGER=signal: SIGUSR2 is already ignored");
 	ASSERT_STR_CONTAINS(r.res.out, "trig-app: 12 steps");
-	ASSERT_EQ(r.n_traces, 0);
-	ASSERT_EQ(text_count(r.res.err, "gprof:"), 1);
-	ASSERT_STR_CONTAINS(r.res.err, "gprof: GPROF_TRIGGER=signal: SIGUSR2 is already ignored");
 	e2e_free(&r);
 }
 
@@ -847,11 +857,8 @@ TEST(trigger_signal_no_marker)
 	struct e2e_run r;
 
 	e2e_run(&r, argv, e2e_cupti(true), env, true);
-	ASSERT_EQ(r.res.status, 0);
-	ASSERT_EQ(r.n_traces, 0);
-	ASSERT_STR_CONTAINS(r.res.err, "gprof: a SIGUSR2 armed a window, but no step marker");
+	assert_no_trace_one_line(&r, "gprof: a SIGUSR2 armed a window, but no step marker");
 	ASSERT_STR_CONTAINS(r.res.err, "GPROF_SCHEDULE=all");
-	ASSERT_EQ(text_count(r.res.err, "gprof:"), 1);
 	e2e_free(&r);
 }
 
@@ -994,16 +1001,8 @@ TEST(trigger_time_window)
 /* A delay the program never reaches: no file, one line saying so. */
 TEST(trigger_delay_not_reached)
 {
-	const char *argv[] = {proc_build_path("test/apps/trig-app"), "-s", "3", NULL};
-	const char *env[] = {"GPROF_DELAY=600", NULL};
-	struct e2e_run r;
-
-	e2e_run(&r, argv, e2e_cupti(true), env, true);
-	ASSERT_EQ(r.res.status, 0);
-	ASSERT_EQ(r.n_traces, 0);
-	ASSERT_STR_CONTAINS(r.res.err, "gprof: the program ended before GPROF_DELAY had passed");
-	ASSERT_EQ(text_count(r.res.err, "gprof:"), 1);
-	e2e_free(&r);
+	check_no_trace("3", "GPROF_DELAY=600",
+		       "gprof: the program ended before GPROF_DELAY had passed");
 }
 
 /* GPROF_DURATION ends a window that cudaProfilerStart or SIGUSR2 began and nothing stopped. */
