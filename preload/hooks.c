@@ -165,32 +165,38 @@ static inline cudaError_t launch_ex_done(const struct gprof_hooked_call *c,
 	return call_done(c, saved_errno);
 }
 
+/*
+ * The memory families' arguments (u.api's pointer, bytes, copy kind and stream), written whole:
+ * what a family does not show stays zero, as gprof_events_api left it.
+ */
+static inline void put_memory_args(struct gprof_export_event *e, const void *ptr, size_t bytes,
+				   uint8_t kind, cudaStream_t s)
+{
+	if (e) {
+		e->u.api.ptr = (uintptr_t)ptr;
+		e->u.api.bytes = bytes;
+		e->u.api.copy_kind = kind;
+		e->u.api.stream = (uintptr_t)s;
+		gprof_export_commit();
+	}
+}
+
 static inline cudaError_t alloc_done(const struct gprof_hooked_call *c, void **dst, size_t size,
 				     cudaStream_t s)
 {
 	int saved_errno = errno;
 	void *ptr = (c->writes && c->result == cudaSuccess && dst) ? *dst : NULL;
-	struct gprof_export_event *e = call_event(c, ptr, size);
 
-	if (e) {
-		e->u.api.ptr = (uintptr_t)ptr;
-		e->u.api.bytes = size;
-		e->u.api.stream = (uintptr_t)s;
-		gprof_export_commit();
-	}
+	put_memory_args(call_event(c, ptr, size), ptr, size, GPROF_COPY_UNKNOWN, s);
 	return call_done(c, saved_errno);
 }
 
 static inline cudaError_t free_done(const struct gprof_hooked_call *c, void *ptr, cudaStream_t s)
 {
 	int saved_errno = errno;
-	struct gprof_export_event *e = call_event(c, c->result == cudaSuccess ? ptr : NULL, 0);
 
-	if (e) {
-		e->u.api.ptr = (uintptr_t)ptr;
-		e->u.api.stream = (uintptr_t)s;
-		gprof_export_commit();
-	}
+	put_memory_args(call_event(c, c->result == cudaSuccess ? ptr : NULL, 0), ptr, 0,
+			GPROF_COPY_UNKNOWN, s);
 	return call_done(c, saved_errno);
 }
 
@@ -233,14 +239,8 @@ static inline cudaError_t set_done(const struct gprof_hooked_call *c, void *dst,
 				   cudaStream_t s)
 {
 	int saved_errno = errno;
-	struct gprof_export_event *e = call_event(c, NULL, 0);
 
-	if (e) {
-		e->u.api.ptr = (uintptr_t)dst;
-		e->u.api.bytes = count;
-		e->u.api.stream = (uintptr_t)s;
-		gprof_export_commit();
-	}
+	put_memory_args(call_event(c, NULL, 0), dst, count, GPROF_COPY_UNKNOWN, s);
 	return call_done(c, saved_errno);
 }
 
