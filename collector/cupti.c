@@ -351,7 +351,7 @@ void gprof_collector_window_begin(uint32_t id, uint64_t number, uint64_t begin_n
 	static bool said;
 
 	pthread_mutex_lock(&c->lock);
-	/* An export slot was free, so one of ours is too (each is freed first): never expected. */
+	/* Export's slot was free, so ours is too (each holder frees it first): never expected. */
 	if (usable(c) && !gprof_coll_win_claim(c->wins, id, number, begin_ns, memory) && !said) {
 		said = true;
 		pr_warn("window %llu: every collector slot is in use; its GPU activity is not "
@@ -364,14 +364,12 @@ void gprof_collector_window_begin(uint32_t id, uint64_t number, uint64_t begin_n
 void gprof_collector_window_end(uint32_t id, uint64_t end_ns)
 {
 	struct gprof_coll *c = &gprof_coll;
+	struct gprof_coll_win *w;
 
 	pthread_mutex_lock(&c->lock);
 	c->want = false;
-	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
-		struct gprof_coll_win *w = &c->wins[i];
-
-		if (__atomic_load_n(&w->id, __ATOMIC_ACQUIRE) != id)
-			continue;
+	w = gprof_coll_win_of(c->wins, id);
+	if (w) {
 		__atomic_store_n(&w->end_ns, end_ns, __ATOMIC_RELEASE);
 		/* CUPTI never ran for it: nothing can come. */
 		if (!c->thread_running)

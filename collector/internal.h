@@ -305,12 +305,14 @@ struct gprof_coll_mem {
  * (gprof_coll.wins).
  */
 /*
- * Under gprof_coll.lock: the first free slot for export window id (held from now on, as a
- * window that opens at begin_ns with memory's figure), or NULL when none is free.
+ * Under gprof_coll.lock: export window id's slot (gprof_export_window_slot), held from now on,
+ * as a window that opens at begin_ns with memory's figure; NULL when the slot is not free.
  */
 struct gprof_coll_win *gprof_coll_win_claim(struct gprof_coll_win *wins, uint32_t id,
 					    uint64_t number, uint64_t begin_ns,
 					    const struct gprof_memory_base *memory);
+/* The slot of export window id while the collector has it, or NULL. */
+struct gprof_coll_win *gprof_coll_win_of(struct gprof_coll_win *wins, uint32_t id);
 /* A window's memory counter starts from the driver's figure, if known (before w is claimed). */
 void gprof_coll_win_memory_base(struct gprof_coll_win *w, const struct gprof_memory_base *base);
 /* The slot is free, then the export window's hold is let go (in that order). */

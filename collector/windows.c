@@ -1,8 +1,9 @@
 /*
- * The collector's window slots, from claim to release: a session thread claims one when a
- * window opens (under gprof_coll.lock); the collector thread, or whoever finds CUPTI gone,
- * releases it once its last records are in, the slot before the export window's hold, so that
- * a window the export lets open finds a slot free. The slots are gprof_coll.wins, passed in.
+ * The collector's window slots, from claim to release: a session thread claims the export
+ * window's own slot when it opens (under gprof_coll.lock); the collector thread, or whoever
+ * finds CUPTI gone, releases it once its last records are in, the slot before the export
+ * window's hold, so that a window the export lets open finds its slot free here too. The slots
+ * are gprof_coll.wins, passed in.
  */
 #include <string.h>
 
@@ -25,20 +26,24 @@ struct gprof_coll_win *gprof_coll_win_claim(struct gprof_coll_win *wins, uint32_
 					    uint64_t number, uint64_t begin_ns,
 					    const struct gprof_memory_base *memory)
 {
-	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
-		struct gprof_coll_win *w = &wins[i];
+	struct gprof_coll_win *w = &wins[gprof_export_window_slot(id)];
 
-		if (__atomic_load_n(&w->id, __ATOMIC_ACQUIRE))
-			continue;
-		w->number = number;
-		gprof_coll_win_memory_base(w, memory);
-		__atomic_store_n(&w->begin_ns, begin_ns, __ATOMIC_RELAXED);
-		__atomic_store_n(&w->end_ns, UINT64_MAX, __ATOMIC_RELAXED);
-		gprof_export_window_hold(id);
-		__atomic_store_n(&w->id, id, __ATOMIC_RELEASE);
-		return w;
-	}
-	return NULL;
+	if (__atomic_load_n(&w->id, __ATOMIC_ACQUIRE))
+		return NULL;
+	w->number = number;
+	gprof_coll_win_memory_base(w, memory);
+	__atomic_store_n(&w->begin_ns, begin_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->end_ns, UINT64_MAX, __ATOMIC_RELAXED);
+	gprof_export_window_hold(id);
+	__atomic_store_n(&w->id, id, __ATOMIC_RELEASE);
+	return w;
+}
+
+struct gprof_coll_win *gprof_coll_win_of(struct gprof_coll_win *wins, uint32_t id)
+{
+	struct gprof_coll_win *w = &wins[gprof_export_window_slot(id)];
+
+	return id && __atomic_load_n(&w->id, __ATOMIC_ACQUIRE) == id ? w : NULL;
 }
 
 void gprof_coll_win_release(struct gprof_coll_win *w)

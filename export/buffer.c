@@ -303,7 +303,7 @@ static struct producer *refill(struct producer *p)
 
 static void drop(uint32_t window)
 {
-	__atomic_fetch_add(&dropped[window % GPROF_EXPORT_WINDOWS], 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&dropped[gprof_export_window_slot(window)], 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&dropped_total, 1, __ATOMIC_RELAXED);
 }
 
@@ -468,14 +468,14 @@ void gprof_buf_stop(void)
 	__atomic_store_n(&live, false, __ATOMIC_RELEASE);
 }
 
-uint64_t gprof_buf_dropped(unsigned slot)
+uint64_t gprof_buf_dropped(uint32_t window)
 {
-	return __atomic_load_n(&dropped[slot % GPROF_EXPORT_WINDOWS], __ATOMIC_RELAXED);
+	return __atomic_load_n(&dropped[gprof_export_window_slot(window)], __ATOMIC_RELAXED);
 }
 
-void gprof_buf_reset_dropped(unsigned slot)
+void gprof_buf_reset_dropped(uint32_t window)
 {
-	__atomic_store_n(&dropped[slot % GPROF_EXPORT_WINDOWS], 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&dropped[gprof_export_window_slot(window)], 0, __ATOMIC_RELAXED);
 }
 
 size_t gprof_buf_backlog(void)

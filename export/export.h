@@ -470,6 +470,16 @@ int gprof_export_window_open(const struct gprof_export_window_info *info, uint32
 /* Whether an open now would find a slot (not -EBUSY). */
 bool gprof_export_window_can_open(void);
 /*
+ * The slot of window id: the one index at which every module keeps its state of the window
+ * (the writer's window and its drop count, the collector's attribution). An id opens only
+ * when export's slot is free, and every holder frees its own slot before it releases its
+ * hold, so the slot is then free everywhere.
+ */
+static inline unsigned gprof_export_window_slot(uint32_t id)
+{
+	return id % GPROF_EXPORT_WINDOWS;
+}
+/*
  * Another party (the collector) delays the finish until its own release. Hold before the
  * opener releases: a hold on a window whose holds already reached zero is ignored (false).
  */

@@ -96,9 +96,9 @@ void gprof_strtab_unlock(void);
  */
 int gprof_buf_reserve(size_t cap_bytes);
 size_t gprof_buf_bytes(void);
-/* Counted drops of events for window slot `slot` (window id % GPROF_EXPORT_WINDOWS). */
-uint64_t gprof_buf_dropped(unsigned slot);
-void gprof_buf_reset_dropped(unsigned slot);
+/* Counted drops of events for a window, kept at its slot (gprof_export_window_slot). */
+uint64_t gprof_buf_dropped(uint32_t window);
+void gprof_buf_reset_dropped(uint32_t window);
 uint64_t gprof_buf_dropped_total(void);
 /*
  * Chunks holding events the writer has not passed on yet, beyond each producer's current one:

@@ -101,7 +101,7 @@ static struct timespec deadline(uint64_t ns)
 
 static struct window *window_of(uint32_t id)
 {
-	struct window *w = &ctl.win[id % GPROF_EXPORT_WINDOWS];
+	struct window *w = &ctl.win[gprof_export_window_slot(id)];
 
 	return id && w->id == id ? w : NULL;
 }
@@ -109,7 +109,7 @@ static struct window *window_of(uint32_t id)
 /* The window whose trace takes the events of window `id`, from the writer's side. */
 static struct window *writing(uint32_t id)
 {
-	struct window *w = &ctl.win[id % GPROF_EXPORT_WINDOWS];
+	struct window *w = &ctl.win[gprof_export_window_slot(id)];
 
 	return id && w->wid == id && w->trace ? w : NULL;
 }
@@ -550,7 +550,7 @@ int gprof_export_start(char why[GPROF_EXPORT_WHY_MAX])
 static int claim(const struct gprof_export_window_info *info, uint32_t *id)
 {
 	uint32_t nid = ctl.last_id + 1 ? ctl.last_id + 1 : 1;
-	struct window *w = &ctl.win[nid % GPROF_EXPORT_WINDOWS];
+	struct window *w = &ctl.win[gprof_export_window_slot(nid)];
 
 	if (w->id)
 		return -EBUSY;
@@ -601,7 +601,7 @@ bool gprof_export_window_can_open(void)
 
 	pthread_mutex_lock(&ctl.lock);
 	nid = ctl.last_id + 1 ? ctl.last_id + 1 : 1;
-	free_slot = !ctl.win[nid % GPROF_EXPORT_WINDOWS].id;
+	free_slot = !ctl.win[gprof_export_window_slot(nid)].id;
 	pthread_mutex_unlock(&ctl.lock);
 	return free_slot;
 }
