@@ -1,8 +1,8 @@
 /*
- * The session ties preload/ together: it owns the stepper and the current window, opens and
- * releases export windows on the stepper's transitions, drives the collector (CUPTI) from the
- * same transitions, lends the stepper to the triggers (preload/trigger.c), and passes the
- * hooks' calls and NVTX events of the current window on to preload/events.c.
+ * The session ties preload/ together: it owns the stepper, hands its window transitions to
+ * preload/windows.c, drives the collector (CUPTI) from the others, lends the stepper to the
+ * triggers (preload/trigger.c), and passes the hooks' calls and NVTX events of the current
+ * window on to preload/events.c.
  */
 #include <errno.h>
 #include <sched.h>
@@ -32,10 +32,6 @@ static bool is_inert(void)
 	return __atomic_load_n(&inert, __ATOMIC_ACQUIRE);
 }
 
-/* The current export window: written by the stepper's callback, read by any thread. */
-static uint32_t cur_window;
-static int window_open;
-static uint64_t window_begin_ns; /* when the open window began */
 /*
  * --torch's start-up hook holds the window it recorded past the step marker that ends it
  * (gprof_session_torch_hold): which one, when it began and (once it has) ended.
@@ -50,7 +46,6 @@ static pid_t forked_from; /* a child of fork() that has not exec'd: its parent's
  * for the stepper's lock that a step marker holds while its warmup asks for the runtime's facts.
  */
 static int cuda_ready;
-static int windows_due;	     /* any window began, recorded or not: for the exit's hints */
 static int profiler_started; /* cudaProfilerStart seen: for the exit's hints */
 
 /*
@@ -123,142 +118,17 @@ static void memory_at_open(uint32_t id, uint64_t begin_ns, struct gprof_memory_b
 	gprof_export_push(&e);
 }
 
-/*
- * GPROF_EXPORT_WINDOWS windows can be in the writer's hands at once (the collector holds each
- * until its late GPU records are in), and short windows back to back outrun that. The rule:
- * a window of the step schedule whose end leaves no slot for the next one stays open, and
- * the next window merges into it (its file then spans both, with whatever ran between);
- * a window that still cannot open (other triggers) waits, and opens at the end of a later
- * step of its own once a slot is free. Counted, said once when it first happens, and in
- * total at exit. Under the stepper's lock, like the rest of its events.
- */
-static struct {
-	bool merging;	       /* the window open now continues into the next one */
-	uint64_t merge_last;   /* the last step of the windows merged so far */
-	bool pending;	       /* the active window has not opened yet */
-	uint64_t window, last; /* its number; its last step (UINT64_MAX: unknown) */
-	uint64_t merged, busy, late, lost;
-} wait_slot;
-
-/* The open window goes on into the next one, with the steps between and their spans. */
-static void merging(bool on)
+/* The process exits: a window opened now records nothing, and none merges into it. */
+static bool is_exiting(void)
 {
-	wait_slot.merging = on;
-	gprof_stepper_every_step(&stepper, on);
+	return __atomic_load_n(&exiting, __ATOMIC_SEQ_CST);
 }
 
-/* The first time a window cannot have a file of its own: one line on why. */
-static void say_busy_once(const struct gprof_sched_event *ev)
+/* Window id ended at end_ns: if --torch's start-up hook holds it, its tensor memory stops there. */
+static void window_closing(uint32_t id, uint64_t end_ns)
 {
-	if (wait_slot.merged + wait_slot.busy == 1)
-		pr_warn("window %llu (to step %llu): the %d windows before it are still being "
-			"written (each waits for its GPU records), so the next one %s. Windows "
-			"fewer or farther apart avoid it (the schedule's wait or repeat)",
-			(unsigned long long)ev->window, (unsigned long long)ev->last_step,
-			GPROF_EXPORT_WINDOWS,
-			wait_slot.merged ? "merges into its file"
-					 : "begins at a later step of its own, once one is done");
-}
-
-/* The steps schedule has a window after ev's. */
-static bool another_follows(const struct gprof_sched_event *ev)
-{
-	const struct gprof_schedule *sc = &cfg->schedule;
-
-	return cfg->trigger == GPROF_TRIGGER_STEPS && !sc->all && !cfg->delay.set &&
-	       !cfg->duration.set && (sc->repeat == 0 || ev->window + 1 < sc->repeat) &&
-	       !__atomic_load_n(&exiting, __ATOMIC_SEQ_CST);
-}
-
-static int window_open_at(const struct gprof_sched_event *ev, uint64_t first_step,
-			  uint64_t begin_ns)
-{
-	struct gprof_export_window_info info = {
-	    .number = ev->window, .first_step = first_step, .schedule = schedule_str};
-	struct gprof_memory_base base;
-	uint32_t id;
-	int err = gprof_export_window_open(&info, &id);
-
-	if (err)
-		return err;
-	memory_at_open(id, begin_ns, &base);
-	gprof_collector_window_begin(id, ev->window, begin_ns, &base);
-	__atomic_store_n(&cur_window, id, __ATOMIC_RELAXED);
-	__atomic_store_n(&window_begin_ns, begin_ns, __ATOMIC_RELAXED);
-	__atomic_store_n(&window_open, 1, __ATOMIC_RELEASE);
-	if (!__atomic_load_n(&exiting, __ATOMIC_SEQ_CST))
-		gprof_hot_set_window(id);
-	/* Its duration, if it has one, is the timer's next deadline. */
-	gprof_trigger_wake();
-	return 0;
-}
-
-static void window_begin(const struct gprof_sched_event *ev)
-{
-	int err;
-
-	__atomic_store_n(&windows_due, 1, __ATOMIC_RELAXED);
-	if (wait_slot.merging) {
-		merging(false); /* the open window goes on for this one */
-		return;
-	}
-	/* Any other failure is said by export, with its cause. */
-	err = window_open_at(ev, ev->first_step, ev->begin_ns);
-
-	if (err == -EBUSY) {
-		wait_slot.pending = true;
-		wait_slot.window = ev->window;
-		wait_slot.last = cfg->trigger == GPROF_TRIGGER_STEPS && !cfg->schedule.all
-				     ? ev->first_step + cfg->schedule.active - 1
-				     : UINT64_MAX;
-		wait_slot.busy++;
-		say_busy_once(ev);
-	}
-}
-
-/* A step of a window still waiting for a slot ended: it opens now if one is free. */
-static void window_retry(const struct gprof_sched_event *ev)
-{
-	if (!wait_slot.pending || ev->window != wait_slot.window ||
-	    ev->first_step + 1 > wait_slot.last)
-		return;
-	if (window_open_at(ev, ev->first_step + 1, ev->end_ns) == 0) {
-		wait_slot.pending = false;
-		wait_slot.late++;
-	}
-}
-
-static void window_end(const struct gprof_sched_event *ev)
-{
-	if (wait_slot.pending && ev->window == wait_slot.window) {
-		wait_slot.pending = false;
-		wait_slot.lost++;
-	}
-	if (!__atomic_load_n(&window_open, __ATOMIC_ACQUIRE))
-		return;
-	if (ev->kind == GPROF_SCHED_EV_SAVE && another_follows(ev) &&
-	    !gprof_export_window_can_open()) {
-		merging(true);
-		wait_slot.merge_last = ev->last_step;
-		wait_slot.merged++;
-		say_busy_once(ev);
-		return;
-	}
-	if (wait_slot.merging) {
-		/* The window that was to merge in never began (exit in its warmup). */
-		merging(false);
-		gprof_export_window_set_last_step(cur_window, wait_slot.merge_last);
-	} else {
-		gprof_export_window_set_last_step(cur_window, ev->last_step);
-	}
-	if (cur_window == __atomic_load_n(&torch_held, __ATOMIC_ACQUIRE))
-		__atomic_store_n(&torch_held_end_ns, ev->end_ns, __ATOMIC_RELAXED);
-	gprof_hot_set_window(0);
-	__atomic_store_n(&window_open, 0, __ATOMIC_RELEASE);
-	runtime_facts();
-	/* The collector drains the window's late GPU records on its own thread. */
-	gprof_collector_window_end(cur_window, ev->end_ns);
-	gprof_export_window_release(cur_window);
+	if (id == __atomic_load_n(&torch_held, __ATOMIC_ACQUIRE))
+		__atomic_store_n(&torch_held_end_ns, end_ns, __ATOMIC_RELAXED);
 }
 
 /* The stepper's callback, under its lock. */
@@ -267,24 +137,20 @@ static void on_sched_event(const struct gprof_sched_event *ev, void *ctx)
 	(void)ctx;
 	switch (ev->kind) {
 	case GPROF_SCHED_EV_ACTIVE:
-		window_begin(ev);
+		gprof_windows_begin(ev);
 		break;
 	case GPROF_SCHED_EV_STEP:
-		if (window_open)
-			gprof_events_step(cur_window, ev);
-		else
-			window_retry(ev);
+		gprof_windows_step(ev);
 		break;
 	case GPROF_SCHED_EV_SAVE:
-		window_end(ev);
+		gprof_windows_end(ev);
 		break;
 	case GPROF_SCHED_EV_WARMUP:
 		runtime_facts();
 		gprof_collector_warmup();
 		break;
 	case GPROF_SCHED_EV_DISCARD:
-		if (wait_slot.merging)
-			window_end(ev);
+		gprof_windows_discard(ev);
 		gprof_collector_discard();
 		break;
 	}
@@ -299,6 +165,12 @@ static void own_thread(void)
 int gprof_session_init(const struct gprof_config *config)
 {
 	static const struct gprof_trigger_session lent = {&stepper, is_inert, own_thread};
+	static const struct gprof_windows_session window_lent = {
+	    .exiting = is_exiting,
+	    .memory_at_open = memory_at_open,
+	    .closing = window_closing,
+	    .closed = runtime_facts,
+	};
 	struct gprof_stepper_trigger trig;
 	int err;
 
@@ -307,6 +179,7 @@ int gprof_session_init(const struct gprof_config *config)
 	err = gprof_stepper_init(&stepper, &cfg->schedule, on_sched_event, NULL);
 	if (err)
 		return err;
+	gprof_windows_init(cfg, schedule_str, &stepper, &window_lent);
 	gprof_events_init(cfg->activities);
 	if (gprof_stepper_trigger_of(cfg->trigger, cfg->schedule.all, cfg->delay, cfg->duration,
 				     &trig) == 0)
@@ -536,7 +409,7 @@ void gprof_session_kineto_op(uint64_t kid, uint32_t ext, bool user, uint64_t sta
 
 	/* one begun before the window (in warmup), as torch.profiler, is not the window's */
 	if (!(cfg->activities & GPROF_ACT_NVTX) || !window_get(&window) ||
-	    start_ns < __atomic_load_n(&window_begin_ns, __ATOMIC_RELAXED))
+	    start_ns < gprof_windows_begin_ns())
 		return;
 	gprof_collector_note_thread(tid);
 	gprof_events_kineto_op(window, tid, kid, ext, user, start_ns, end_ns);
@@ -555,8 +428,7 @@ bool gprof_session_torch_hold(void)
 	gprof_session_torch_release();
 	if (cfg->torch != GPROF_TORCH_ON || !window_get(&id) || !gprof_export_window_hold(id))
 		return false;
-	__atomic_store_n(&torch_held_begin_ns, __atomic_load_n(&window_begin_ns, __ATOMIC_RELAXED),
-			 __ATOMIC_RELAXED);
+	__atomic_store_n(&torch_held_begin_ns, gprof_windows_begin_ns(), __ATOMIC_RELAXED);
 	__atomic_store_n(&torch_held_end_ns, UINT64_MAX, __ATOMIC_RELAXED);
 	__atomic_store_n(&torch_held, id, __ATOMIC_RELEASE);
 	return true;
@@ -635,13 +507,7 @@ void gprof_session_fini(int tid)
 	if (gprof_export_shutdown(EXPORT_FINI_MS) != 0)
 		pr_warn("the trace writer did not finish in %u s; a trace may be left as .partial",
 			EXPORT_FINI_MS / 1000);
-	if (wait_slot.merged + wait_slot.busy)
-		pr_warn("%llu windows could not have a file of their own (the %d before them were "
-			"still being written): %llu merged into the one before, %llu began at a "
-			"later step of theirs, %llu were not recorded",
-			(unsigned long long)(wait_slot.merged + wait_slot.busy),
-			GPROF_EXPORT_WINDOWS, (unsigned long long)wait_slot.merged,
-			(unsigned long long)wait_slot.late, (unsigned long long)wait_slot.lost);
+	gprof_windows_report_exit();
 	/* A process that made no context (a launcher that counts devices) did no GPU work. */
 	if (!__atomic_load_n(&cuda_used, __ATOMIC_RELAXED) || !gprof_collector_contexts_made())
 		return;
@@ -651,7 +517,7 @@ void gprof_session_fini(int tid)
 	    .nvtx_foreign = __atomic_load_n(&nvtx_foreign, __ATOMIC_RELAXED),
 	    .armed = gprof_stepper_armed(&stepper),
 	    .profiler_started = __atomic_load_n(&profiler_started, __ATOMIC_RELAXED),
-	    .window_due = __atomic_load_n(&windows_due, __ATOMIC_RELAXED),
+	    .window_due = gprof_windows_due(),
 	};
 	gprof_report_exit(cfg, &report);
 }
@@ -667,5 +533,5 @@ void gprof_session_forked(void)
 	gprof_collector_forked();
 	forked_from = getppid();
 	__atomic_store_n(&gprof_hot, GPROF_HOT_FIRST_CALL, __ATOMIC_RELAXED);
-	__atomic_store_n(&window_open, 0, __ATOMIC_RELAXED);
+	gprof_windows_forked();
 }
