@@ -2,6 +2,7 @@
  * The simulated CUPTI core (libfakegpu.so): which activity kinds are on, the client's activity
  * buffers and their delivery, fault injection, external correlation and the callback subscriber.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -54,6 +55,9 @@ static const struct layout layouts[N_KINDS] = {
 						    offsetof(CUpti_ActivitySynchronization2, end)}},
     /* Its deviceTimestamp stays 0 (cuptiActivityEnableCudaEventDeviceTimestamps is off). */
     [CUPTI_ACTIVITY_KIND_CUDA_EVENT] = {.size = sizeof(CUpti_ActivityCudaEvent2)},
+    [CUPTI_ACTIVITY_KIND_OVERHEAD] = {.size = sizeof(CUpti_ActivityOverhead3),
+				      .ts = {offsetof(CUpti_ActivityOverhead3, start),
+					     offsetof(CUpti_ActivityOverhead3, end)}},
 };
 
 /* Fault injection, read from the environment when the library loads; read-only after. */
@@ -142,12 +146,13 @@ _Static_assert(CUPTI_DRIVER_TRACE_CBID_SIZE <= CBID_MAX &&
 	       "CBID_MAX too small");
 
 static __thread struct lane *my_lane;
-static __thread bool in_request, in_delivery;
+static __thread bool in_request, in_delivery, in_overhead;
 static __thread uint64_t ext_stack[N_EXT_KINDS][EXT_DEPTH];
 static __thread unsigned ext_depth[N_EXT_KINDS];
 
 static void lane_thread_exit(void *arg);
 static void flush_lanes(void);
+static void overhead(CUpti_ActivityOverheadKind kind, const char *what, uint64_t start_ns);
 
 /* "all" or a comma-separated list of kind numbers. */
 static void parse_kind_list(const char *s, bool *out)
@@ -512,6 +517,7 @@ static int lane_refill(struct lane *l, size_t need)
 {
 	CUpti_BuffersCallbackRequestFunc request;
 	size_t size = 0, max = 0;
+	uint64_t start_ns = 0;
 	uint8_t *buf = NULL;
 	bool have;
 	int ret = 0;
@@ -529,6 +535,7 @@ static int lane_refill(struct lane *l, size_t need)
 	if (!request)
 		goto out;
 	in_request = true;
+	start_ns = fakegpu_timestamp();
 	request(&buf, &size, &max);
 	in_request = false;
 	ret = -ENOBUFS;
@@ -549,6 +556,10 @@ static int lane_refill(struct lane *l, size_t need)
 	ret = 0;
 out:
 	pthread_mutex_unlock(&q.request_mu);
+	/* Its record needs the buffer it asked for: without one, none (nor a request for it). */
+	if (!ret && start_ns)
+		overhead(CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST, "buffer_request",
+			 start_ns);
 	return ret;
 }
 
@@ -616,8 +627,47 @@ void fakegpu_activity_emit(const CUpti_Activity *record, size_t size)
 	lane_write(current_lane(), rec, size, nth(faults.unknown_every, n));
 }
 
+/* The fake driver's ground-truth log, when it is loaded in the global scope. */
+static void (*log_line)(const char *fmt, ...);
+static pthread_once_t log_once = PTHREAD_ONCE_INIT;
+
+static void find_log(void)
+{
+	*(void **)&log_line = dlsym(RTLD_DEFAULT, "fakecuda_log");
+}
+
+/*
+ * CUPTI's own time on the calling thread, from start_ns to now: its OVERHEAD record (when the
+ * kind is enabled, in the thread's buffer like any other) and its log line, which is written
+ * either way. The record's own buffer request, if it needs one, is not recorded again.
+ */
+static void overhead(CUpti_ActivityOverheadKind kind, const char *what, uint64_t start_ns)
+{
+	CUpti_ActivityOverhead3 rec = {
+	    .kind = CUPTI_ACTIVITY_KIND_OVERHEAD,
+	    .overheadKind = kind,
+	    .objectKind = CUPTI_ACTIVITY_OBJECT_THREAD,
+	    .objectId.pt = {.processId = (uint32_t)getpid(), .threadId = fakegpu_thread_id()},
+	    .start = start_ns,
+	    .end = fakegpu_timestamp(),
+	};
+
+	if (in_overhead)
+		return;
+	in_overhead = true;
+	fakegpu_activity_emit((const CUpti_Activity *)&rec, sizeof(rec));
+	in_overhead = false;
+	pthread_once(&log_once, find_log);
+	if (log_line)
+		log_line("\"type\":\"overhead\",\"kind\":\"%s\",\"pid\":%d,\"tid\":%ld,"
+			 "\"start\":%llu,\"end\":%llu",
+			 what, (int)getpid(), (long)syscall(SYS_gettid),
+			 (unsigned long long)rec.start, (unsigned long long)rec.end);
+}
+
 int fakegpu_activity_flush_all(void)
 {
+	uint64_t start_ns = fakegpu_timestamp();
 	bool registered;
 
 	pthread_mutex_lock(&q.mu);
@@ -630,6 +680,8 @@ int fakegpu_activity_flush_all(void)
 		flush_lanes();
 	else
 		deliver_pending(true);
+	/* Its record waits in the calling thread's buffer for the next flush. */
+	overhead(CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH, "buffer_flush", start_ns);
 	return 0;
 }
 
