@@ -239,6 +239,49 @@ static void decode_cuda_event(const CUpti_Activity *rec, struct gprof_coll_rec *
 	out->ev.u.sync.context = e->contextId;
 }
 
+/*
+ * CUPTI's time on the host, named as Kineto names it. attrib.c places it as a synchronisation
+ * without an event (the window its start is in, written as it is): a host event of no stream,
+ * device or call. overheadData (COMMAND_BUFFER_FULL's details, which the header says the
+ * client frees) is left alone, as Kineto leaves it: freeing what a CUPTI kept would crash the
+ * program, where leaving it costs 12 bytes a record.
+ */
+static void decode_overhead(const CUpti_Activity *rec, struct gprof_coll_rec *out)
+{
+	static const struct {
+		CUpti_ActivityOverheadKind kind;
+		const char *name;
+	} names[] = {
+	    {CUPTI_ACTIVITY_OVERHEAD_UNKNOWN, "Unknown"},
+	    {CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER, "Driver Compiler"},
+	    {CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH, "Buffer Flush"},
+	    {CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION, "Instrumentation"},
+	    {CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE, "Resource"},
+	    {CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING,
+	     "Runtime Triggered Module Loading"},
+	    {CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING, "Lazy Function Loading"},
+	    {CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL, "Command Buffer Full"},
+	    {CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST, "Activity Buffer Request"},
+	};
+	const CUpti_ActivityOverhead3 *o = (const CUpti_ActivityOverhead3 *)rec;
+	struct gprof_export_event *ev = &out->ev;
+	const char *name = "Unrecognized";
+
+	if (!o->start || !o->end)
+		return;
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if (names[i].kind == o->overheadKind)
+			name = names[i].name;
+	out->cls = GPROF_COLL_SYNC;
+	ev->kind = GPROF_EXPORT_OVERHEAD;
+	ev->ts_ns = o->start;
+	ev->dur_ns = o->end - o->start;
+	ev->name = gprof_export_intern(name);
+	/* 0: not a thread's (the emitter puts it on the process's main thread) */
+	ev->tid = o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? o->objectId.pt.threadId : 0;
+	ev->correlation = o->correlationId;
+}
+
 void gprof_coll_translate(const CUpti_Activity *rec, struct gprof_coll_rec *out)
 {
 	memset(out, 0, sizeof(*out));

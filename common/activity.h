@@ -29,7 +29,10 @@
 	X(SYNC, "sync", OFF,                                                                      \
 	  " (the host's waits for the GPU as cuda_sync events, which HTA's critical path needs; " \
 	  "off by default as in torch.profiler: HTA's temporal breakdown counts them as GPU "     \
-	  "time)")
+	  "time)")                                                                                \
+	X(OVERHEAD, "overhead", OFF,                                                              \
+	  " (CUPTI's own time on the host, as Kineto's overhead events: its buffer requests and " \
+	  "flushes; counted with the CUDA calls)")
 
 /* Bits of GPROF_ACTIVITIES, in the table's order. */
 enum gprof_activity_bit {
@@ -64,6 +67,7 @@ enum gprof_activity {
 #define GPROF_LOST_SYNC "synchronisations (cuda_sync) are not recorded"
 #define GPROF_LOST_POOL \
 	"what trimming or destroying a stream-ordered pool leaves of it is not recorded"
+#define GPROF_LOST_OVERHEAD "CUPTI's own overhead is not recorded"
 #define GPROF_CUPTI_KIND_TABLE(X)                                                               \
 	X(RUNTIME, GPROF_ACT_API, GPROF_ACT_GPU | GPROF_ACT_API, decode_api, 0)                 \
 	X(DRIVER, GPROF_ACT_API, GPROF_ACT_GPU | GPROF_ACT_API, decode_api, 0)                  \
@@ -75,7 +79,8 @@ enum gprof_activity {
 	X(MEMORY_POOL, GPROF_ACT_MEMORY, GPROF_ACT_MEMORY, decode_memory_pool, GPROF_LOST_POOL) \
 	X(EXTERNAL_CORRELATION, 0, GPROF_ACT_API, decode_external, 0)                           \
 	X(SYNCHRONIZATION, GPROF_ACT_SYNC, GPROF_ACT_SYNC, decode_sync, GPROF_LOST_SYNC)        \
-	X(CUDA_EVENT, 0, GPROF_ACT_SYNC, decode_cuda_event, GPROF_LOST_SYNC)
+	X(CUDA_EVENT, 0, GPROF_ACT_SYNC, decode_cuda_event, GPROF_LOST_SYNC)                    \
+	X(OVERHEAD, GPROF_ACT_OVERHEAD, GPROF_ACT_OVERHEAD, decode_overhead, GPROF_LOST_OVERHEAD)
 
 /*
  * What an event is, one row each: X(NAME, key, emitter, ph, cat, payload, summary, external)
@@ -115,6 +120,9 @@ enum gprof_activity {
  *               Sync" or "Stream Wait Event"; the host's wait, whose
  *               "correlation" is its call's; an event's waits also say which stream and call
  *               recorded the event ("wait_on_stream", "wait_on_cuda_event_record_corr_id")
+ *   OVERHEAD    X overhead on tid (the thread CUPTI names; the process's for an overhead of
+ *               another object), name = Kineto's for the overhead kind ("Buffer Flush",
+ *               "Activity Buffer Request"); no args (Kineto's have none either)
  */
 #define GPROF_EXPORT_KIND_TABLE(X)                                                              \
 	X(STEP, "step", emit_step, 'X', "user_annotation", step, STEP, NONE)                    \
@@ -129,6 +137,7 @@ enum gprof_activity {
 	X(EARLIER, "earlier", emit_earlier, 'X', "gpu_earlier", none, EARLIER, NONE)            \
 	X(CPU_OP, "cpu_op", emit_cpu_op, 'X', "cpu_op", op, OP, NONE)                           \
 	X(PYTHON, "python_function", emit_python, 'X', "python_function", py, NONE, NONE)       \
-	X(SYNC, "cuda_sync", emit_sync, 'X', "cuda_sync", sync, NONE, NONE)
+	X(SYNC, "cuda_sync", emit_sync, 'X', "cuda_sync", sync, NONE, NONE)                     \
+	X(OVERHEAD, "overhead", emit_overhead, 'X', "overhead", none, CALL, NONE)
 
 #endif

@@ -465,6 +465,19 @@ static void emit_sync(struct gprof_trace *t, const struct gprof_export_event *ev
 	put_correlation_end(t, ev);
 }
 
+/* CUPTI's own time, as Kineto writes it (no args), but on the thread it was spent on. */
+static void emit_overhead(struct gprof_trace *t, const struct gprof_export_event *ev)
+{
+	struct gprof_export_event on_thread = *ev;
+
+	if (!on_thread.tid)
+		on_thread.tid = (uint32_t)t->pid;
+	gprof_jbuf_lit(&t->out, "{\"ph\":\"X\",\"cat\":\"overhead\",\"name\":\"");
+	put_text(&t->out, ev->name);
+	host_track(t, &on_thread);
+	put_end(t, ev, true);
+}
+
 /* Half of a forward -> backward link ("fwdbwd"), as PyTorch's profiler writes it. */
 static void put_fwdbwd(struct gprof_trace *t, const struct gprof_export_event *ev, bool fwd)
 {

@@ -366,7 +366,7 @@ TEST(collector_kind_tables)
 	ASSERT_EQ(given & GPROF_ACT_HOST, 0);
 	/* A kind without a row is ignored, not guessed at. */
 	memset(&buf, 0, sizeof(buf));
-	buf.rec.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+	buf.rec.kind = CUPTI_ACTIVITY_KIND_MARKER;
 	gprof_coll_translate(&buf.rec, &r);
 	ASSERT_EQ(r.cls, GPROF_COLL_UNKNOWN);
 }

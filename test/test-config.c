@@ -300,7 +300,7 @@ TEST(config_activity_forms)
 		const char *value;
 		unsigned want;
 	} t[] = {
-	    {"all", 0x7f},
+	    {"all", 0xff},
 	    {"kernel", GPROF_ACT_KERNEL},
 	    {"memcpy", GPROF_ACT_MEMCPY},
 	    {"memset", GPROF_ACT_MEMSET},
@@ -311,6 +311,8 @@ TEST(config_activity_forms)
 	    {"nvtx,kernel,memcpy,memset,memory,api", 0x3f},
 	    {"sync", GPROF_ACT_SYNC},
 	    {"nvtx,kernel,memcpy,memset,memory,api,sync", 0x7f},
+	    {"overhead", GPROF_ACT_OVERHEAD},
+	    {"nvtx,kernel,memcpy,memset,memory,api,sync,overhead", 0xff},
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {

@@ -1945,3 +1945,90 @@ TEST(e2e_collector_sync_events)
 		e2e_free(&r);
 	}
 }
+
+/* The ground-truth line of an overhead event: its kind's, thread's and times; NULL if none. */
+static json_t *gt_overhead(json_t *gt, const json_t *ev, long long base)
+{
+	static const char *const kinds[][2] = {{"buffer_request", "Activity Buffer Request"},
+					       {"buffer_flush", "Buffer Flush"}};
+	long long start = base + ts_ns(ev, "ts"), end = start + ts_ns(ev, "dur");
+	json_t *g;
+	size_t i;
+
+	json_array_foreach(gt, i, g)
+	{
+		for (size_t k = 0; k < ARRAY_SIZE(kinds); k++)
+			if (!strcmp(gtlog_str(g, "type"), "overhead") &&
+			    !strcmp(gtlog_str(g, "kind"), kinds[k][0]) &&
+			    !strcmp(trace_str(ev, "name"), kinds[k][1]) &&
+			    gtlog_int(g, "tid") == int_of(json_object_get(ev, "tid")) &&
+			    gtlog_int(g, "pid") == int_of(json_object_get(ev, "pid")) &&
+			    gtlog_int(g, "start") == start && gtlog_int(g, "end") == end)
+				return g;
+	}
+	return NULL;
+}
+
+/*
+ * CUPTI's own time (GPROF_ACTIVITIES' "overhead", off by default): the simulated CUPTI's
+ * buffer requests and flushes, each on the thread that spent it, as its log says; every
+ * request made while the window records is there (a flush's record waits for the next flush).
+ */
+TEST(e2e_collector_overhead_events)
+{
+	/*
+	 * Slow kernels in step 1 that step 2 waits for (1.4 s each at FAKEGPU_TIME_SCALE 0.1, run
+	 * side by side or one after the other): a window longer than the collector's first sleep
+	 * (1 s), so that it flushes while the window records.
+	 */
+	const char *argv[] = {
+	    proc_build_path("test/apps/steps-app"), "-s", "4", "-t", "2", "-l", "1", NULL};
+	const char *on[] = {"GPROF_SCHEDULE=all", "GPROF_ACTIVITIES=kernel,api,nvtx,overhead",
+			    "FAKEGPU_KERNEL_TABLE=slow=14000000000", NULL};
+	const char *off[] = {"GPROF_SCHEDULE=all", NULL};
+	long long base, first = LLONG_MAX, last = 0;
+	int requests = 0, flushes = 0, in_window = 0;
+	struct e2e_run r;
+	json_t *ev, *g;
+	size_t i;
+
+	e2e_run(&r, argv, e2e_cupti(true), on, true);
+	ASSERT_MSG(r.res.status == 0 && r.n_traces == 1, "%s", r.res.err);
+	base = json_integer_value(json_object_get(r.traces[0].root, "baseTimeNanoseconds"));
+	json_array_foreach(r.traces[0].events, i, ev)
+	{
+		long long b = base + ts_ns(ev, "ts"), e = b + ts_ns(ev, "dur");
+
+		if (!strcmp(trace_str(ev, "ph"), "M"))
+			continue;
+		first = b < first ? b : first;
+		last = e > last ? e : last;
+		if (strcmp(trace_str(ev, "cat"), "overhead"))
+			continue;
+		ASSERT_MSG(gt_overhead(r.gt, ev, base),
+			   "%s at %.3f µs on thread %lld: not in the log", trace_str(ev, "name"),
+			   json_number_value(json_object_get(ev, "ts")),
+			   int_of(json_object_get(ev, "tid")));
+		ASSERT_EQ(json_object_get(ev, "args"), NULL);
+		requests += !strcmp(trace_str(ev, "name"), "Activity Buffer Request");
+		flushes += !strcmp(trace_str(ev, "name"), "Buffer Flush");
+	}
+	json_array_foreach(r.gt, i, g) in_window +=
+	    !strcmp(gtlog_str(g, "type"), "overhead") &&
+	    !strcmp(gtlog_str(g, "kind"), "buffer_request") && gtlog_int(g, "start") >= first &&
+	    gtlog_int(g, "end") <= last;
+	ASSERT_GT(requests, 1);
+	ASSERT_EQ(requests, in_window);
+	ASSERT_GT(flushes, 0);
+	ASSERT_EQ(json_integer_value(json_object_get(
+		      json_object_get(json_object_get(r.traces[0].root, "gprof"), "records"),
+		      "overhead")),
+		  requests + flushes);
+	e2e_free(&r);
+
+	e2e_run(&r, argv, e2e_cupti(true), off, true);
+	ASSERT_MSG(r.res.status == 0 && r.n_traces == 1, "%s", r.res.err);
+	ASSERT_GT(gtlog_count(r.gt, "{\"type\":\"overhead\",\"kind\":\"buffer_request\"}"), 1);
+	ASSERT_EQ(e2e_count(&r.traces[0], "overhead", NULL), 0);
+	e2e_free(&r);
+}

@@ -230,6 +230,7 @@ X(e2e_collector_back_to_back_windows)
 X(e2e_collector_cross_thread_ranges)
 X(e2e_collector_gpu_annotations)
 X(e2e_collector_sync_events)
+X(e2e_collector_overhead_events)
 
 /* test-e2e-nccl: NCCL collectives as CPU operators */
 X(torch_op_parse)

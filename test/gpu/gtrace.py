@@ -29,6 +29,7 @@ CAT_ARGS = {
     "cpu_op": (False, ["External id"]),
     "python_function": (False, ["Python id", "Python parent id", "Python module id"]),
     "cuda_sync": (False, ["cuda_sync_kind", "stream", "device", "context", "correlation"]),
+    "overhead": (False, []),
 }
 META_NAMES = {"process_name", "process_labels", "process_sort_index", "thread_name",
               "thread_sort_index"}

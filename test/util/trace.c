@@ -355,6 +355,7 @@ static const struct {
     {"cpu_op", false, true, {"External id"}},
     {"python_function", false, true, {"Python id", "Python parent id", "Python module id"}},
     {"cuda_sync", false, false, {"cuda_sync_kind", "stream", "device", "context", "correlation"}},
+    {"overhead", false, true, {NULL}},
 };
 
 static const char *const meta_names[] = {"process_name", "process_labels", "process_sort_index",
