@@ -714,6 +714,21 @@ static void on_sync(struct gprof_coll_rec *r)
 	push(&r->ev, w, false);
 }
 
+/*
+ * A host-side record of CUPTI's own (its overhead): in the window its start falls in, on the
+ * track of the thread CUPTI names (0: the process's main thread, the emitter's choice).
+ */
+static void on_host(struct gprof_coll_rec *r)
+{
+	struct gprof_coll_win *w = window_at(r->ev.ts_ns);
+
+	if (!w)
+		return;
+	if (r->ev.tid)
+		r->ev.tid = thread_tid(r->ev.tid);
+	push(&r->ev, w, false);
+}
+
 /* The window's held waits on events, with what is known of their events by now. */
 static void release_syncs(struct gprof_coll_win *w)
 {
@@ -789,6 +804,9 @@ static void on_record(const CUpti_Activity *rec)
 		break;
 	case GPROF_COLL_EVENT:
 		on_event(&r);
+		break;
+	case GPROF_COLL_HOST:
+		on_host(&r);
 		break;
 	case GPROF_COLL_MEMORY:
 		on_memory(&r);

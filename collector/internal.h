@@ -58,6 +58,7 @@ enum gprof_coll_class {
 	GPROF_COLL_EXTERNAL, /* a call made inside a CPU operator: ev.correlation, external */
 	GPROF_COLL_SYNC,     /* a wait of the host's: ev is SYNC; event types: event_sync */
 	GPROF_COLL_EVENT,    /* a CUDA event recorded: ev.stream, ev.correlation, event_sync */
+	GPROF_COLL_HOST,     /* a host thread's (CUPTI's id in ev.tid, 0: none), written as is */
 };
 
 /*

@@ -272,7 +272,7 @@ static void decode_overhead(const CUpti_Activity *rec, struct gprof_coll_rec *ou
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
 		if (names[i].kind == o->overheadKind)
 			name = names[i].name;
-	out->cls = GPROF_COLL_SYNC;
+	out->cls = GPROF_COLL_HOST;
 	ev->kind = GPROF_EXPORT_OVERHEAD;
 	ev->ts_ns = o->start;
 	ev->dur_ns = o->end - o->start;
