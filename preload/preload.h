@@ -496,10 +496,11 @@ void gprof_events_nvtx(uint32_t window, uint32_t tid, const char *domain, const 
 int gprof_memory_init(void);
 
 /*
- * A window opens: the counter starts from what was in use then (0 if unknown), a figure taken
- * at since_ns: calls that began before it are in it already.
+ * A window opens: the counter starts from what was in use then (in_use < 0: unknown, and the
+ * counter holds the window's own allocations), a figure taken at since_ns: calls that began
+ * before it are in it already.
  */
-void gprof_memory_reset(uint64_t in_use, uint64_t since_ns);
+void gprof_memory_reset(int64_t in_use, uint64_t since_ns);
 /*
  * A successful allocation or free, c (ptr not NULL; bytes: an allocation's size): the
  * counter's new value as an event, if it changed.

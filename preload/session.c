@@ -109,7 +109,7 @@ static void memory_at_open(uint32_t id, uint64_t begin_ns, struct gprof_memory_b
 	    .kind = GPROF_EXPORT_MEMORY, .window = id, .ts_ns = begin_ns};
 
 	*base = (struct gprof_memory_base){.device = device, .bytes = in_use, .ts_ns = at_ns};
-	gprof_memory_reset(in_use > 0 ? (uint64_t)in_use : 0, in_use < 0 ? 0 : base->ts_ns);
+	gprof_memory_reset(in_use, base->ts_ns);
 	/* From CUPTI's records, the collector writes it with the changes since begin_ns out. */
 	if (in_use < 0 || (gprof_collector_covers() & GPROF_ACT_MEMORY))
 		return;

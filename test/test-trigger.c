@@ -998,6 +998,40 @@ TEST(trigger_time_window)
 	}
 }
 
+/*
+ * A window the timer opens without CUPTI: its thread makes no CUDA calls, so what was in use
+ * at the opening is unknown, and the program (-m) frees inside the window what it allocated
+ * before it. The gpu_memory counter holds the window's own allocations: each step's block
+ * while it lives, 0 between (it used to go below 0 and wrap past 2^63).
+ */
+TEST(trigger_time_window_memory)
+{
+	const char *argv[] = {
+	    proc_build_path("test/apps/trig-app"), "-s", "12", "-d", "50", "-m", NULL};
+	static const char *const env[] = {"GPROF_DELAY=0.2", "GPROF_DURATION=0.3", NULL};
+	struct e2e_run r;
+	int held = 0;
+	size_t i;
+	json_t *ev;
+
+	e2e_run(&r, argv, e2e_cupti(false), env, true);
+	ASSERT_MSG(r.res.status == 0 && r.n_traces == 1, "%s", r.res.err);
+	json_array_foreach(r.traces[0].events, i, ev)
+	{
+		long long bytes;
+
+		if (strcmp(trace_str(ev, "cat"), "gpu_memory"))
+			continue;
+		bytes = e2e_arg_int(ev, "allocated");
+		/* step k allocates (k + 1) * 4096 bytes */
+		ASSERT_MSG(bytes >= 0 && bytes % 4096 == 0 && bytes <= 12 * 4096, "allocated %lld",
+			   bytes);
+		held += bytes > 0;
+	}
+	ASSERT_GT(held, 0);
+	e2e_free(&r);
+}
+
 /* A delay the program never reaches: no file, one line saying so. */
 TEST(trigger_delay_not_reached)
 {

@@ -8,12 +8,12 @@
  *	cudaMalloc((k+1) * 4096)
  *	cudaMemcpy((k+1) * 256 bytes, HtoD)
  *	cudaLaunchKernel scale<float>, grid (k+1, 1, 1), block (128, 1, 1)
- *	cudaStreamSynchronize, cudaFree
- *	the step's -p stops; a sleep of -d ms
+ *	cudaStreamSynchronize, cudaFree (with -m, after the sleep of -d ms)
+ *	the step's -p stops; a sleep of -d ms (without -m)
  *
  * Options: -s steps (default 10); -p a:b cudaProfilerStart in step a, cudaProfilerStop at the
  * end of step b ("a:-": never stopped), repeatable; -u k kill(getpid(), SIGUSR2) in step k,
- * repeatable; -d ms; -n no step markers; -W after the steps, more steps until a trace file is
+ * repeatable; -d ms; -m the step sleeps holding its device memory; -n no step markers; -W after the steps, more steps until a trace file is
  * in $GPROF_OUTPUT (at most 30 s), then 3 more; -H a SIGUSR2 handler of its own from the
  * start, -L one installed after step 0 that calls the handler it replaced, -R the same
  * without calling it (each prints "usr2 <count>" at the end). Prints "trig-app: N steps".
@@ -38,7 +38,7 @@
 #define MAX_EVENTS 16
 
 static volatile int stub_calls;
-static int steps = 10, sleep_ms, no_markers, wait_trace;
+static int steps = 10, sleep_ms, hold_memory, no_markers, wait_trace;
 static int starts[MAX_EVENTS], stops[MAX_EVENTS], n_ranges;
 static int signals_at[MAX_EVENTS], n_signals;
 static char own_handler; /* 'H', 'L', 'R' or 0 */
@@ -66,6 +66,13 @@ static void take_usr2(void)
 	sigaction(SIGUSR2, &sa, &replaced);
 }
 
+static void pause_ms(void)
+{
+	struct timespec d = {.tv_sec = sleep_ms / 1000, .tv_nsec = sleep_ms % 1000 * 1000000L};
+
+	nanosleep(&d, NULL);
+}
+
 static void body(int k, cudaStream_t s)
 {
 	size_t n = (size_t)(k + 1);
@@ -80,14 +87,14 @@ static void body(int k, cudaStream_t s)
 	CHECK(cudaLaunchKernel((const void *)scale_stub, (dim3){(unsigned)n, 1, 1},
 			       (dim3){128, 1, 1}, args, 0, s));
 	CHECK(cudaStreamSynchronize(s));
+	if (hold_memory)
+		pause_ms();
 	CHECK(cudaFree(dev));
 	free(host);
 }
 
 static void step(int k, cudaStream_t s)
 {
-	struct timespec d = {.tv_sec = sleep_ms / 1000, .tv_nsec = sleep_ms % 1000 * 1000000L};
-
 	if (!no_markers)
 		nvtxMarkA("step");
 	for (int i = 0; i < n_ranges; i++)
@@ -102,8 +109,8 @@ static void step(int k, cudaStream_t s)
 			CHECK(cudaProfilerStop());
 	if (k == 0 && (own_handler == 'L' || own_handler == 'R'))
 		take_usr2();
-	if (sleep_ms)
-		nanosleep(&d, NULL);
+	if (sleep_ms && !hold_memory)
+		pause_ms();
 }
 
 static double seconds(void)
@@ -132,7 +139,7 @@ static void parse(int argc, char **argv)
 {
 	int c;
 
-	while ((c = getopt(argc, argv, "s:p:u:d:nWHLR")) != -1) {
+	while ((c = getopt(argc, argv, "s:p:u:d:mnWHLR")) != -1) {
 		if (c == 's') {
 			steps = atoi(optarg);
 		} else if (c == 'p' && n_ranges < MAX_EVENTS) {
@@ -143,6 +150,8 @@ static void parse(int argc, char **argv)
 			signals_at[n_signals++] = atoi(optarg);
 		} else if (c == 'd') {
 			sleep_ms = atoi(optarg);
+		} else if (c == 'm') {
+			hold_memory = 1;
 		} else if (c == 'n') {
 			no_markers = 1;
 		} else if (c == 'W') {
@@ -150,8 +159,9 @@ static void parse(int argc, char **argv)
 		} else if (strchr("HLR", c)) {
 			own_handler = (char)c;
 		} else {
-			fprintf(stderr, "usage: trig-app [-s steps] [-p a:b] [-u k] [-d ms] [-n] "
-					"[-W] [-H|-L|-R]\n");
+			fprintf(stderr,
+				"usage: trig-app [-s steps] [-p a:b] [-u k] [-d ms] [-m] [-n] "
+				"[-W] [-H|-L|-R]\n");
 			exit(64);
 		}
 	}
