@@ -19,6 +19,7 @@
 #include "common/array.h"
 #include "common/clock.h"
 #include "common/config.h"
+#include "common/heap.h"
 #include "common/log.h"
 
 #define ALLOCS_MAX   65536 /* device allocations followed for the memory counter */
@@ -736,7 +737,7 @@ static void release_syncs(struct gprof_coll_win *w)
 		sync_resolve(&w->syncs[i].ev, w->syncs[i].event_sync);
 		push(&w->syncs[i].ev, w, false);
 	}
-	free(w->syncs);
+	gprof_free(w->syncs);
 	w->syncs = NULL;
 	w->n_syncs = w->cap_syncs = 0;
 }
@@ -756,7 +757,7 @@ static int by_time(const void *a, const void *b)
 static void release_memory(struct gprof_coll_win *w)
 {
 	if (w->n_mem)
-		qsort(w->mem, w->n_mem, sizeof(*w->mem), by_time);
+		gprof_sort(w->mem, w->n_mem, sizeof(*w->mem), by_time);
 	for (uint32_t dev = 0; dev < GPROF_COLL_MEMORY_DEVICES; dev++) {
 		int64_t held = 0;
 
@@ -773,7 +774,7 @@ static void release_memory(struct gprof_coll_win *w)
 		if (m.delta || m.pool)
 			push_memory(w, &m);
 	}
-	free(w->mem);
+	gprof_free(w->mem);
 	w->mem = NULL;
 	w->n_mem = w->cap_mem = 0;
 }

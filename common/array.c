@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "common/array.h"
+#include "common/heap.h"
 
 int gprof_array_room(void **v, size_t *cap, size_t n, size_t size, size_t first, size_t max)
 {
@@ -18,7 +19,7 @@ int gprof_array_room(void **v, size_t *cap, size_t n, size_t size, size_t first,
 	c = c < max ? c : max;
 	if (c > SIZE_MAX / size)
 		return -ENOMEM;
-	p = realloc(*v, c * size);
+	p = gprof_realloc(*v, c * size);
 	if (!p)
 		return -ENOMEM;
 	*v = p;

@@ -175,9 +175,11 @@ static const struct var vars[] = {
 	.name = "GPROF_WRITER_THREADS",
 	.type = VAR_UINT,
 	.dflt = "1",
-	.help = "compressor threads the trace writer may start beside itself, only while it "
-		"falls behind (a big window written at once); 0: it compresses alone. On a 2-core "
-		"machine 1 uses the second core; more pays only where cores are idle",
+	.help =
+	    "compressor threads the trace writer may start beside itself, only while it "
+	    "falls behind (a big window written at once); 0: it compresses alone (as under "
+	    "ulimit -v, where a thread's start would cost the writer a malloc arena). On a 2-core "
+	    "machine 1 uses the second core; more pays only where cores are idle",
 	.form = "an integer 0..16",
 	FIELD(writer_threads),
 	.min = 0,

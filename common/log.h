@@ -32,7 +32,7 @@ void gprof_log_bind_stderr(void);
 void gprof_log_text(const char *text, size_t len);
 /*
  * Starts the thread that writes the lines of threads with a descriptor table of their own
- * (thread.h): call it from a thread of the program's table, as gprof_thread_own_fds does.
+ * (thread.h): call it from a thread of the program's table, as gprof_thread_fds_ready does.
  * 0 (also when it runs already) or a negative errno.
  */
 int gprof_log_relay_start(void);

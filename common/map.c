@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "common/heap.h"
 #include "common/map.h"
 
 #define MIN_SLOTS 16
@@ -26,7 +27,7 @@ static struct gprof_map_table *table_new(size_t slots)
 
 	while (s < slots)
 		s <<= 1;
-	t = calloc(1, sizeof(*t) + s * sizeof(t->slot[0]));
+	t = gprof_calloc(1, sizeof(*t) + s * sizeof(t->slot[0]));
 	if (t)
 		t->mask = s - 1;
 	return t;
@@ -42,7 +43,7 @@ void gprof_map_free(struct gprof_map *m)
 {
 	for (struct gprof_map_table *t = m->t, *older; t; t = older) {
 		older = t->older;
-		free(t);
+		gprof_free(t);
 	}
 	*m = (struct gprof_map){0};
 }
@@ -145,7 +146,7 @@ int gprof_map_grow(struct gprof_map *m)
 
 	if (!d)
 		return -ENOMEM;
-	free(m->t);
+	gprof_free(m->t);
 	m->t = d;
 	return 0;
 }

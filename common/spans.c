@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/array.h"
+#include "common/heap.h"
 #include "common/spans.h"
 
 #define FIRST_CAP 64
@@ -88,7 +89,7 @@ int gprof_spans_add_counting(struct gprof_spans *s, uint64_t b, uint64_t e,
 
 void gprof_spans_free(struct gprof_spans *s)
 {
-	free(s->v);
+	gprof_free(s->v);
 	s->v = NULL;
 	s->n = s->cap = 0;
 }

@@ -1,5 +1,6 @@
 #include <stdlib.h>
 
+#include "common/heap.h"
 #include "common/stats.h"
 
 static int cmp_u64(const void *a, const void *b)
@@ -23,7 +24,7 @@ bool gprof_stats_of(uint64_t *v, size_t n, struct gprof_stats *st)
 
 	if (!n)
 		return false;
-	qsort(v, n, sizeof(*v), cmp_u64);
+	gprof_sort(v, n, sizeof(*v), cmp_u64);
 	for (size_t i = 0; i < n; i++)
 		sum += v[i];
 	*st = (struct gprof_stats){

@@ -14,25 +14,6 @@
 #include "common/compiler.h"
 #include "common/thread.h"
 
-#if defined(__SANITIZE_THREAD__)
-#define TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TSAN 1
-#endif
-#endif
-#ifndef TSAN
-#define TSAN 0
-#endif
-
-#if defined(__SANITIZE_ADDRESS__) || TSAN
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-
 /*
  * A thread of libgprof's needs little stack (its largest frames hold a 32 KiB deflate window
  * and paths); the default, `ulimit -s` (8 MiB), reserved for each of up to six threads, took
@@ -98,11 +79,7 @@ int gprof_thread_start(pthread_t *t, void *(*fn)(void *arg), void *arg)
 static void let_go_of_the_programs(void)
 {
 	long null_fd = syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR | O_CLOEXEC);
-#if defined(__SANITIZE_ADDRESS__)
-	const long keep = 2;
-#else
-	const long keep = 3;
-#endif
+	const long keep = ASAN ? 2 : 3;
 
 	for (long fd = 0; fd < keep; fd++)
 		if (null_fd < 0)
@@ -117,19 +94,19 @@ static void let_go_of_the_programs(void)
 		syscall(SYS_close, fd);
 }
 
-int gprof_thread_own_fds(int (*reach_stderr)(void))
+int gprof_thread_fds_ready(int (*reach_stderr)(void))
 {
-	int err;
-
 	/* TSan takes descriptors as numbers of one table per process: it would see races on
 	 * numbers the program uses too. Its runs keep the program's table (and its checks). */
-	if (TSAN)
-		return -ENOTSUP;
+	return TSAN ? -ENOTSUP : reach_stderr();
+}
+
+int gprof_thread_own_fds(int ready)
+{
 	if (own_fds)
 		return 0;
-	err = reach_stderr();
-	if (err)
-		return err;
+	if (ready)
+		return ready;
 	if (unshare(CLONE_FILES) != 0)
 		return -errno;
 	own_fds = true;

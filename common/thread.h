@@ -17,10 +17,18 @@ int gprof_thread_start(pthread_t *t, void *(*fn)(void *arg), void *arg);
  * opens then is out of the program's reach (a closefrom() or dup2() of the program's cannot
  * close or replace it). The program's descriptors copied into the new table are let go at
  * once (a pipe's reader waits for its last writer), and 0-2 there are /dev/null: the thread's
- * stderr is reached as reach_stderr sets up first, from the program's table (log.h's relay).
- * 0, or a negative errno and the table stays the program's.
+ * stderr is reached as gprof_thread_fds_ready() set up before the thread was started, from the
+ * program's table (log.h's relay); ready is what it returned. 0, or a negative errno (ready's,
+ * when not 0) and the table stays the program's.
  */
-int gprof_thread_own_fds(int (*reach_stderr)(void));
+int gprof_thread_own_fds(int ready);
+/*
+ * In the thread that starts one that will call gprof_thread_own_fds(): reach_stderr(), or
+ * -ENOTSUP where a thread may not have a table of its own. Called there, not in the new
+ * thread, so that the new thread starts no thread itself: a thread's start allocates in its
+ * starter's malloc arena, and a thread that never mallocs takes none (64 MiB of address space).
+ */
+int gprof_thread_fds_ready(int (*reach_stderr)(void));
 
 /* Whether the calling thread's descriptor table is not the program's. */
 bool gprof_thread_has_own_fds(void);

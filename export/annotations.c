@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "common/array.h"
+#include "common/heap.h"
 #include "export/internal.h"
 
 #define SLOTS_FIRST 256
@@ -83,7 +84,7 @@ size_t gprof_annotations_finish(struct gprof_annotations *a)
 
 	if (!a->n)
 		return 0;
-	qsort(a->v, a->n, sizeof(*a->v), by_track_then_nesting);
+	gprof_sort(a->v, a->n, sizeof(*a->v), by_track_then_nesting);
 	for (size_t i = 0; i < a->n; i++) {
 		struct gprof_annotation_span *s = &a->v[i];
 		uint64_t name;
@@ -113,6 +114,6 @@ void gprof_annotations_free(struct gprof_annotations *a)
 {
 	gprof_map_free(&a->names);
 	gprof_map_free(&a->spans);
-	free(a->v);
+	gprof_free(a->v);
 	*a = (struct gprof_annotations){0};
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #define PR_FMT "export: "
+#include "common/heap.h"
 #include "common/log.h"
 #include "common/thread.h"
 #include "export/internal.h"
@@ -262,12 +263,12 @@ static struct producer *producer_new(void)
 	struct producer *p;
 
 	pthread_once(&exit_key_once, make_exit_key);
-	p = calloc(1, sizeof(*p));
+	p = gprof_calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
 	p->n = GPROF_CHUNK_EVENTS;
 	if (exit_key_ok && pthread_setspecific(exit_key, p) != 0) {
-		free(p);
+		gprof_free(p);
 		return NULL;
 	}
 	p->incoming_next = __atomic_load_n(&incoming, __ATOMIC_RELAXED);
@@ -387,7 +388,7 @@ static void producer_free(struct producer *p)
 		pool_push(c);
 		c = next;
 	}
-	free(p);
+	gprof_free(p);
 }
 
 size_t gprof_buf_drain(gprof_buf_fn fn, void *arg)
@@ -442,13 +443,14 @@ int gprof_buf_reserve(size_t cap_bytes)
 		n = 1;
 	if (n > UINT32_MAX / 2)
 		n = UINT32_MAX / 2;
-	pool.segment = calloc((n + SEGMENT_CHUNKS - 1) >> SEGMENT_SHIFT, sizeof(*pool.segment));
+	pool.segment =
+	    gprof_calloc((n + SEGMENT_CHUNKS - 1) >> SEGMENT_SHIFT, sizeof(*pool.segment));
 	if (!pool.segment)
 		return -ENOMEM;
 	pool.n = pool.mapped_out = (uint32_t)n;
 	/* the first segment now: a pool that cannot have one records nothing */
 	if (!chunk_new(0)) {
-		free(pool.segment);
+		gprof_free(pool.segment);
 		pool.segment = NULL;
 		return -ENOMEM;
 	}

@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #define PR_FMT "export: "
+#include "common/heap.h"
 #include "common/thread.h"
 #include "export/internal.h"
 
@@ -139,7 +140,7 @@ static int slice_deflate(z_stream *zs, struct slice *sl)
 	for (;;) {
 		if (sl->out_len == sl->out_cap) {
 			size_t cap = sl->out_cap ? 2 * sl->out_cap : sl->len / 4 + 256;
-			void *p = realloc(sl->out, cap);
+			void *p = gprof_realloc(sl->out, cap);
 
 			if (!p)
 				return -ENOMEM;
@@ -183,13 +184,31 @@ static void deflate_taken(struct gz_par *par, z_stream *zs, struct slice *sl)
 	pthread_cond_broadcast(&par->done);
 }
 
+static voidpf z_alloc(voidpf opaque, uInt items, uInt size)
+{
+	(void)opaque;
+	return gprof_calloc(items, size);
+}
+
+static void z_free(voidpf opaque, voidpf p)
+{
+	(void)opaque;
+	gprof_free(p);
+}
+
+/* A raw deflate stream whose state is on libgprof's heap, as the writer's every buffer. */
+static int deflate_init(z_stream *zs, int level)
+{
+	*zs = (z_stream){.zalloc = z_alloc, .zfree = z_free};
+	return deflateInit2(zs, level, Z_DEFLATED, -15, GPROF_SINK_MEM_LEVEL, Z_DEFAULT_STRATEGY);
+}
+
 /* A compressor thread: deflates queued slices until the sink stops it. */
 static void *helper_main(void *arg)
 {
 	struct gz_par *par = arg;
-	z_stream zs = {0};
-	bool ok = deflateInit2(&zs, par->level, Z_DEFLATED, -15, GPROF_SINK_MEM_LEVEL,
-			       Z_DEFAULT_STRATEGY) == Z_OK;
+	z_stream zs;
+	bool ok = deflate_init(&zs, par->level) == Z_OK;
 	struct slice *sl;
 
 	pthread_setname_np(pthread_self(), "gprof-deflate");
@@ -345,10 +364,10 @@ static struct slice *slice_get(struct gz_par *par)
 
 	if (sl) {
 		par->spare = sl->next;
-	} else if ((sl = calloc(1, sizeof(*sl)))) {
-		sl->in = malloc(par->slice_bytes);
+	} else if ((sl = gprof_calloc(1, sizeof(*sl)))) {
+		sl->in = gprof_malloc(par->slice_bytes);
 		if (!sl->in) {
-			free(sl);
+			gprof_free(sl);
 			return NULL;
 		}
 	}
@@ -399,9 +418,9 @@ static void slices_free(struct gz_par *par)
 	for (size_t i = 0; i < ARRAY_SIZE(lists); i++) {
 		for (struct slice *sl = lists[i], *next; sl; sl = next) {
 			next = i < 2 ? sl->next : NULL;
-			free(sl->in);
-			free(sl->out);
-			free(sl);
+			gprof_free(sl->in);
+			gprof_free(sl->out);
+			gprof_free(sl);
 		}
 	}
 	pthread_mutex_destroy(&par->lock);
@@ -494,7 +513,7 @@ static void gz_free(struct gprof_sink *s)
 		slices_free(&g->par);
 	deflateEnd(&g->zs);
 	gprof_file_close(&g->file);
-	free(g);
+	gprof_free(g);
 }
 
 /* gzip header (no name, no mtime, OS unix), then the head as a stored block. */
@@ -548,7 +567,7 @@ static const struct gprof_sink_ops gz_ops = {
 
 struct gprof_sink *gprof_sink_gzip(int fd, int level, int *err)
 {
-	struct gz_sink *g = calloc(1, sizeof(*g));
+	struct gz_sink *g = gprof_calloc(1, sizeof(*g));
 
 	*err = -ENOMEM;
 	if (!g)
@@ -556,9 +575,8 @@ struct gprof_sink *gprof_sink_gzip(int fd, int level, int *err)
 	g->base = (struct gprof_sink){.ops = &gz_ops};
 	g->file.fd = -1;
 	g->par.level = level;
-	if (deflateInit2(&g->zs, level, Z_DEFLATED, -15, GPROF_SINK_MEM_LEVEL,
-			 Z_DEFAULT_STRATEGY)) {
-		free(g);
+	if (deflate_init(&g->zs, level)) {
+		gprof_free(g);
 		return NULL;
 	}
 	*err = gprof_file_adopt(&g->file, fd);

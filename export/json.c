@@ -5,19 +5,20 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "common/heap.h"
 #include "common/utf8.h"
 #include "export/internal.h"
 
 int gprof_jbuf_init(struct gprof_jbuf *b, size_t cap)
 {
 	*b = (struct gprof_jbuf){.cap = cap};
-	b->p = malloc(cap ? cap : 1);
+	b->p = gprof_malloc(cap ? cap : 1);
 	return b->p ? 0 : -ENOMEM;
 }
 
 void gprof_jbuf_free(struct gprof_jbuf *b)
 {
-	free(b->p);
+	gprof_free(b->p);
 	*b = (struct gprof_jbuf){0};
 }
 
@@ -30,7 +31,7 @@ char *gprof_jbuf_grow(struct gprof_jbuf *b, size_t n)
 		return NULL;
 	while (cap - b->len < n)
 		cap *= 2;
-	p = realloc(b->p, cap);
+	p = gprof_realloc(b->p, cap);
 	if (!p) {
 		b->failed = true;
 		return NULL;

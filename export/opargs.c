@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "common/array.h"
+#include "common/heap.h"
 #include "export/internal.h"
 
 #define ARGS_MAX (64u << 10) /* an operator's args text, at most; a longer one is left out */
@@ -35,9 +36,9 @@ void gprof_op_args_free(struct gprof_op_args *a)
 	if (!a)
 		return;
 	gprof_map_free(&a->index);
-	free(a->entries);
-	free(a->text);
-	free(a);
+	gprof_free(a->entries);
+	gprof_free(a->text);
+	gprof_free(a);
 }
 
 static int add(struct gprof_op_args *a, const struct gprof_op_entry *e)
@@ -106,7 +107,7 @@ struct gprof_op_args *gprof_op_args_parse(const char *json, size_t len, uint64_t
 					  const char **why)
 {
 	static const char *const nomem = "out of memory";
-	struct gprof_op_args *a = calloc(1, sizeof(*a));
+	struct gprof_op_args *a = gprof_calloc(1, sizeof(*a));
 	json_t *root = json_loadb(json, len, 0, NULL), *op;
 	size_t i;
 	int err = 0;

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "common/heap.h"
 #include "export/internal.h"
 
 /*
@@ -69,7 +70,7 @@ static void text_free(struct gprof_sink *s)
 	gprof_jbuf_free(&t->text);
 	if (t->in_file)
 		gprof_file_close(&t->file);
-	free(t);
+	gprof_free(t);
 }
 
 static void text_named(struct gprof_sink *s, const char *path)
@@ -89,11 +90,11 @@ static const struct gprof_sink_ops text_ops = {
 /* A text sink in the file fd, or in memory (fd -1). */
 static struct gprof_sink *text_new(int fd, int *err)
 {
-	struct text_sink *t = calloc(1, sizeof(*t));
+	struct text_sink *t = gprof_calloc(1, sizeof(*t));
 
 	*err = -ENOMEM;
 	if (!t || gprof_jbuf_init(&t->text, 65536)) {
-		free(t);
+		gprof_free(t);
 		return NULL;
 	}
 	t->base = (struct gprof_sink){.ops = &text_ops};

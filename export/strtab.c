@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #define PR_FMT "export: "
+#include "common/heap.h"
 #include "export/internal.h"
 
 /*
@@ -43,7 +44,7 @@ static struct gprof_export_str *make(const char *s, size_t n, bool cut)
 
 	if (used_bytes + sizeof(*e) + len + n + 1 > GPROF_EXPORT_STR_BYTES)
 		return NULL;
-	e = malloc(sizeof(*e) + len + n + 1);
+	e = gprof_malloc(sizeof(*e) + len + n + 1);
 	if (!e)
 		return NULL;
 	*e = (struct gprof_export_str){.raw_len = (uint32_t)n, .len = (uint32_t)len, .cut = cut};

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/array.h"
+#include "common/heap.h"
 #include "common/log.h"
 #include "common/map.h"
 #include "common/spans.h"
@@ -113,12 +114,12 @@ struct gprof_export_summary {
 static void tally_free(struct tally *t)
 {
 	gprof_map_free(&t->index);
-	free(t->rows);
+	gprof_free(t->rows);
 }
 
 struct gprof_export_summary *gprof_summary_new(void)
 {
-	struct gprof_export_summary *s = calloc(1, sizeof(*s));
+	struct gprof_export_summary *s = gprof_calloc(1, sizeof(*s));
 
 	if (!s)
 		return NULL;
@@ -138,15 +139,15 @@ void gprof_summary_free(struct gprof_export_summary *s)
 		return;
 	for (unsigned i = 0; i < s->n_dev; i++) {
 		gprof_spans_free(&s->dev[i].busy);
-		free(s->dev[i].points);
+		gprof_free(s->dev[i].points);
 	}
 	tally_free(&s->kernels);
 	tally_free(&s->calls);
 	tally_free(&s->ranges);
 	gprof_map_free(&s->op_gpu);
-	free(s->ops);
-	free(s->step_durs);
-	free(s);
+	gprof_free(s->ops);
+	gprof_free(s->step_durs);
+	gprof_free(s);
 }
 
 /* The name's row, added when new (others past t->max names); NULL when out of memory. */
@@ -479,7 +480,7 @@ static void put_steps(struct gprof_jbuf *b, const struct gprof_export_result *r,
 	     gprof_summary_fmt_time(t2, s->step_ns / s->steps));
 	if (s->steps < 2 || s->steps > s->cap_steps)
 		return;
-	uint64_t *durs = malloc(s->steps * sizeof(*durs));
+	uint64_t *durs = gprof_malloc(s->steps * sizeof(*durs));
 	struct gprof_stats st;
 	char line[128];
 
@@ -487,7 +488,7 @@ static void put_steps(struct gprof_jbuf *b, const struct gprof_export_result *r,
 		return;
 	memcpy(durs, s->step_durs, s->steps * sizeof(*durs));
 	gprof_stats_of(durs, s->steps, &st);
-	free(durs);
+	gprof_free(durs);
 	putf(b, "; %s", gprof_summary_fmt_stats(line, sizeof(line), &st));
 }
 
@@ -635,7 +636,7 @@ static void put_table(struct gprof_jbuf *b, const struct tally *t, size_t top_ma
 		      const char *share_head, uint64_t whole)
 {
 	size_t top = t->n < top_max ? t->n : top_max;
-	bool *shown = calloc(t->n + 1, sizeof(*shown));
+	bool *shown = gprof_calloc(t->n + 1, sizeof(*shown));
 	char t1[32], t2[32];
 
 	if (!top || !shown)
@@ -659,7 +660,7 @@ static void put_table(struct gprof_jbuf *b, const struct tally *t, size_t top_ma
 		gprof_jbuf_lit(b, "\n");
 	}
 out:
-	free(shown);
+	gprof_free(shown);
 }
 
 /* By thread, then start, the outer of two that start together first. */
@@ -681,9 +682,9 @@ static int op_order(const void *a, const void *b)
  */
 static struct op_total *op_totals(const struct gprof_export_summary *s, size_t *n)
 {
-	struct op_total *rows = calloc(s->n_ops, sizeof(*rows));
-	struct op_rec *ops = malloc(s->n_ops * sizeof(*ops));
-	size_t *stack = calloc(s->n_ops, sizeof(*stack)), depth = 0;
+	struct op_total *rows = gprof_calloc(s->n_ops, sizeof(*rows));
+	struct op_rec *ops = gprof_malloc(s->n_ops * sizeof(*ops));
+	size_t *stack = gprof_calloc(s->n_ops, sizeof(*stack)), depth = 0;
 	struct gprof_map index = {0};
 	bool failed = !rows || !ops || !stack || gprof_map_init(&index, 64);
 
@@ -693,7 +694,7 @@ static struct op_total *op_totals(const struct gprof_export_summary *s, size_t *
 		ops[i].child_ns = 0;
 	}
 	if (!failed)
-		qsort(ops, s->n_ops, sizeof(*ops), op_order);
+		gprof_sort(ops, s->n_ops, sizeof(*ops), op_order);
 	for (size_t i = 0; i < s->n_ops && !failed; i++) {
 		struct op_rec *o = &ops[i];
 
@@ -720,10 +721,10 @@ static struct op_total *op_totals(const struct gprof_export_summary *s, size_t *
 		rows[k].gpu_ns += gpu;
 	}
 	gprof_map_free(&index);
-	free(stack);
-	free(ops);
+	gprof_free(stack);
+	gprof_free(ops);
 	if (failed) {
-		free(rows);
+		gprof_free(rows);
 		return NULL;
 	}
 	return rows;
@@ -761,7 +762,7 @@ static void put_op_table(struct gprof_jbuf *b, struct op_total *rows, size_t n, 
 {
 	char t[3][32];
 
-	qsort(rows, n, sizeof(*rows), order);
+	gprof_sort(rows, n, sizeof(*rows), order);
 	top = n < top ? n : top;
 	putf(b, "gprof:   top %zu of %zu operators by %s:\n", top, n, what);
 	putf(b, "gprof:   %8s %12s %12s %12s  %s\n", "calls", "GPU", "CPU self", "CPU total",
@@ -791,7 +792,7 @@ static void put_ops(struct gprof_jbuf *b, const struct gprof_export_summary *s)
 	put_op_table(b, rows, n, TOP_OPS_CPU, by_self, "self CPU time");
 	if (s->ops_cut)
 		putf(b, "gprof:   (operators: the first %u of the window only)\n", OPS_MAX);
-	free(rows);
+	gprof_free(rows);
 }
 
 /* The highest share of step time a device was busy; -1 without steps or GPU work. */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/array.h"
+#include "common/heap.h"
 #include "common/torchop.h"
 #include "export/internal.h"
 
@@ -905,17 +906,17 @@ static void trace_free(struct gprof_format *f)
 	if (!t)
 		return;
 	gprof_jbuf_free(&t->out);
-	free(t->ops);
+	gprof_free(t->ops);
 	gprof_tracks_free(&t->tracks);
 	gprof_annotations_free(&t->annotations);
-	free(t);
+	gprof_free(t);
 }
 
 /* The first header is written into s at once; m->proc is copied. */
 static struct gprof_format *trace_open(const struct gprof_trace_meta *m, uint64_t open_ns,
 				       struct gprof_sink *s, int *err)
 {
-	struct gprof_trace *t = calloc(1, sizeof(*t));
+	struct gprof_trace *t = gprof_calloc(1, sizeof(*t));
 	struct gprof_jbuf head = {0};
 
 	*err = -ENOMEM;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/array.h"
+#include "common/heap.h"
 #include "export/internal.h"
 
 /* 1 if key is new (appended), 0 if known, or -ENOMEM. */
@@ -35,7 +36,7 @@ static int seen_add(struct gprof_seen *s, uint64_t key)
 
 static void seen_free(struct gprof_seen *s)
 {
-	free(s->keys);
+	gprof_free(s->keys);
 	gprof_map_free(&s->index);
 }
 
@@ -65,7 +66,7 @@ int gprof_tracks_thread(struct gprof_tracks *k, uint32_t tid)
 	if (rc != 1)
 		return rc;
 	if (k->comm_cap < k->threads.cap) {
-		void *p = realloc(k->comm, k->threads.cap * sizeof(*k->comm));
+		void *p = gprof_realloc(k->comm, k->threads.cap * sizeof(*k->comm));
 
 		if (!p)
 			return -ENOMEM;
@@ -93,6 +94,6 @@ void gprof_tracks_free(struct gprof_tracks *k)
 	seen_free(&k->threads);
 	seen_free(&k->streams);
 	seen_free(&k->devices);
-	free(k->comm);
+	gprof_free(k->comm);
 	*k = (struct gprof_tracks){0};
 }

@@ -14,6 +14,7 @@
 
 #define PR_FMT "export: "
 #include "common/clock.h"
+#include "common/heap.h"
 #include "common/thread.h"
 #include "export/internal.h"
 
@@ -126,7 +127,7 @@ static bool hold(const struct gprof_export_event *ev, size_t n)
 {
 	if (wr.n_held + n > wr.cap_held) {
 		size_t cap = (wr.n_held + n) * 2;
-		void *p = realloc(wr.held, cap * sizeof(*ev));
+		void *p = gprof_realloc(wr.held, cap * sizeof(*ev));
 
 		if (!p)
 			return false;
@@ -294,6 +295,7 @@ static void open_window(struct window *w, struct gprof_trace_meta *m)
 	const char *what = "cannot name a trace file in", *slash;
 	char name[NAME_MAX + 1];
 	int err = ctl.dir_err, tries = 0;
+	unsigned helpers;
 	bool created = false;
 
 	w->wid = w->id;
@@ -326,7 +328,10 @@ static void open_window(struct window *w, struct gprof_trace_meta *m)
 	pr_dbg("window %llu: %s into '%.200s.partial'", (unsigned long long)w->number,
 	       ctl.format->ops->name, w->path);
 	w->summary = gprof_summary_new();
-	gprof_sink_threads(w->sink, ctl.cfg.writer_threads, GPROF_SINK_SYNC_BYTES, writer_behind);
+	/* A thread's start allocates in its starter's malloc arena, which the writer has none of
+	 * (common/heap.h): under `ulimit -v` the writer compresses alone. */
+	helpers = gprof_address_space_left() == SIZE_MAX ? ctl.cfg.writer_threads : 0;
+	gprof_sink_threads(w->sink, helpers, GPROF_SINK_SYNC_BYTES, writer_behind);
 }
 
 static void report(const struct window *w, const struct gprof_trace_meta *m, const uint64_t *counts,
@@ -433,7 +438,7 @@ static void pass(struct pass *p)
 		wr.held = NULL;
 		wr.n_held = wr.cap_held = 0;
 		route(held, n_held, p);
-		free(held);
+		gprof_free(held);
 		gprof_buf_drain(route, p);
 	}
 	for (unsigned i = 0; i < GPROF_EXPORT_WINDOWS; i++)
@@ -468,15 +473,15 @@ static void publish(const struct pass *p)
 	pthread_cond_broadcast(&ctl.done);
 }
 
+/* arg: what gprof_thread_fds_ready() said before the thread was started. */
 static void *writer_main(void *arg)
 {
 	struct pass p;
 	int err;
 
-	(void)arg;
 	pthread_setname_np(pthread_self(), "gprof-writer");
 	/* Its files out of the program's reach; its lines reach stderr by the log's relay. */
-	err = gprof_thread_own_fds(gprof_log_relay_start);
+	err = gprof_thread_own_fds((int)(intptr_t)arg);
 	if (err)
 		pr_dbg("the trace writer shares the program's descriptor table (%s): its files are "
 		       "checked before each use",
@@ -517,8 +522,10 @@ static int start_locked(char why[GPROF_EXPORT_WHY_MAX])
 	int err = -ENODEV;
 
 	if (ctl.live && !(err = gprof_buf_reserve(ctl.cfg.buffer_bytes)) && !ctl.started) {
+		int ready = gprof_thread_fds_ready(gprof_log_relay_start);
+
 		what = "cannot start the trace writer thread";
-		err = gprof_thread_start(&ctl.thread, writer_main, NULL);
+		err = gprof_thread_start(&ctl.thread, writer_main, (void *)(intptr_t)ready);
 		ctl.started = ctl.running = !err;
 	}
 	if (err == -ENODEV)

@@ -12,6 +12,7 @@
 
 #define PR_FMT ""
 #include "common/config.h"
+#include "common/heap.h"
 #include "common/log.h"
 #include "export/export.h"
 #include "preload/preload.h"
@@ -94,7 +95,7 @@ void gprof_report_window_done(const struct gprof_export_result *r, void *arg)
 		return;
 	}
 	report_text(cfg, text, r);
-	free(text);
+	gprof_free(text);
 }
 
 /*

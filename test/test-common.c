@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "common/compiler.h"
 #include "common/dso.h"
+#include "common/heap.h"
 #include "common/map.h"
 #include "common/spans.h"
 #include "common/stats.h"
@@ -382,6 +383,156 @@ TEST(thread_takes_no_signal)
 		ASSERT_EQ(sigismember(&after, sigs[i]), sigismember(&before, sigs[i]));
 }
 
+/* Fills n bytes at p from seed; checks them. */
+static void heap_fill(unsigned char *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (unsigned char)(seed + i * 7);
+}
+
+static bool heap_holds(const unsigned char *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != (unsigned char)(seed + i * 7))
+			return false;
+	return true;
+}
+
+/*
+ * libgprof's heap: blocks of every size class's edges and of a mapping of their own, aligned
+ * as malloc's and apart (each keeps what was written in it while the others are written);
+ * realloc keeps the contents when growing within, across and beyond the classes; calloc zeroes
+ * a block that was used before; a freed block is used again; the failures are malloc's.
+ */
+TEST(heap_blocks)
+{
+	static const size_t sizes[] = {0,   1,	 15,   16,   17,    127,   128,	  129,	  255,
+				       256, 257, 1000, 4096, 32767, 32768, 32769, 1 << 20};
+	unsigned char *p[ARRAY_SIZE(sizes)], *q;
+	char *text;
+
+	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+		p[i] = gprof_malloc(sizes[i]);
+		ASSERT(p[i]);
+		ASSERT_EQ((uintptr_t)p[i] % 16, 0);
+		heap_fill(p[i], sizes[i], (unsigned)i);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+		ASSERT_MSG(heap_holds(p[i], sizes[i], (unsigned)i), "%zu bytes", sizes[i]);
+		p[i] = gprof_realloc(p[i], sizes[i] * 3 + 40);
+		ASSERT(p[i]);
+		ASSERT_MSG(heap_holds(p[i], sizes[i], (unsigned)i), "%zu bytes grown", sizes[i]);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++)
+		gprof_free(p[i]);
+
+	q = gprof_malloc(200);
+	heap_fill(q, 200, 9);
+	gprof_free(q);
+	q = gprof_calloc(25, 8);
+	ASSERT(q);
+	for (size_t i = 0; i < 200; i++)
+		ASSERT_EQ(q[i], 0);
+	ASSERT_EQ(gprof_realloc(q, 0), NULL);
+	gprof_free(NULL);
+	errno = 0;
+	ASSERT_EQ(gprof_calloc(SIZE_MAX / 2, 4), NULL);
+	ASSERT_EQ(errno, ENOMEM);
+	ASSERT_EQ(gprof_malloc(SIZE_MAX - 64), NULL);
+	text = gprof_strdup("a string");
+	ASSERT_STR_EQ(text, "a string");
+	gprof_free(text);
+}
+
+struct heap_worker {
+	unsigned seed;
+	bool ok;
+};
+
+/* Random sizes, each block checked before it is freed or grown. */
+static void *heap_worker(void *arg)
+{
+	struct heap_worker *w = arg;
+	unsigned char *held[64] = {0};
+	size_t len[64] = {0};
+
+	w->ok = true;
+	for (int i = 0; i < 20000 && w->ok; i++) {
+		unsigned r = rand_r(&w->seed), k = r % 64;
+		size_t n = (r >> 8) % (r & 1 ? 200 : 40000);
+
+		if (held[k] && !heap_holds(held[k], len[k], k + len[k]))
+			w->ok = false;
+		if (r & 2) {
+			gprof_free(held[k]);
+			held[k] = gprof_malloc(n);
+		} else {
+			unsigned char *g = gprof_realloc(held[k], n);
+
+			if (!n || g)
+				held[k] = g;
+			n = g ? n : 0;
+		}
+		len[k] = held[k] ? n : 0;
+		if (held[k])
+			heap_fill(held[k], n, k + n);
+	}
+	for (int k = 0; k < 64; k++)
+		gprof_free(held[k]);
+	return NULL;
+}
+
+/* Four threads at once: no block is given twice. */
+TEST(heap_threads)
+{
+	pthread_t t[4];
+	struct heap_worker w[4];
+
+	for (unsigned i = 0; i < 4; i++) {
+		w[i] = (struct heap_worker){.seed = i + 1};
+		ASSERT_EQ(pthread_create(&t[i], NULL, heap_worker, &w[i]), 0);
+	}
+	for (unsigned i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		ASSERT(w[i].ok);
+	}
+}
+
+struct sort_item {
+	int key;
+	int order; /* its place before the sort */
+	char pad[20];
+};
+
+static int by_key(const void *a, const void *b)
+{
+	const struct sort_item *x = a, *y = b;
+
+	return (x->key > y->key) - (x->key < y->key);
+}
+
+/* gprof_sort orders as qsort's comparator says and keeps equal keys in their order (stable). */
+TEST(heap_sort_stable)
+{
+	static const size_t counts[] = {0, 1, 2, 3, 10, 1000, 4097};
+	unsigned seed = 7;
+
+	for (size_t c = 0; c < ARRAY_SIZE(counts); c++) {
+		size_t n = counts[c];
+		struct sort_item *v = calloc(n + 1, sizeof(*v));
+
+		for (size_t i = 0; i < n; i++)
+			v[i] = (struct sort_item){.key = rand_r(&seed) % 50, .order = (int)i};
+		gprof_sort(v, n, sizeof(*v), by_key);
+		for (size_t i = 1; i < n; i++) {
+			ASSERT_LE(v[i - 1].key, v[i].key);
+			if (v[i - 1].key == v[i].key)
+				ASSERT_LE(v[i - 1].order, v[i].order);
+		}
+		free(v);
+	}
+}
+
 /*
  * Room by doubling from first, cut at max: the caps a table goes through, its elements kept;
  * refused at max and when the bytes would not fit a size_t, with the array as it was.
@@ -404,12 +555,12 @@ TEST(array_room)
 		for (size_t k = 0; k < n; k++)
 			ASSERT_EQ(v[k], k * 7);
 	}
-	free(v);
+	gprof_free(v);
 	v = NULL;
 	cap = 0;
 	ASSERT_EQ(gprof_array_room((void **)&v, &cap, 0, sizeof(*v), 64, 5), 0);
 	ASSERT_EQ(cap, 5); /* first is cut at max too */
-	free(v);
+	gprof_free(v);
 	cap = 0;
 	ASSERT_EQ(gprof_array_room(&big, &cap, 0, SIZE_MAX / 2, 4, SIZE_MAX), -ENOMEM);
 	ASSERT(!big);

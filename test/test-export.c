@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/heap.h"
 #include "export/format.h"
 #include "export/internal.h"
 #include "task.h"
@@ -815,7 +816,7 @@ TEST(export_kind_rows)
 	ASSERT(!strncmp(res.out, "gprof: trace read: ", 19));
 	ASSERT_STR_EQ(strchr(res.out, '\n'), strchr(lib, '\n'));
 	proc_result_free(&res);
-	free(lib);
+	gprof_free(lib);
 	gprof_summary_free(s);
 }
 

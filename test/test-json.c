@@ -14,12 +14,18 @@
 static char *escape(const char *raw, size_t n, size_t *len)
 {
 	struct gprof_jbuf b;
+	char *text;
 
 	ASSERT_EQ(gprof_jbuf_init(&b, 16), 0);
 	gprof_jbuf_str(&b, raw, n);
 	ASSERT(!b.failed);
 	*len = b.len;
-	return b.p;
+	text = malloc(b.len + 1);
+	ASSERT(text);
+	memcpy(text, b.p, b.len);
+	text[b.len] = '\0';
+	gprof_jbuf_free(&b);
+	return text;
 }
 
 /* The text must hold no raw control byte and no \u, parse strictly, and decode to `want`. */

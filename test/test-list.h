@@ -21,6 +21,9 @@ X(dso_sym_of_loaded)
 X(thread_takes_no_signal)
 X(clock_deadlines)
 X(clock_hook_ns_is_realtime)
+X(heap_blocks)
+X(heap_threads)
+X(heap_sort_stable)
 X(array_room)
 
 /* common/config */
@@ -276,6 +279,7 @@ X(rel_load_every_launch_once)
 X(rel_long_window_bounded)
 X(rel_address_space_limit)
 X(rel_address_space_after_first_call)
+X(rel_writer_takes_no_malloc_arena)
 X(rel_valgrind_memcheck)
 
 /* test-rel-own: what is the program's own (issue 16) */

@@ -2230,6 +2230,84 @@ TEST(rel_address_space_after_first_call)
 }
 
 /*
+ * argv under `ulimit -v` KiB (0: none), with test/apps/arena-probe.so after libgprof: how many
+ * calls libgprof's named threads made into the program's malloc, the first one in `first`.
+ */
+static unsigned long writer_mallocs(const char *const argv[], long kib, bool cupti,
+				    const char *writer_threads, char first[248])
+{
+	const char *sh[16] = {"/bin/sh", "-c",
+			      "[ \"$KIB\" = 0 ] || ulimit -v \"$KIB\" && "
+			      "LD_PRELOAD=\"$LD_PRELOAD:$PROBE_SO\" exec \"$@\"",
+			      "sh"};
+	char probe[] = "/tmp/gprof-arena-probe-XXXXXX", limit[32], probe_env[64], so_env[PATH_MAX];
+	const char *env[] = {"GPROF_SUMMARY=off", writer_threads, limit, probe_env, so_env, NULL};
+	struct {
+		unsigned long calls;
+		char first[248];
+	} seen = {0};
+	struct e2e_run r;
+	size_t n = 4;
+	int fd;
+
+	for (size_t i = 0; argv[i] && n < ARRAY_SIZE(sh) - 1; i++)
+		sh[n++] = argv[i];
+	fd = mkstemp(probe);
+	ASSERT(fd >= 0);
+	snprintf(limit, sizeof(limit), "KIB=%ld", kib);
+	snprintf(probe_env, sizeof(probe_env), "ARENA_PROBE=%s", probe);
+	snprintf(so_env, sizeof(so_env), "PROBE_SO=%s",
+		 proc_build_path("test/apps/arena-probe.so"));
+	e2e_run(&r, sh, e2e_cupti(cupti), env, true);
+	ASSERT_MSG(r.res.status == 0, "%s: status %d: %.2000s", argv[0], r.res.status, r.res.err);
+	ASSERT_EQ(r.n_traces >= 1, true);
+	ASSERT_EQ(pread(fd, &seen, sizeof(seen), 0), (ssize_t)sizeof(seen));
+	close(fd);
+	unlink(probe);
+	e2e_free(&r);
+	memcpy(first, seen.first, sizeof(seen.first));
+	first[247] = '\0';
+	return seen.calls;
+}
+
+/*
+ * libgprof's trace writer, its compressors and its log relay never call the program's malloc
+ * or free, which would give each a glibc malloc arena (64 MiB of address space) that a program
+ * under `ulimit -v` may need for a thread it starts later (steps-app -t 4 at L0 + 136 MiB: 20
+ * of 20 runs whole alone, 8 of 20 under libgprof before). Under a limit, where the writer then
+ * compresses alone (a thread's start allocates in its starter's arena), and without one with
+ * GPROF_WRITER_THREADS=0; windows by steps and a window of 200 000 launches, with CUPTI and
+ * hooks-only.
+ */
+TEST(rel_writer_takes_no_malloc_arena)
+{
+	const char *steps[] = {proc_build_path("test/apps/steps-app"), "-t", "4", "-s", "8", NULL};
+	const char *load[] = {
+	    proc_build_path("test/apps/rel-load"), "-t", "4", "-n", "50000", NULL};
+	const struct {
+		const char *const *argv;
+		long kib;
+		bool cupti;
+		const char *threads;
+	} runs[] = {
+	    {steps, 4 << 20, true, "GPROF_WRITER_THREADS"},
+	    {steps, 0, false, "GPROF_WRITER_THREADS=0"},
+	    {load, 4 << 20, true, "GPROF_SCHEDULE=all"},
+	    {load, 0, false, "GPROF_SCHEDULE=all"},
+	};
+	char first[248];
+
+	if (getenv("TEST_SAN") && getenv("TEST_SAN")[0])
+		SKIP("libgprof's heap is the program's malloc under a sanitizer");
+	for (size_t i = 0; i < ARRAY_SIZE(runs); i++) {
+		unsigned long calls = writer_mallocs(runs[i].argv, runs[i].kib, runs[i].cupti,
+						     runs[i].threads, first);
+
+		ASSERT_MSG(calls == 0, "run %zu: %lu calls, the first %s", i, calls, first);
+	}
+}
+
+/*
  * valgrind's memcheck, where it is installed (not under the sanitizers, whose programs it
  * can't run), on small end-to-end runs: no invalid access, no use of uninitialised memory, no
  * definite leak, and the trace still valid.

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/compiler.h"
+#include "common/heap.h"
 #include "export/internal.h"
 #include "task.h"
 #include "util/e2e.h"
@@ -1006,7 +1007,7 @@ static void feed_and_compare(const struct gprof_export_event *ev, size_t n)
 	compare_table(&s.kernels, t.kernels, t.n_kernels, 10, t.gpu_ns);
 	compare_bound(&s, &t);
 	compare_copies(&s, &t);
-	free(text);
+	gprof_free(text);
 	gprof_summary_free(sum);
 	truth_free(&t);
 }
@@ -1106,7 +1107,7 @@ TEST(summary_text_edges)
 	    "gprof: trace written: p (steps 5-5: 1 in 1.000 us, mean step 1.000 us; "
 	    "no GPU activity recorded; GPU 1 peak device memory in use 2.00 KiB; dropped records: "
 	    "3 (buffer full 3, CUPTI 0))\n");
-	free(text);
+	gprof_free(text);
 	gprof_summary_free(sum);
 	r.dropped = 0;
 
@@ -1130,6 +1131,6 @@ TEST(summary_text_edges)
 	ASSERT(row);
 	ASSERT_EQ(strcspn(row + 2, "\n"), 94 + 3); /* cut before the character, then "..." */
 	ASSERT(!strncmp(row + 2 + 94, "...\n", 4));
-	free(text);
+	gprof_free(text);
 	gprof_summary_free(sum);
 }

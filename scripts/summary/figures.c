@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/array.h"
+#include "common/heap.h"
 #include "export/summary.h"
 #include "scripts/summary/tool.h"
 
@@ -25,7 +26,7 @@ static struct tool_device *device(struct tool_trace *t, uint32_t id)
 		return NULL; /* the summary says it is incomplete */
 	d = &t->dev[t->n_dev];
 	*d = (struct tool_device){.id = id, .spans.max = TOOL_SPANS_MAX};
-	if (t->step_reach && !(d->step_busy_ns = calloc(t->n_steps + 1, sizeof(uint64_t))))
+	if (t->step_reach && !(d->step_busy_ns = gprof_calloc(t->n_steps + 1, sizeof(uint64_t))))
 		return NULL;
 	t->n_dev++;
 	return d;
@@ -116,13 +117,13 @@ static int cmp_step(const void *a, const void *b)
 static void sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
 {
 	if (n)
-		qsort(base, n, size, cmp);
+		gprof_sort(base, n, size, cmp);
 }
 
 int tool_figures_steps(struct tool_trace *t)
 {
 	sort(t->steps, t->n_steps, sizeof(*t->steps), cmp_step);
-	t->step_reach = calloc(t->n_steps + 1, sizeof(*t->step_reach));
+	t->step_reach = gprof_calloc(t->n_steps + 1, sizeof(*t->step_reach));
 	if (!t->step_reach)
 		return -1;
 	for (size_t i = 0; i < t->n_steps; i++) {
@@ -137,7 +138,7 @@ int tool_figures_steps(struct tool_trace *t)
 		t->step_reach[i] = t->step_end;
 	}
 	for (unsigned i = 0; i < t->n_dev; i++) {
-		t->dev[i].step_busy_ns = calloc(t->n_steps + 1, sizeof(uint64_t));
+		t->dev[i].step_busy_ns = gprof_calloc(t->n_steps + 1, sizeof(uint64_t));
 		if (!t->dev[i].step_busy_ns)
 			return -1;
 	}
@@ -173,7 +174,7 @@ static int take_kernels(struct tool_trace *t)
 	size_t n = gprof_summary_kernels(t->summary);
 
 	t->gpu_ns = gprof_summary_gpu_ns(t->summary);
-	t->kernels = n ? calloc(n, sizeof(*t->kernels)) : NULL;
+	t->kernels = n ? gprof_calloc(n, sizeof(*t->kernels)) : NULL;
 	if (n && !t->kernels)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
@@ -200,23 +201,23 @@ int tool_figures_finish(struct tool_trace *t)
 
 void tool_figures_free(struct tool_trace *t)
 {
-	free(t->steps);
-	free(t->step_reach);
-	free(t->kernels);
+	gprof_free(t->steps);
+	gprof_free(t->step_reach);
+	gprof_free(t->kernels);
 	for (unsigned i = 0; i < t->n_dev; i++) {
 		gprof_spans_free(&t->dev[i].spans);
-		free(t->dev[i].step_busy_ns);
+		gprof_free(t->dev[i].step_busy_ns);
 	}
 }
 
 bool tool_step_stats(const struct tool_trace *t, struct gprof_stats *st)
 {
-	uint64_t *d = t->n_steps ? malloc(t->n_steps * sizeof(*d)) : NULL;
+	uint64_t *d = t->n_steps ? gprof_malloc(t->n_steps * sizeof(*d)) : NULL;
 	bool ok = d != NULL;
 
 	for (size_t i = 0; ok && i < t->n_steps; i++)
 		d[i] = t->steps[i].dur_ns;
 	ok = ok && gprof_stats_of(d, t->n_steps, st);
-	free(d);
+	gprof_free(d);
 	return ok;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/heap.h"
 #include "common/log.h"
 #include "scripts/summary/tool.h"
 
@@ -165,7 +166,7 @@ static int report(const struct tool_trace *t, const char *html)
 	if (err)
 		fprintf(stderr, "gprof-summary: cannot write %s: %s\n", tool_clean(html),
 			strerror(err));
-	free(text);
+	gprof_free(text);
 	return err ? 1 : 0;
 }
 

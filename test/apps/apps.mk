@@ -72,6 +72,9 @@ $(APPS_OUT)/nccl-app: APP_LDFLAGS := -rdynamic
 # C++ runtime (for libgprof's demangler) without using it itself.
 APPS += rel-nvtx rel-kernels rel-exit rel-fork rel-load rel-long rel-own rel-threads rel-seccomp
 $(APPS_OUT)/rel-kernels: APP_LIBS += -Wl,--no-as-needed -lstdc++ -Wl,--as-needed
+# arena-probe.so, preloaded after libgprof, counts its threads' calls into malloc.
+APPS += arena-probe.so
+$(APPS_OUT)/arena-probe.so: APP_LIBS :=
 # rel-ctor's steps run on a thread that its library's constructor starts. Private: the library,
 # its prerequisite, would otherwise link itself when rel-ctor is what makes it.
 APPS += rel-ctor-lib.so rel-ctor
