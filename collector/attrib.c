@@ -27,7 +27,8 @@
 #define CONTEXTS_MAX 64
 #define EVENTS_MAX   65536 /* event records remembered for the waits on them */
 #define SYNCS_MAX    16384 /* waits on events held per window; past it written unresolved */
-#define THREADS_MAX  4096
+#define THREADS_BITS 12	   /* 4096 threads followed at once */
+#define THREADS_MAX  (1u << THREADS_BITS)
 /*
  * GPU halves of links whose launch is written but which the memory cap dropped: tried again
  * before each later event, and before the window finishes (then up to OWED_TRIES, 1 ms apart).
@@ -149,7 +150,8 @@ int gprof_coll_attrib_init(struct gprof_coll_win *slots, const struct gprof_cupt
 
 static uint32_t thread_slot(uint32_t key)
 {
-	return (key * 0x9e3779b1u) >> 20 & (THREADS_MAX - 1);
+	/* Fibonacci hashing: the product's top THREADS_BITS bits. */
+	return (key * 0x9e3779b1u) >> (32 - THREADS_BITS);
 }
 
 GPROF_TLS uint32_t gprof_coll_noted_tid;

@@ -19,6 +19,8 @@
 
 #define OUT_FLUSH_BYTES (64u << 10)  /* formatted text handed to the sink in pieces this big */
 #define SYNC_EVERY_NS	100000000ull /* a sync flush at least this often while data comes */
+/* A GPU's process sorts after every pid (pid_max is at most 2^22), as Kineto's. */
+#define GPU_SORT_INDEX 5000000u
 
 /* One window's trace: a struct gprof_format of gprof_format_kineto. */
 struct gprof_trace {
@@ -759,7 +761,7 @@ static void put_processes(struct gprof_trace *t)
 		snprintf(label, sizeof(label), "GPU %llu", (unsigned long long)dev);
 		meta_str(t, "process_name", dev, 0, "name", program_invocation_short_name);
 		meta_str(t, "process_labels", dev, 0, "labels", label);
-		meta_num(t, "process_sort_index", dev, 0, 5000000 + dev);
+		meta_num(t, "process_sort_index", dev, 0, GPU_SORT_INDEX + dev);
 	}
 }
 

@@ -14,6 +14,7 @@
 
 #define PR_FMT "export: "
 #include "common/clock.h"
+#include "common/config.h"
 #include "common/heap.h"
 #include "common/thread.h"
 #include "export/internal.h"
@@ -40,7 +41,7 @@ struct window {
 	bool closing; /* no holds left (or shutdown): finish after the next drain */
 	uint64_t number, first_step, last_step, cupti_dropped;
 	bool has_last_step;
-	char schedule[256];
+	char schedule[GPROF_CONFIG_DESCRIBE_MAX]; /* as the session describes it */
 	unsigned long log_seq; /* warnings from this one on belong to the window */
 	uint64_t open_ns;
 	struct gprof_op_args *op_args; /* gprof_export_window_op_args; the writer's at finish */
