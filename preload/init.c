@@ -204,6 +204,7 @@ static void on_signal(int sig)
 static void *signal_thread(void *arg)
 {
 	(void)arg;
+	pthread_setname_np(pthread_self(), "gprof-signal");
 	while (sem_wait(&signal_sem) != 0 && errno == EINTR)
 		;
 	run_fini(__atomic_load_n(&signal_tid, __ATOMIC_ACQUIRE));

@@ -223,6 +223,7 @@ static void sleep_until(uint64_t deadline_ns)
 static void *timer_main(void *arg)
 {
 	(void)arg;
+	pthread_setname_np(pthread_self(), "gprof-timer");
 	for (;;) {
 		unsigned gen;
 		uint64_t deadline;

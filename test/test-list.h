@@ -279,7 +279,7 @@ X(rel_load_every_launch_once)
 X(rel_long_window_bounded)
 X(rel_address_space_limit)
 X(rel_address_space_after_first_call)
-X(rel_writer_takes_no_malloc_arena)
+X(rel_own_threads_take_no_malloc_arena)
 X(rel_valgrind_memcheck)
 
 /* test-rel-own: what is the program's own (issue 16) */

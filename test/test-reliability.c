@@ -2230,18 +2230,19 @@ TEST(rel_address_space_after_first_call)
 }
 
 /*
- * argv under `ulimit -v` KiB (0: none), with test/apps/arena-probe.so after libgprof: how many
- * calls libgprof's named threads made into the program's malloc, the first one in `first`.
+ * argv under `ulimit -v` KiB (0: none), with test/apps/arena-probe.so after libgprof and the
+ * two settings in set: how many calls libgprof's named threads made into the program's malloc,
+ * the first one in `first`.
  */
-static unsigned long writer_mallocs(const char *const argv[], long kib, bool cupti,
-				    const char *writer_threads, char first[248])
+static unsigned long own_threads_mallocs(const char *const argv[], long kib, bool cupti,
+					 const char *const set[2], char first[248])
 {
 	const char *sh[16] = {"/bin/sh", "-c",
 			      "[ \"$KIB\" = 0 ] || ulimit -v \"$KIB\" && "
 			      "LD_PRELOAD=\"$LD_PRELOAD:$PROBE_SO\" exec \"$@\"",
 			      "sh"};
 	char probe[] = "/tmp/gprof-arena-probe-XXXXXX", limit[32], probe_env[64], so_env[PATH_MAX];
-	const char *env[] = {"GPROF_SUMMARY=off", writer_threads, limit, probe_env, so_env, NULL};
+	const char *env[] = {"GPROF_SUMMARY=off", set[0], set[1], limit, probe_env, so_env, NULL};
 	struct {
 		unsigned long calls;
 		char first[248];
@@ -2271,37 +2272,47 @@ static unsigned long writer_mallocs(const char *const argv[], long kib, bool cup
 }
 
 /*
- * libgprof's trace writer, its compressors and its log relay never call the program's malloc
+ * libgprof's named threads (the trace writer, its compressors, the log's relay, the timer of
+ * GPROF_DELAY, the thread that finishes a window at a signal) never call the program's malloc
  * or free, which would give each a glibc malloc arena (64 MiB of address space) that a program
  * under `ulimit -v` may need for a thread it starts later (steps-app -t 4 at L0 + 136 MiB: 20
  * of 20 runs whole alone, 8 of 20 under libgprof before). Under a limit, where the writer then
  * compresses alone (a thread's start allocates in its starter's arena), and without one with
- * GPROF_WRITER_THREADS=0; windows by steps and a window of 200 000 launches, with CUPTI and
- * hooks-only.
+ * GPROF_WRITER_THREADS=0; windows by steps, by time, ended by a signal, and a window of 200 000
+ * launches; with CUPTI and hooks-only.
  */
-TEST(rel_writer_takes_no_malloc_arena)
+TEST(rel_own_threads_take_no_malloc_arena)
 {
 	const char *steps[] = {proc_build_path("test/apps/steps-app"), "-t", "4", "-s", "8", NULL};
 	const char *load[] = {
 	    proc_build_path("test/apps/rel-load"), "-t", "4", "-n", "50000", NULL};
+	const char *timed[] = {
+	    proc_build_path("test/apps/trig-app"), "-s", "12", "-d", "50", "-m", NULL};
+	const char *signalled[] = {proc_build_path("test/apps/rel-exit"), "-w", "sigterm", NULL};
+	const long limit = 4 << 20;
 	const struct {
 		const char *const *argv;
 		long kib;
 		bool cupti;
-		const char *threads;
+		const char *set[2];
 	} runs[] = {
-	    {steps, 4 << 20, true, "GPROF_WRITER_THREADS"},
-	    {steps, 0, false, "GPROF_WRITER_THREADS=0"},
-	    {load, 4 << 20, true, "GPROF_SCHEDULE=all"},
-	    {load, 0, false, "GPROF_SCHEDULE=all"},
+	    {steps, limit, true, {"GPROF_WRITER_THREADS", "GPROF_SCHEDULE"}},
+	    {steps, 0, false, {"GPROF_WRITER_THREADS=0", "GPROF_SCHEDULE"}},
+	    {load, limit, true, {"GPROF_WRITER_THREADS", "GPROF_SCHEDULE=all"}},
+	    {load, 0, false, {"GPROF_WRITER_THREADS=0", "GPROF_SCHEDULE=all"}},
+	    {timed, limit, false, {"GPROF_DELAY=0.2", "GPROF_DURATION=0.3"}},
+	    {signalled,
+	     limit,
+	     true,
+	     {"GPROF_SIGNALS=1", "GPROF_SCHEDULE=wait=1,warmup=1,active=10"}},
 	};
 	char first[248];
 
 	if (getenv("TEST_SAN") && getenv("TEST_SAN")[0])
 		SKIP("libgprof's heap is the program's malloc under a sanitizer");
 	for (size_t i = 0; i < ARRAY_SIZE(runs); i++) {
-		unsigned long calls = writer_mallocs(runs[i].argv, runs[i].kib, runs[i].cupti,
-						     runs[i].threads, first);
+		unsigned long calls = own_threads_mallocs(runs[i].argv, runs[i].kib, runs[i].cupti,
+							  runs[i].set, first);
 
 		ASSERT_MSG(calls == 0, "run %zu: %lu calls, the first %s", i, calls, first);
 	}
