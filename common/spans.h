@@ -21,6 +21,20 @@ struct gprof_spans {
 	uint64_t floor; /* time before it was retired: a new interval is cut here */
 };
 
+/*
+ * A comparator's answer for two intervals on tracks (a thread, a GPU's stream): by track,
+ * then start, the outer of two that start together first (as nesting is read).
+ */
+static inline int gprof_span_order(uint64_t track_a, uint64_t start_a, uint64_t end_a,
+				   uint64_t track_b, uint64_t start_b, uint64_t end_b)
+{
+	if (track_a != track_b)
+		return track_a < track_b ? -1 : 1;
+	if (start_a != start_b)
+		return start_a < start_b ? -1 : 1;
+	return (end_a < end_b) - (end_a > end_b);
+}
+
 /* Adds [begin, end): 0, -ENOSPC (max spans are held: retire some first) or -ENOMEM. */
 int gprof_spans_add(struct gprof_spans *s, uint64_t begin, uint64_t end);
 /* Forgets the oldest n (> 0) spans: time before their end is counted. */

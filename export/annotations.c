@@ -10,6 +10,7 @@
 
 #include "common/array.h"
 #include "common/heap.h"
+#include "common/spans.h"
 #include "export/internal.h"
 
 #define SLOTS_FIRST 256
@@ -68,13 +69,8 @@ static int by_track_then_nesting(const void *x, const void *y)
 {
 	const struct gprof_annotation_span *a = x, *b = y;
 
-	if (a->device != b->device)
-		return a->device < b->device ? -1 : 1;
-	if (a->stream != b->stream)
-		return a->stream < b->stream ? -1 : 1;
-	if (a->start != b->start)
-		return a->start < b->start ? -1 : 1;
-	return (a->end < b->end) - (a->end > b->end); /* the outer one first */
+	return gprof_span_order((uint64_t)a->device << 32 | a->stream, a->start, a->end,
+				(uint64_t)b->device << 32 | b->stream, b->start, b->end);
 }
 
 size_t gprof_annotations_finish(struct gprof_annotations *a)

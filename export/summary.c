@@ -668,11 +668,7 @@ static int op_order(const void *a, const void *b)
 {
 	const struct op_rec *x = a, *y = b;
 
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	if (x->ts != y->ts)
-		return x->ts < y->ts ? -1 : 1;
-	return x->end > y->end ? -1 : x->end < y->end;
+	return gprof_span_order(x->tid, x->ts, x->end, y->tid, y->ts, y->end);
 }
 
 /*
