@@ -179,6 +179,23 @@ static void set_h100(void)
 	free(p);
 }
 
+/* Puts *e in window w on host thread tid (0: none), from ts to ts + dur µs after the base. */
+static void on_thread(struct gprof_export_event *e, uint32_t w, uint32_t tid, double ts, double dur)
+{
+	e->window = w;
+	e->tid = tid;
+	e->ts_ns = BASE_NS + US(ts);
+	e->dur_ns = US(dur);
+}
+
+/* Puts *e on GPU 0's stream 7 in window w, from ts to ts + dur µs after the base. */
+static void on_stream7(struct gprof_export_event *e, uint32_t w, double ts, double dur)
+{
+	on_thread(e, w, 0, ts, dur);
+	e->device = 0;
+	e->stream = 7;
+}
+
 /*
  * One event of every kind, on one host thread and GPU 0 stream 7 (times in µs after the
  * base, chosen so tracks nest and the stream has no overlap; two flows link a launch and a
@@ -190,31 +207,17 @@ static size_t every_kind(uint32_t w, uint32_t tid, struct gprof_export_event *ev
 	    gprof_export_intern("void gemm_kernel<float>(float*, float const*, int)");
 	size_t n = 0;
 
-	ev[n++] = (struct gprof_export_event){.kind = GPROF_EXPORT_STEP,
-					      .window = w,
-					      .tid = tid,
-					      .ts_ns = BASE_NS + US(1001000),
-					      .dur_ns = US(900),
-					      .u.step = 12};
-	ev[n++] =
-	    (struct gprof_export_event){.kind = GPROF_EXPORT_NVTX_RANGE,
-					.window = w,
-					.tid = tid,
-					.ts_ns = BASE_NS + US(1001005),
-					.dur_ns = US(600),
-					.name = gprof_export_intern("forward"),
-					.u.nvtx.domain = gprof_export_intern("my \"domain\"")};
-	ev[n++] = (struct gprof_export_event){.kind = GPROF_EXPORT_NVTX_MARK,
-					      .window = w,
-					      .tid = tid,
-					      .ts_ns = BASE_NS + US(1001006),
-					      .name = gprof_export_intern("mark\tme")};
-	ev[n++] = (struct gprof_export_event){
+	ev[n] = (struct gprof_export_event){.kind = GPROF_EXPORT_STEP, .u.step = 12};
+	on_thread(&ev[n++], w, tid, 1001000, 900);
+	ev[n] = (struct gprof_export_event){.kind = GPROF_EXPORT_NVTX_RANGE,
+					    .name = gprof_export_intern("forward"),
+					    .u.nvtx.domain = gprof_export_intern("my \"domain\"")};
+	on_thread(&ev[n++], w, tid, 1001005, 600);
+	ev[n] = (struct gprof_export_event){.kind = GPROF_EXPORT_NVTX_MARK,
+					    .name = gprof_export_intern("mark\tme")};
+	on_thread(&ev[n++], w, tid, 1001006, 0);
+	ev[n] = (struct gprof_export_event){
 	    .kind = GPROF_EXPORT_RUNTIME,
-	    .window = w,
-	    .tid = tid,
-	    .ts_ns = BASE_NS + US(1001010),
-	    .dur_ns = US(5.25),
 	    .correlation = 1000,
 	    .flags = GPROF_EXPORT_FLOW | GPROF_EXPORT_ARG_LAUNCH | GPROF_EXPORT_ARG_STREAM |
 		     GPROF_EXPORT_ARG_RESULT,
@@ -227,23 +230,16 @@ static size_t every_kind(uint32_t w, uint32_t tid, struct gprof_export_event *ev
 		      .shared_bytes = 1024,
 		      .stream = 0x5555deadbeefull,
 		      .result = 0}};
-	ev[n++] = (struct gprof_export_event){
+	on_thread(&ev[n++], w, tid, 1001010, 5.25);
+	ev[n] = (struct gprof_export_event){
 	    .kind = GPROF_EXPORT_KERNEL,
-	    .window = w,
-	    .device = 0,
-	    .stream = 7,
-	    .ts_ns = BASE_NS + US(1001020),
-	    .dur_ns = US(300.125),
 	    .correlation = 1000,
 	    .flags = GPROF_EXPORT_FLOW,
 	    .name = kname,
 	    .u.kernel = {.grid = {198, 1, 1}, .block = {128, 1, 1}, .registers = 32, .context = 1}};
-	ev[n++] = (struct gprof_export_event){
+	on_stream7(&ev[n++], w, 1001020, 300.125);
+	ev[n] = (struct gprof_export_event){
 	    .kind = GPROF_EXPORT_DRIVER,
-	    .window = w,
-	    .tid = tid,
-	    .ts_ns = BASE_NS + US(1001400),
-	    .dur_ns = US(8),
 	    .correlation = 1001,
 	    .flags = GPROF_EXPORT_FLOW | GPROF_EXPORT_ARG_BYTES | GPROF_EXPORT_ARG_COPY_KIND |
 		     GPROF_EXPORT_ARG_PTR | GPROF_EXPORT_ARG_RESULT,
@@ -254,28 +250,21 @@ static size_t every_kind(uint32_t w, uint32_t tid, struct gprof_export_event *ev
 		      .copy_kind = GPROF_COPY_HTOD,
 		      .ptr = 0x7f0000001000ull,
 		      .result = 700}};
-	ev[n++] = (struct gprof_export_event){.kind = GPROF_EXPORT_MEMCPY,
-					      .window = w,
-					      .device = 0,
-					      .stream = 7,
-					      .ts_ns = BASE_NS + US(1001410),
-					      .dur_ns = US(20),
-					      .correlation = 1001,
-					      .flags = GPROF_EXPORT_FLOW,
-					      .u.copy = {.bytes = 1048576,
-							 .context = 1,
-							 .copy_kind = GPROF_COPY_HTOD,
-							 .src_kind = GPROF_MEM_PINNED,
-							 .dst_kind = GPROF_MEM_DEVICE}};
-	ev[n++] = (struct gprof_export_event){
+	on_thread(&ev[n++], w, tid, 1001400, 8);
+	ev[n] = (struct gprof_export_event){.kind = GPROF_EXPORT_MEMCPY,
+					    .correlation = 1001,
+					    .flags = GPROF_EXPORT_FLOW,
+					    .u.copy = {.bytes = 1048576,
+						       .context = 1,
+						       .copy_kind = GPROF_COPY_HTOD,
+						       .src_kind = GPROF_MEM_PINNED,
+						       .dst_kind = GPROF_MEM_DEVICE}};
+	on_stream7(&ev[n++], w, 1001410, 20);
+	ev[n] = (struct gprof_export_event){
 	    .kind = GPROF_EXPORT_MEMSET,
-	    .window = w,
-	    .device = 0,
-	    .stream = 7,
-	    .ts_ns = BASE_NS + US(1001440),
-	    .dur_ns = US(2),
 	    .correlation = 1002,
 	    .u.copy = {.bytes = 4096, .context = 1, .dst_kind = GPROF_MEM_DEVICE}};
+	on_stream7(&ev[n++], w, 1001440, 2);
 	ev[n++] = (struct gprof_export_event){.kind = GPROF_EXPORT_MEMORY,
 					      .window = w,
 					      .device = 0,
