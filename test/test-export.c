@@ -442,6 +442,14 @@ static void check_header(const struct trace *t, long rank, long world)
 	ASSERT_STR_EQ(trace_str(t->root, "displayTimeUnit"), "ms");
 }
 
+/* The metadata of a trace of rank 0 of 1, by the process proc describes, named trace_name. */
+static struct gprof_trace_meta trace_meta(const struct gprof_export_process_info *proc,
+					  const char *trace_name)
+{
+	return (struct gprof_trace_meta){
+	    .proc = proc, .rank = {0, 1}, .base_ns = BASE_NS, .trace_name = trace_name};
+}
+
 /* A Kineto trace and the sink it writes: memory, or a gzip file (level 1). */
 struct tt {
 	struct gprof_sink *sink;
@@ -494,10 +502,7 @@ TEST(export_trace_every_kind)
 								.max_threads_per_mp = 2048,
 								.regs_per_mp = 65536,
 								.shared_mem_per_mp = 233472}};
-	struct gprof_trace_meta m = {.proc = &proc,
-				     .rank = {0, 1},
-				     .base_ns = BASE_NS,
-				     .trace_name = "host_1.2.pt.trace.json.gz"};
+	struct gprof_trace_meta m = trace_meta(&proc, "host_1.2.pt.trace.json.gz");
 	struct gprof_export_event ev[16];
 	size_t n = every_kind(1, 4242, ev), len;
 	struct tt tr;
@@ -627,10 +632,7 @@ TEST(export_operators_take_their_inputs)
 TEST(export_kind_tables)
 {
 	struct gprof_export_process_info proc = {.n_devices = 1};
-	struct gprof_trace_meta m = {.proc = &proc,
-				     .rank = {0, 1},
-				     .base_ns = BASE_NS,
-				     .trace_name = "host_1.2.pt.trace.json.gz"};
+	struct gprof_trace_meta m = trace_meta(&proc, "host_1.2.pt.trace.json.gz");
 	struct gprof_export_event ev[GPROF_EXPORT_KINDS + 1];
 	const json_t *records, *v;
 	const char *key;
@@ -827,10 +829,7 @@ static const char *skip_number(const char *p)
 TEST(export_lines_end_with_what_varies)
 {
 	struct gprof_export_process_info proc = {.cupti_status = "not used"};
-	struct gprof_trace_meta m = {.proc = &proc,
-				     .rank = {0, 1},
-				     .base_ns = BASE_NS,
-				     .trace_name = "h_1.2.pt.trace.json.gz"};
+	struct gprof_trace_meta m = trace_meta(&proc, "h_1.2.pt.trace.json.gz");
 	struct gprof_export_event ev[16];
 	size_t n = every_kind(1, 4242, ev), len, lines = 0;
 	char *text, *line, *save = NULL;
@@ -867,10 +866,7 @@ TEST(export_lines_end_with_what_varies)
 TEST(export_trace_many_tracks)
 {
 	struct gprof_export_process_info proc = {.cupti_status = "not used"};
-	struct gprof_trace_meta m = {.proc = &proc,
-				     .rank = {0, 1},
-				     .base_ns = BASE_NS,
-				     .trace_name = "h_1.2.pt.trace.json.gz"};
+	struct gprof_trace_meta m = trace_meta(&proc, "h_1.2.pt.trace.json.gz");
 	int threads = 0, streams = 0, gpus = 0;
 	size_t len, i;
 	struct trace t;
@@ -1451,10 +1447,7 @@ TEST(export_slices_match_single_thread)
 	    {65536, 2, 4000}, {1u << 20, 1, 30000}, {16u << 20, 3, 30000},
 	};
 	struct gprof_export_process_info proc = {.cupti_status = "not used"};
-	struct gprof_trace_meta m = {.proc = &proc,
-				     .rank = {0, 1},
-				     .base_ns = BASE_NS,
-				     .trace_name = "h_1.2.pt.trace.json.gz"};
+	struct gprof_trace_meta m = trace_meta(&proc, "h_1.2.pt.trace.json.gz");
 	char dir[64], path[128];
 
 	make_tmpdir(dir, sizeof(dir));
@@ -1509,10 +1502,7 @@ TEST(export_slices_match_single_thread)
 TEST(export_slices_without_threads)
 {
 	struct gprof_export_process_info proc = {.cupti_status = "not used"};
-	struct gprof_trace_meta m = {.proc = &proc,
-				     .rank = {0, 1},
-				     .base_ns = BASE_NS,
-				     .trace_name = "h_1.2.pt.trace.json.gz"};
+	struct gprof_trace_meta m = trace_meta(&proc, "h_1.2.pt.trace.json.gz");
 	char dir[64], path[128], *gz, *text;
 	size_t one_len, gz_len, len;
 	const char *want, *err_text;
