@@ -2081,26 +2081,6 @@ TEST(export_unwritable_folder)
 	rm_rf(dir);
 }
 
-/* The one name in dir that ends with .partial, waiting until the writer made it. */
-static void wait_partial(const char *dir, char *path, size_t size)
-{
-	for (int tries = 0; tries < 2000; tries++) {
-		DIR *d = opendir(dir);
-		struct dirent *de;
-
-		while (d && (de = readdir(d)))
-			if (strstr(de->d_name, ".partial")) {
-				snprintf(path, size, "%s/%s", dir, de->d_name);
-				closedir(d);
-				return;
-			}
-		if (d)
-			closedir(d);
-		usleep(5000);
-	}
-	FAIL("no .partial in %s", dir);
-}
-
 /*
  * The program replaces the window's .partial by a file of its own at that name while the
  * window is written: libgprof's descriptor still writes the file it created (now unlinked),
@@ -2117,7 +2097,7 @@ TEST(export_partial_replaced)
 	start_export(dir, 1u << 20);
 	w = open_window(3, 0);
 	push_marks(w, 10);
-	wait_partial(dir, partial, sizeof(partial));
+	wait_for_file(dir, ".partial", partial, sizeof(partial));
 	ASSERT_EQ(unlink(partial), 0);
 	fd = open(partial, O_WRONLY | O_CREAT | O_EXCL, 0600);
 	ASSERT(fd >= 0 && write(fd, "theirs\n", 7) == 7 && close(fd) == 0);
