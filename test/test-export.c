@@ -1542,6 +1542,20 @@ TEST(export_slices_without_threads)
 	rm_rf(dir);
 }
 
+/* Pushes n NVTX marks "m" into window w from thread 1, one a µs from the base on. */
+static void push_marks(uint32_t w, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct gprof_export_event ev = {.kind = GPROF_EXPORT_NVTX_MARK,
+						.window = w,
+						.tid = 1,
+						.ts_ns = BASE_NS + i * 1000ull,
+						.name = gprof_export_intern("m")};
+
+		ASSERT_EQ(gprof_export_push(&ev), 0);
+	}
+}
+
 /* The writer's .partial, copied while the window is open, holds every event pushed so far. */
 TEST(export_partial_file_readable)
 {
@@ -1554,15 +1568,7 @@ TEST(export_partial_file_readable)
 	make_tmpdir(dir, sizeof(dir));
 	start_export(dir, 4u << 20);
 	w = open_window(0, 0);
-	for (uint32_t i = 0; i < 2000; i++) {
-		struct gprof_export_event ev = {.kind = GPROF_EXPORT_NVTX_MARK,
-						.window = w,
-						.tid = 1,
-						.ts_ns = BASE_NS + i * 1000ull,
-						.name = gprof_export_intern("tick")};
-
-		ASSERT_EQ(gprof_export_push(&ev), 0);
-	}
+	push_marks(w, 2000);
 	wait_for_file(dir, ".partial", partial, sizeof(partial));
 	/* The writer syncs within 100 ms of new data: poll the file as a crash would leave it. */
 	for (int tries = 0; tries < 1000 && found < 2000; tries++, usleep(10000)) {
@@ -2003,19 +2009,6 @@ TEST(export_reserve_grows_when_outrun)
 	gprof_export_pause(false);
 	close_window(w);
 	rm_rf(dir);
-}
-
-static void push_marks(uint32_t w, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++) {
-		struct gprof_export_event ev = {.kind = GPROF_EXPORT_NVTX_MARK,
-						.window = w,
-						.tid = 1,
-						.ts_ns = BASE_NS + i * 1000ull,
-						.name = gprof_export_intern("m")};
-
-		ASSERT_EQ(gprof_export_push(&ev), 0);
-	}
 }
 
 /*
