@@ -123,16 +123,32 @@ static void check_calls(const struct e2e_run *r, const struct trace *t, unsigned
 	}
 }
 
+/*
+ * Runs argv under libgprof with the extra environment env, CUPTI simulated or not there: the
+ * program exits 0 and leaves `traces` traces.
+ */
+static void run_ok(struct e2e_run *r, const char *const *argv, bool cupti, const char *const *env,
+		   int traces)
+{
+	e2e_run(r, argv, e2e_cupti(cupti), env, true);
+	ASSERT_EQ(r->res.status, 0);
+	ASSERT_EQ(r->n_traces, traces);
+}
+
+/* steps-app's one trace under the default schedule: steps 2-4, each call of theirs once. */
+static void check_default_window(const struct e2e_run *r)
+{
+	ASSERT_EQ(step_set(&r->traces[0]), steps_between(2, 4));
+	check_calls(r, &r->traces[0], 2, 4, 1);
+}
+
 TEST(preload_default_schedule)
 {
 	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "10", NULL};
 	struct e2e_run r;
 
-	e2e_run(&r, argv, e2e_cupti(false), NULL, true);
-	ASSERT_EQ(r.res.status, 0);
-	ASSERT_EQ(r.n_traces, 1);
-	ASSERT_EQ(step_set(&r.traces[0]), steps_between(2, 4));
-	check_calls(&r, &r.traces[0], 2, 4, 1);
+	run_ok(&r, argv, false, NULL, 1);
+	check_default_window(&r);
 	/* NVTX: per step, forward + inner + dom-range ranges, the cross-thread range, marks. */
 	ASSERT_EQ(e2e_count(&r.traces[0], "user_annotation", "forward"), 3);
 	ASSERT_EQ(e2e_count(&r.traces[0], "user_annotation", "inner"), 3);
@@ -209,11 +225,8 @@ TEST(preload_markers_on_launching_thread)
 	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "10", "-S", NULL};
 	struct e2e_run r;
 
-	e2e_run(&r, argv, e2e_cupti(false), NULL, true);
-	ASSERT_EQ(r.res.status, 0);
-	ASSERT_EQ(r.n_traces, 1);
-	ASSERT_EQ(step_set(&r.traces[0]), steps_between(2, 4));
-	check_calls(&r, &r.traces[0], 2, 4, 1);
+	run_ok(&r, argv, false, NULL, 1);
+	check_default_window(&r);
 	e2e_free(&r);
 }
 
@@ -233,9 +246,7 @@ TEST(preload_eight_threads)
 	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "8", "-t", "8", NULL};
 	struct e2e_run r;
 
-	e2e_run(&r, argv, e2e_cupti(false), NULL, true);
-	ASSERT_EQ(r.res.status, 0);
-	ASSERT_EQ(r.n_traces, 1);
+	run_ok(&r, argv, false, NULL, 1);
 	check_calls(&r, &r.traces[0], 2, 4, 8);
 	ASSERT_EQ(e2e_count(&r.traces[0], "user_annotation", "forward"), 24);
 	e2e_free(&r);
@@ -296,9 +307,7 @@ TEST(preload_nvcc_app)
 		json_t *ev;
 		int launches = 0;
 
-		e2e_run(&r, argv, e2e_cupti(false), env, true);
-		ASSERT_EQ(r.res.status, 0);
-		ASSERT_EQ(r.n_traces, 1);
+		run_ok(&r, argv, false, env, 1);
 		json_array_foreach(r.traces[0].events, i, ev)
 		{
 			const char *kernel = trace_str(json_object_get(ev, "args"), "kernel");
@@ -347,11 +356,9 @@ TEST(preload_real_runtime_without_gpu)
 	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
 	struct e2e_run r;
 
-	e2e_run(&r, argv, e2e_cupti(false), env, true);
-	ASSERT_EQ(r.res.status, 0);
+	run_ok(&r, argv, false, env, 1);
 	ASSERT_STR_CONTAINS(r.res.out, "cudaMalloc(1 TiB) = 35, errno 4242");
 	ASSERT_STR_CONTAINS(r.res.out, "cudaMemcpy(bad kind) = 35, errno 77");
-	ASSERT_EQ(r.n_traces, 1);
 	ASSERT_EQ(e2e_count(&r.traces[0], "cuda_runtime", "cudaMalloc"), 1);
 	e2e_free(&r);
 }
@@ -393,9 +400,7 @@ TEST(preload_no_step_marker)
 	const char *argv[] = {proc_build_path("test/apps/steps-app-real"), "-e", NULL};
 	struct e2e_run r;
 
-	e2e_run(&r, argv, e2e_cupti(false), NULL, true);
-	ASSERT_EQ(r.res.status, 0);
-	ASSERT_EQ(r.n_traces, 0);
+	run_ok(&r, argv, false, NULL, 0);
 	ASSERT_STR_CONTAINS(r.res.err, "gprof: ");
 	ASSERT_STR_CONTAINS(r.res.err, "torch.cuda.nvtx.mark");
 	ASSERT_STR_CONTAINS(r.res.err, "GPROF_SCHEDULE=all");
@@ -409,9 +414,7 @@ TEST(preload_bad_config)
 	const char *env[] = {"GPROF_SCHEDULE=wait=1,bogus=2", NULL};
 	struct e2e_run r;
 
-	e2e_run(&r, argv, e2e_cupti(false), env, true);
-	ASSERT_EQ(r.res.status, 0);
-	ASSERT_EQ(r.n_traces, 0);
+	run_ok(&r, argv, false, env, 0);
 	ASSERT_STR_CONTAINS(r.res.err, "gprof: GPROF_SCHEDULE='wait=1,bogus=2': ");
 	ASSERT_MSG(text_one_line(r.res.err), "%s", r.res.err);
 	ASSERT_STR_CONTAINS(r.res.out, "steps-app: 6 steps x 1 threads ok");
@@ -479,14 +482,21 @@ TEST(preload_ends_before_first_active_step)
 	const char *env[] = {"GPROF_SCHEDULE=skip_first=1,wait=1,warmup=2,active=1", NULL};
 	struct e2e_run r;
 
-	e2e_run(&r, argv, e2e_cupti(true), env, true);
-	ASSERT_EQ(r.res.status, 0);
-	ASSERT_EQ(r.n_traces, 0);
+	run_ok(&r, argv, true, env, 0);
 	ASSERT_STR_EQ(r.res.err,
 		      "gprof: the program ended at step 2, before step 4, the first "
 		      "that GPROF_SCHEDULE=skip_first=1,wait=1,warmup=2,active=1,repeat=1 "
 		      "records, so nothing was recorded: lower skip_first, wait or warmup\n");
 	e2e_free(&r);
+}
+
+/* local-app, under GPROF_SCHEDULE=all: one trace. */
+static void run_local_app(struct e2e_run *r, bool cupti)
+{
+	const char *argv[] = {proc_build_path("test/apps/local-app"), NULL};
+	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
+
+	run_ok(r, argv, cupti, env, 1);
 }
 
 /*
@@ -495,14 +505,10 @@ TEST(preload_ends_before_first_active_step)
  */
 TEST(preload_runtime_loaded_local)
 {
-	const char *argv[] = {proc_build_path("test/apps/local-app"), NULL};
-	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
 	struct e2e_run r;
 
-	e2e_run(&r, argv, e2e_cupti(false), env, true);
-	ASSERT_EQ(r.res.status, 0);
+	run_local_app(&r, false);
 	ASSERT_STR_CONTAINS(r.res.out, "cudaMalloc 0, cudaMemcpy 0, cudaFree 0");
-	ASSERT_EQ(r.n_traces, 1);
 	ASSERT_EQ(e2e_count(&r.traces[0], "cuda_runtime", "cudaMalloc"), 1);
 	ASSERT_EQ(e2e_count(&r.traces[0], "cuda_runtime", "cudaMemcpy"), 1);
 	ASSERT_EQ(e2e_count(&r.traces[0], "cuda_runtime", "cudaFree"), 1);
@@ -515,13 +521,9 @@ TEST(preload_runtime_loaded_local)
  */
 TEST(preload_demangles_with_a_local_cxx_runtime)
 {
-	const char *argv[] = {proc_build_path("test/apps/local-app"), NULL};
-	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
 	struct e2e_run r;
 
-	e2e_run(&r, argv, e2e_cupti(true), env, true);
-	ASSERT_EQ(r.res.status, 0);
-	ASSERT_EQ(r.n_traces, 1);
+	run_local_app(&r, true);
 	ASSERT_EQ(e2e_count(&r.traces[0], "kernel", "work(float*)"), 1);
 	ASSERT_EQ(e2e_count(&r.traces[0], "kernel", NULL), 1);
 	e2e_free(&r);
@@ -539,14 +541,12 @@ TEST(preload_cupti_handed_over)
 	const char *argv[] = {proc_build_path("test/apps/cupti-tool"), NULL};
 	struct e2e_run r;
 
-	e2e_run(&r, argv, e2e_cupti(true), NULL, true);
-	ASSERT_EQ(r.res.status, 0);
+	run_ok(&r, argv, true, NULL, 1);
 	/* 4 launches in each of steps 4-7 */
 	ASSERT_STR_EQ(r.res.out, "cupti-tool: subscribe 0, 16 kernels\n");
 	ASSERT_EQ(text_lines(r.res.err, "gprof: collector: "), 1);
 	ASSERT_STR_CONTAINS(r.res.err, "subscribed to CUPTI (torch.profiler, Nsight?): libgprof "
 				       "handed it over");
-	ASSERT_EQ(r.n_traces, 1);
 	ASSERT_EQ(e2e_count(&r.traces[0], "kernel", NULL), 8);
 	ASSERT_EQ(e2e_count(&r.traces[0], "ac2g", NULL), 2 * 8);
 	ASSERT_EQ(e2e_count(&r.traces[0], "cuda_runtime", "cudaLaunchKernel"), 12);
