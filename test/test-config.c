@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -345,6 +346,22 @@ TEST(config_value_forms)
 		const char *entry;
 		unsigned threads;
 	} threads[] = {{"GPROF_WRITER_THREADS=0", 0}, {"GPROF_WRITER_THREADS=16", 16}};
+	static const struct {
+		const char *entry;
+		size_t field; /* where the string it sets is in struct gprof_config */
+		const char *want;
+	} strs[] = {
+	    {"GPROF_OUTPUT=/data/%h/%p_%r_%q{SLURM_JOB_ID}_100%%",
+	     offsetof(struct gprof_config, output), "/data/%h/%p_%r_%q{SLURM_JOB_ID}_100%%"},
+	    {"GPROF_SUMMARY=off", offsetof(struct gprof_config, summary), "off"},
+	    {"GPROF_SUMMARY=logs/summary.txt", offsetof(struct gprof_config, summary),
+	     "logs/summary.txt"},
+	    {"GPROF_CUPTI_LIB=auto", offsetof(struct gprof_config, cupti_lib), ""},
+	    {"GPROF_CUPTI_LIB=/opt/cuda/lib64/libcupti.so.13",
+	     offsetof(struct gprof_config, cupti_lib), "/opt/cuda/lib64/libcupti.so.13"},
+	    {"GPROF_STEP_MARKER=train step", offsetof(struct gprof_config, step_marker),
+	     "train step"},
+	};
 	struct run r;
 
 	for (size_t i = 0; i < ARRAY_SIZE(threads); i++) {
@@ -360,19 +377,13 @@ TEST(config_value_forms)
 			       (int)r.cfg.buffer_mb == nums[i].buffer_mb,
 			   "%s", nums[i].entry);
 	}
-	load1(&r, "GPROF_OUTPUT=/data/%h/%p_%r_%q{SLURM_JOB_ID}_100%%");
-	assert_ok_silent(&r, "output");
-	ASSERT_STR_EQ(r.cfg.output, "/data/%h/%p_%r_%q{SLURM_JOB_ID}_100%%");
-	load1(&r, "GPROF_SUMMARY=off");
-	ASSERT_STR_EQ(r.cfg.summary, "off");
-	load1(&r, "GPROF_SUMMARY=logs/summary.txt");
-	ASSERT_STR_EQ(r.cfg.summary, "logs/summary.txt");
-	load1(&r, "GPROF_CUPTI_LIB=auto");
-	ASSERT_STR_EQ(r.cfg.cupti_lib, "");
-	load1(&r, "GPROF_CUPTI_LIB=/opt/cuda/lib64/libcupti.so.13");
-	ASSERT_STR_EQ(r.cfg.cupti_lib, "/opt/cuda/lib64/libcupti.so.13");
-	load1(&r, "GPROF_STEP_MARKER=train step");
-	ASSERT_STR_EQ(r.cfg.step_marker, "train step");
+	for (size_t i = 0; i < ARRAY_SIZE(strs); i++) {
+		const char *got = (const char *)&r.cfg + strs[i].field;
+
+		load1(&r, strs[i].entry);
+		assert_ok_silent(&r, strs[i].entry);
+		ASSERT_MSG(!strcmp(got, strs[i].want), "%s: \"%s\"", strs[i].entry, got);
+	}
 	load1(&r, "GPROF_DISABLE=0");
 	assert_ok_silent(&r, "GPROF_DISABLE=0");
 	ASSERT(!r.cfg.disable);
