@@ -433,6 +433,15 @@ static void load_file(struct run *r, const char *text, const char *e1, const cha
 	unlink(path);
 }
 
+/* Loads with the one entry GPROF_CONFIG=path. */
+static void load_config(struct run *r, const char *path)
+{
+	char entry[64 + PATH_MAX];
+
+	snprintf(entry, sizeof(entry), "GPROF_CONFIG=%s", path);
+	load1(r, entry);
+}
+
 static void assert_no_leak(void)
 {
 	if (__lsan_do_recoverable_leak_check)
@@ -535,8 +544,7 @@ TEST(config_file_bad_values)
 
 TEST(config_file_unreadable)
 {
-	char dir[] = P_tmpdir "/gprof-test-cfgdir-XXXXXX", entry[64];
-	char *env[] = {entry, NULL};
+	char dir[] = P_tmpdir "/gprof-test-cfgdir-XXXXXX";
 	struct run r;
 
 	load1(&r, "GPROF_CONFIG=/nonexistent-gprof-dir/config.json");
@@ -545,8 +553,7 @@ TEST(config_file_unreadable)
 	ASSERT_STR_CONTAINS(r.out, "No such file or directory");
 
 	ASSERT(mkdtemp(dir));
-	snprintf(entry, sizeof(entry), "GPROF_CONFIG=%s", dir);
-	load(&r, env);
+	load_config(&r, dir);
 	rmdir(dir);
 	ASSERT_REJECTED(&r, "GPROF_CONFIG", "directory");
 	ASSERT_STR_CONTAINS(r.out, "a directory, not a regular file");
@@ -556,14 +563,14 @@ TEST(config_file_unreadable)
 /* GPROF_CONFIG naming a pipe (of the load's own process: /proc/self/fd/N) that holds text. */
 static void load_pipe(struct run *r, int fds[2], const char *text, bool close_writer)
 {
-	char entry[64];
+	char path[64];
 
 	ASSERT_EQ(pipe(fds), 0);
 	ASSERT_EQ(write(fds[1], text, strlen(text)), (ssize_t)strlen(text));
 	if (close_writer)
 		close(fds[1]);
-	snprintf(entry, sizeof(entry), "GPROF_CONFIG=/proc/self/fd/%d", fds[0]);
-	load1(r, entry);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fds[0]);
+	load_config(r, path);
 }
 
 /* The pipe still holds all of text: nothing was read from it. */
@@ -584,16 +591,16 @@ static void assert_unread(int fd, const char *text)
 TEST(config_file_not_regular)
 {
 	static const char object[] = "{\"schedule\": \"all\"}";
-	char dir[] = P_tmpdir "/gprof-test-cfgfifo-XXXXXX", entry[128], big[64];
+	char dir[] = P_tmpdir "/gprof-test-cfgfifo-XXXXXX", fifo[128], big[64];
 	int fds[2], saved_stdin;
 	struct run r;
 	FILE *f;
 
 	ASSERT(mkdtemp(dir));
-	snprintf(entry, sizeof(entry), "GPROF_CONFIG=%s/fifo", dir);
-	ASSERT_EQ(mkfifo(entry + strlen("GPROF_CONFIG="), 0600), 0);
-	load1(&r, entry); /* the old code blocked here in fopen until the test's timeout */
-	unlink(entry + strlen("GPROF_CONFIG="));
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	ASSERT_EQ(mkfifo(fifo, 0600), 0);
+	load_config(&r, fifo); /* the old code blocked here in fopen until the test's timeout */
+	unlink(fifo);
 	rmdir(dir);
 	ASSERT_REJECTED(&r, "GPROF_CONFIG", "FIFO");
 	ASSERT_STR_CONTAINS(r.out, "a pipe or FIFO");
@@ -626,8 +633,7 @@ TEST(config_file_not_regular)
 	ASSERT(f);
 	fprintf(f, "{\"schedule\": \"all\"%*s}", 1 << 20, "");
 	fclose(f);
-	snprintf(entry, sizeof(entry), "GPROF_CONFIG=%s", big);
-	load1(&r, entry);
+	load_config(&r, big);
 	unlink(big);
 	ASSERT_REJECTED(&r, "GPROF_CONFIG", "over 1 MiB");
 	ASSERT_STR_CONTAINS(r.out, "more than the 1048576");
