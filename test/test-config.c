@@ -501,12 +501,29 @@ TEST(config_file_env_overrides)
 	ASSERT(!strstr(r.out, "(from"));
 }
 
+/* A GPROF_CONFIG file's text, the variable its rejection names, and a part of the line. */
+struct file_reject {
+	const char *json, *var, *hint;
+};
+
+/* Loads a file holding each row's text: each is rejected under its variable, with its hint. */
+static void check_file_rejects(const struct file_reject *t, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct run r;
+
+		load_file(&r, t[i].json, NULL, NULL);
+		ASSERT_REJECTED(&r, t[i].var, t[i].json);
+		ASSERT_MSG(strstr(r.out, t[i].hint), "%s: no \"%s\" in \"%s\"", t[i].json,
+			   t[i].hint, r.out);
+	}
+	assert_no_leak();
+}
+
 /* The file's bad values are reported as their variable "(from <path>)". */
 TEST(config_file_bad_values)
 {
-	static const struct {
-		const char *json, *var, *hint;
-	} t[] = {
+	static const struct file_reject t[] = {
 	    {"{\"gzip_level\": 12}", "GPROF_GZIP_LEVEL", "'12' (from " P_tmpdir "/gprof-test-cfg-"},
 	    {"{\"gzip_level\": \"12\"}", "GPROF_GZIP_LEVEL", "'12' (from "},
 	    {"{\"gzip_level\": -1}", "GPROF_GZIP_LEVEL", "'-1' (from "},
@@ -531,15 +548,7 @@ TEST(config_file_bad_values)
 	    {"{\"log\": \"info\", \"bogus\": 1}", "GPROF_CONFIG", "'bogus'"},
 	};
 
-	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
-		struct run r;
-
-		load_file(&r, t[i].json, NULL, NULL);
-		ASSERT_REJECTED(&r, t[i].var, t[i].json);
-		ASSERT_MSG(strstr(r.out, t[i].hint), "%s: no \"%s\" in \"%s\"", t[i].json,
-			   t[i].hint, r.out);
-	}
-	assert_no_leak();
+	check_file_rejects(t, ARRAY_SIZE(t));
 }
 
 TEST(config_file_unreadable)
@@ -642,29 +651,19 @@ TEST(config_file_not_regular)
 
 TEST(config_file_malformed)
 {
-	static const struct {
-		const char *json, *hint;
-	} t[] = {
+	static const struct file_reject t[] = {
 	    /* The stray '}' is the first character of line 4. */
-	    {"{\n  \"gzip_level\": 3,\n  \"log\": \n}\n", "line 4, column 1"},
-	    {"{\"log\": \"info\",}", "line 1"},
-	    {"{\"log\": \"info\", \"log\": \"warn\"}", "duplicate"},
-	    {"", "malformed"},
-	    {"{\"log\": \"in\x01fo\"}", "malformed"},
-	    {"[\"log\", \"info\"]", "an array, not an object"},
-	    {"\"log=info\"", "a string, not an object"},
-	    {"3", "an integer, not an object"},
+	    {"{\n  \"gzip_level\": 3,\n  \"log\": \n}\n", "GPROF_CONFIG", "line 4, column 1"},
+	    {"{\"log\": \"info\",}", "GPROF_CONFIG", "line 1"},
+	    {"{\"log\": \"info\", \"log\": \"warn\"}", "GPROF_CONFIG", "duplicate"},
+	    {"", "GPROF_CONFIG", "malformed"},
+	    {"{\"log\": \"in\x01fo\"}", "GPROF_CONFIG", "malformed"},
+	    {"[\"log\", \"info\"]", "GPROF_CONFIG", "an array, not an object"},
+	    {"\"log=info\"", "GPROF_CONFIG", "a string, not an object"},
+	    {"3", "GPROF_CONFIG", "an integer, not an object"},
 	};
 
-	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
-		struct run r;
-
-		load_file(&r, t[i].json, NULL, NULL);
-		ASSERT_REJECTED(&r, "GPROF_CONFIG", t[i].json);
-		ASSERT_MSG(strstr(r.out, t[i].hint), "%s: no \"%s\" in \"%s\"", t[i].json,
-			   t[i].hint, r.out);
-	}
-	assert_no_leak();
+	check_file_rejects(t, ARRAY_SIZE(t));
 }
 
 /* GPROF_DISABLE=1 wins over every error and silences every message. */
