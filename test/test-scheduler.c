@@ -488,28 +488,53 @@ TEST(sched_stepper_threads)
 	free(log);
 }
 
+/*
+ * Under `all`, started at 500: a marker at 2000 on thread 100, then one at `second` on thread
+ * 101, then the exit at 3000 on thread exit_tid (gprof_stepper_finish_on), or by
+ * gprof_stepper_finish where exit_tid is -1.
+ */
+struct two_marks {
+	const char *what;
+	uint64_t second;
+	pid_t exit_tid;
+	const struct gprof_sched_event *events;
+	size_t n_events;
+};
+
+/* Runs c, which must leave the stepper DONE: 0 if c's events came, else 1 (and says where). */
+static int run_two_marks(const struct two_marks *c)
+{
+	static const struct gprof_schedule all = {.all = true};
+	struct gprof_stepper st;
+	struct event_log *log = start_logged(&st, &all);
+	int bad;
+
+	gprof_stepper_start(&st, 500);
+	gprof_stepper_mark(&st, 2000, 100);
+	gprof_stepper_mark(&st, c->second, 101);
+	if (c->exit_tid < 0)
+		gprof_stepper_finish(&st, 3000);
+	else
+		gprof_stepper_finish_on(&st, 3000, c->exit_tid);
+	ASSERT_EQ(gprof_stepper_phase(&st), GPROF_PHASE_DONE);
+	bad = compare_events(c->what, c->events, c->n_events, log);
+	gprof_stepper_destroy(&st);
+	free(log);
+	return bad;
+}
+
 /* A marker whose timestamp is older than the last one seen gets the latest time instead. */
 TEST(sched_stepper_time_never_runs_backwards)
 {
-	static const struct gprof_sched_event want[] = {
-	    EW(0, 0, 500),
-	    EA(0, 0, 500),
-	    ESK(0, 0, 2000, 2000),
-	    ESK(0, 1, 2000, 3000),
-	    ESAVE(0, 0, 1, 2, 500, 3000),
+	const struct two_marks clamp = {
+	    .what = "clamp",
+	    .second = 1000,
+	    .exit_tid = -1,
+	    EVENTS(EW(0, 0, 500), EA(0, 0, 500), ESK(0, 0, 2000, 2000), ESK(0, 1, 2000, 3000),
+		   ESAVE(0, 0, 1, 2, 500, 3000)),
 	};
-	struct event_log *log;
-	struct gprof_stepper st;
-	struct gprof_schedule all = {.all = true};
 
-	log = start_logged(&st, &all);
-	gprof_stepper_start(&st, 500);
-	gprof_stepper_mark(&st, 2000, 100);
-	gprof_stepper_mark(&st, 1000, 101);
-	gprof_stepper_finish(&st, 3000);
-	ASSERT_EQ(compare_events("clamp", want, ARRAY_SIZE(want), log), 0);
-	gprof_stepper_destroy(&st);
-	free(log);
+	ASSERT_EQ(run_two_marks(&clamp), 0);
 }
 
 /*
@@ -519,37 +544,24 @@ TEST(sched_stepper_time_never_runs_backwards)
  */
 TEST(sched_stepper_finish_on_thread)
 {
-	static const struct gprof_sched_event other[] = {
-	    EW(0, 0, 500),
-	    EA(0, 0, 500),
-	    ESK(0, 0, 2000, 2500),
-	    ESAVE(0, 0, 0, 1, 500, 3000),
+	const struct two_marks cases[] = {
+	    {
+		.what = "other",
+		.second = 2500,
+		.exit_tid = 7,
+		EVENTS(EW(0, 0, 500), EA(0, 0, 500), ESK(0, 0, 2000, 2500),
+		       ESAVE(0, 0, 0, 1, 500, 3000)),
+	    },
+	    {
+		.what = "same",
+		.second = 2500,
+		.exit_tid = 101,
+		EVENTS(EW(0, 0, 500), EA(0, 0, 500), ESK(0, 0, 2000, 2500), ESK(0, 1, 2500, 3000),
+		       ESAVE(0, 0, 1, 2, 500, 3000)),
+	    },
 	};
-	static const struct gprof_sched_event same[] = {
-	    EW(0, 0, 500),
-	    EA(0, 0, 500),
-	    ESK(0, 0, 2000, 2500),
-	    ESK(0, 1, 2500, 3000),
-	    ESAVE(0, 0, 1, 2, 500, 3000),
-	};
-	struct gprof_schedule all = {.all = true};
 
-	for (int own = 0; own < 2; own++) {
-		struct event_log *log;
-		struct gprof_stepper st;
-
-		log = start_logged(&st, &all);
-		gprof_stepper_start(&st, 500);
-		gprof_stepper_mark(&st, 2000, 100);
-		gprof_stepper_mark(&st, 2500, 101);
-		gprof_stepper_finish_on(&st, 3000, own ? 101 : 7);
-		ASSERT_EQ(gprof_stepper_phase(&st), GPROF_PHASE_DONE);
-		ASSERT_EQ(own ? compare_events("same", same, ARRAY_SIZE(same), log)
-			      : compare_events("other", other, ARRAY_SIZE(other), log),
-			  0);
-		gprof_stepper_destroy(&st);
-		free(log);
-	}
+	ASSERT_ROWS(cases, run_two_marks);
 }
 
 /*
