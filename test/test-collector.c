@@ -117,6 +117,13 @@ TEST(collector_api_names)
 	gprof_coll_names_use(NULL);
 }
 
+/* Translates rec, a CUPTI record of any layout, into r; returns r's class. */
+static enum gprof_coll_class translate(const void *rec, struct gprof_coll_rec *r)
+{
+	gprof_coll_translate(rec, r);
+	return r->cls;
+}
+
 static bool have_demangler(void)
 {
 	return dlsym(RTLD_DEFAULT, "__cxa_demangle") != NULL;
@@ -136,8 +143,7 @@ TEST(collector_translate_api)
 	};
 	struct gprof_coll_rec r;
 
-	gprof_coll_translate((CUpti_Activity *)&a, &r);
-	ASSERT_EQ(r.cls, GPROF_COLL_API);
+	ASSERT_EQ(translate(&a, &r), GPROF_COLL_API);
 	ASSERT_EQ(r.ev.kind, GPROF_EXPORT_RUNTIME);
 	ASSERT_EQ(r.ev.ts_ns, 1000);
 	ASSERT_EQ(r.ev.dur_ns, 500);
@@ -153,7 +159,7 @@ TEST(collector_translate_api)
 
 	/* A failed launch queues nothing; a driver call is a DRIVER event. */
 	a.returnValue = 98;
-	gprof_coll_translate((CUpti_Activity *)&a, &r);
+	translate(&a, &r);
 	ASSERT_EQ(r.launches, 0);
 	ASSERT_EQ(r.ev.u.api.result, 98);
 	a = (CUpti_ActivityAPI){.kind = CUPTI_ACTIVITY_KIND_DRIVER,
@@ -161,15 +167,14 @@ TEST(collector_translate_api)
 				.start = 7,
 				.end = 9,
 				.correlationId = 6};
-	gprof_coll_translate((CUpti_Activity *)&a, &r);
+	translate(&a, &r);
 	ASSERT_EQ(r.ev.kind, GPROF_EXPORT_DRIVER);
 	ASSERT(r.ev.name == S("cuLaunchKernelEx"));
 	ASSERT_EQ(r.ev.u.api.cbid, 652);
 
 	/* Untimed records are skipped. */
 	a.start = 0;
-	gprof_coll_translate((CUpti_Activity *)&a, &r);
-	ASSERT_EQ(r.cls, GPROF_COLL_UNTIMED);
+	ASSERT_EQ(translate(&a, &r), GPROF_COLL_UNTIMED);
 }
 
 TEST(collector_translate_kernel)
@@ -198,8 +203,7 @@ TEST(collector_translate_kernel)
 	struct gprof_coll_rec r;
 
 	for (int pass = 0; pass < 2; pass++) {
-		gprof_coll_translate((CUpti_Activity *)&k, &r);
-		ASSERT_EQ(r.cls, GPROF_COLL_GPU);
+		ASSERT_EQ(translate(&k, &r), GPROF_COLL_GPU);
 		ASSERT_EQ(r.ev.kind, GPROF_EXPORT_KERNEL);
 		ASSERT(r.ev.name == S(name));
 		ASSERT_EQ(r.ev.ts_ns, 2000);
@@ -220,13 +224,12 @@ TEST(collector_translate_kernel)
 	}
 	/* A name that is not mangled stays as it is; each distinct name is made once. */
 	k.name = "triton_poi_fused_add_0";
-	gprof_coll_translate((CUpti_Activity *)&k, &r);
+	translate(&k, &r);
 	ASSERT(r.ev.name == S("triton_poi_fused_add_0"));
 	ASSERT(gprof_coll_kernel_name("triton_poi_fused_add_0") == r.ev.name);
 	ASSERT(gprof_coll_kernel_name(NULL) == S(""));
 	k.end = 0;
-	gprof_coll_translate((CUpti_Activity *)&k, &r);
-	ASSERT_EQ(r.cls, GPROF_COLL_UNTIMED);
+	ASSERT_EQ(translate(&k, &r), GPROF_COLL_UNTIMED);
 }
 
 TEST(collector_translate_copies_and_memory)
@@ -265,8 +268,7 @@ TEST(collector_translate_copies_and_memory)
 	CUpti_ActivityExternalCorrelation x = {.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
 	struct gprof_coll_rec r;
 
-	gprof_coll_translate((CUpti_Activity *)&c, &r);
-	ASSERT_EQ(r.cls, GPROF_COLL_GPU);
+	ASSERT_EQ(translate(&c, &r), GPROF_COLL_GPU);
 	ASSERT_EQ(r.ev.kind, GPROF_EXPORT_MEMCPY);
 	ASSERT_EQ(r.ev.u.copy.copy_kind, GPROF_COPY_DTOH);
 	ASSERT_EQ(r.ev.u.copy.src_kind, GPROF_MEM_DEVICE);
@@ -277,33 +279,28 @@ TEST(collector_translate_copies_and_memory)
 	ASSERT_EQ(r.ev.dur_ns, 20);
 	ASSERT_EQ(r.ev.correlation, 3);
 
-	gprof_coll_translate((CUpti_Activity *)&s, &r);
+	translate(&s, &r);
 	ASSERT_EQ(r.ev.kind, GPROF_EXPORT_MEMSET);
 	ASSERT_EQ(r.ev.u.copy.dst_kind, GPROF_MEM_DEVICE);
 	ASSERT_EQ(r.ev.u.copy.bytes, 128);
 	ASSERT_EQ(r.ev.stream, 14);
 
-	gprof_coll_translate((CUpti_Activity *)&m, &r);
-	ASSERT_EQ(r.cls, GPROF_COLL_MEMORY);
+	ASSERT_EQ(translate(&m, &r), GPROF_COLL_MEMORY);
 	ASSERT_EQ(r.delta, 1 << 20);
 	ASSERT_EQ(r.address, 0x7f0000001000);
 	ASSERT_EQ(r.ev.device, 2);
 	ASSERT_EQ(r.ev.ts_ns, 50);
 	m.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
-	gprof_coll_translate((CUpti_Activity *)&m, &r);
+	translate(&m, &r);
 	ASSERT_EQ(r.delta, -(1 << 20));
 	/* Pinned host memory is not the GPU's; untimed records are skipped. */
 	m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
-	gprof_coll_translate((CUpti_Activity *)&m, &r);
-	ASSERT_EQ(r.cls, GPROF_COLL_OTHER);
+	ASSERT_EQ(translate(&m, &r), GPROF_COLL_OTHER);
 	m.timestamp = 0;
-	gprof_coll_translate((CUpti_Activity *)&m, &r);
-	ASSERT_EQ(r.cls, GPROF_COLL_UNTIMED);
+	ASSERT_EQ(translate(&m, &r), GPROF_COLL_UNTIMED);
 	c.start = 0;
-	gprof_coll_translate((CUpti_Activity *)&c, &r);
-	ASSERT_EQ(r.cls, GPROF_COLL_UNTIMED);
-	gprof_coll_translate((CUpti_Activity *)&x, &r);
-	ASSERT_EQ(r.cls, GPROF_COLL_OTHER);
+	ASSERT_EQ(translate(&c, &r), GPROF_COLL_UNTIMED);
+	ASSERT_EQ(translate(&x, &r), GPROF_COLL_OTHER);
 }
 
 /*
@@ -351,7 +348,7 @@ TEST(collector_kind_tables)
 	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
 		memset(&buf, 0, sizeof(buf));
 		buf.rec.kind = kinds[i].kind;
-		gprof_coll_translate(&buf.rec, &r);
+		translate(&buf.rec, &r);
 		ASSERT_MSG(r.cls != GPROF_COLL_UNKNOWN, "CUPTI kind %s has no decoder",
 			   kinds[i].name);
 		/* A kind gives only what it is enabled for. */
@@ -367,8 +364,7 @@ TEST(collector_kind_tables)
 	/* A kind without a row is ignored, not guessed at. */
 	memset(&buf, 0, sizeof(buf));
 	buf.rec.kind = CUPTI_ACTIVITY_KIND_MARKER;
-	gprof_coll_translate(&buf.rec, &r);
-	ASSERT_EQ(r.cls, GPROF_COLL_UNKNOWN);
+	ASSERT_EQ(translate(&buf.rec, &r), GPROF_COLL_UNKNOWN);
 }
 
 /* libgprof's own external correlation kind only, and the ids it gives API and GPU events. */
@@ -385,23 +381,19 @@ TEST(collector_translate_external)
 	struct gprof_export_event copy = {.kind = GPROF_EXPORT_MEMCPY, .correlation = 10};
 	struct gprof_coll_rec r;
 
-	gprof_coll_translate((CUpti_Activity *)&x, &r);
-	ASSERT_EQ(r.cls, GPROF_COLL_EXTERNAL);
+	ASSERT_EQ(translate(&x, &r), GPROF_COLL_EXTERNAL);
 	ASSERT_EQ(r.ev.correlation, 9);
 	ASSERT_EQ(r.external, 7);
 	x.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0; /* Kineto's */
-	gprof_coll_translate((CUpti_Activity *)&x, &r);
-	ASSERT_EQ(r.cls, GPROF_COLL_OTHER);
+	ASSERT_EQ(translate(&x, &r), GPROF_COLL_OTHER);
 	x.externalKind = GPROF_COLL_EXTERNAL_KIND;
 	x.externalId = 0;
-	gprof_coll_translate((CUpti_Activity *)&x, &r);
-	ASSERT_EQ(r.cls, GPROF_COLL_OTHER);
+	ASSERT_EQ(translate(&x, &r), GPROF_COLL_OTHER);
 
 	/* a user annotation's kind, on a stack of its own */
 	x.externalKind = GPROF_COLL_ANNOTATION_KIND;
 	x.externalId = 5;
-	gprof_coll_translate((CUpti_Activity *)&x, &r);
-	ASSERT_EQ(r.cls, GPROF_COLL_EXTERNAL);
+	ASSERT_EQ(translate(&x, &r), GPROF_COLL_EXTERNAL);
 	ASSERT(r.annotation);
 	ASSERT_EQ(r.external, 5);
 
@@ -989,8 +981,7 @@ TEST(collector_api_pack_roundtrip)
 		struct gprof_export_event ev;
 		struct gprof_coll_rec r;
 
-		gprof_coll_translate((const CUpti_Activity *)&recs[i], &r);
-		ASSERT_EQ(r.cls, GPROF_COLL_API);
+		ASSERT_EQ(translate(&recs[i], &r), GPROF_COLL_API);
 		r.ev.tid = 31337; /* attribution names the thread before it holds the launch */
 		gprof_coll_api_pack(&r.ev, &held);
 		memset(&ev, 0xa5, sizeof(ev));
