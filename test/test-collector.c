@@ -614,6 +614,22 @@ static uint32_t open_window(char *dir, unsigned acts, uint64_t begin_ns)
 	return id;
 }
 
+/* Releases window id and loads its file, written within wait_ms, from dir into t. */
+static void window_trace(uint32_t id, unsigned wait_ms, const char *dir, struct trace *t)
+{
+	gprof_export_window_release(id);
+	ASSERT_EQ(gprof_export_window_wait(id, wait_ms), 0);
+	load_only_trace(dir, t);
+}
+
+/* After window_trace: frees t, shuts the export down and removes dir. */
+static void window_done(const char *dir, struct trace *t)
+{
+	trace_free(t);
+	gprof_export_shutdown(5000);
+	rmdir(dir);
+}
+
 TEST(collector_attribution)
 {
 	const uint64_t begin = T0 + 1000000, end = T0 + 9000000;
@@ -648,9 +664,7 @@ TEST(collector_attribution)
 	ASSERT_EQ(w->pending, 1);
 	gprof_coll_attrib_finish(w);
 	ASSERT_EQ(w->unlinked, 1); /* k14 */
-	gprof_export_window_release(id);
-	ASSERT_EQ(gprof_export_window_wait(id, 20000), 0);
-	load_only_trace(dir, &t);
+	window_trace(id, 20000, dir, &t);
 
 	/* Linked pairs, each once, both ways round. */
 	for (long long c = 10; c <= 11; c++) {
@@ -673,9 +687,7 @@ TEST(collector_attribution)
 	}
 	ASSERT_EQ(tid_of(&t, 10), 4242);
 	ASSERT_EQ(tid_of(&t, 12), 777);
-	trace_free(&t);
-	gprof_export_shutdown(5000);
-	rmdir(dir);
+	window_done(dir, &t);
 }
 
 /*
@@ -699,14 +711,10 @@ TEST(collector_system_tids)
 
 	walk(&host);
 	gprof_coll_attrib_finish(w);
-	gprof_export_window_release(id);
-	ASSERT_EQ(gprof_export_window_wait(id, 20000), 0);
-	load_only_trace(dir, &t);
+	window_trace(id, 20000, dir, &t);
 	ASSERT_EQ(count_with(&t, "X", "cuda_runtime", 12), 1);
 	ASSERT_EQ(tid_of(&t, 12), (long long)a12.threadId);
-	trace_free(&t);
-	gprof_export_shutdown(5000);
-	rmdir(dir);
+	window_done(dir, &t);
 }
 
 /*
@@ -742,17 +750,13 @@ TEST(collector_own_calls_and_orphans)
 	gprof_collector_own_calls(false);
 	gprof_coll_attrib_finish(w);
 	ASSERT_EQ(w->unlinked, 0);
-	gprof_export_window_release(id);
-	ASSERT_EQ(gprof_export_window_wait(id, 20000), 0);
-	load_only_trace(dir, &t);
+	window_trace(id, 20000, dir, &t);
 	ASSERT_EQ(count_with(&t, "X", "cuda_runtime", 21), 0);
 	ASSERT_EQ(count_with(&t, "X", "cuda_runtime", 22), 1);
 	ASSERT_EQ(count_with(&t, "X", "cuda_runtime", 23), 0);
 	ASSERT_EQ(count_with(&t, "X", "kernel", 5), 0);
 	ASSERT_EQ(e2e_count(&t, "gpu_earlier", "k"), 1);
-	trace_free(&t);
-	gprof_export_shutdown(5000);
-	rmdir(dir);
+	window_done(dir, &t);
 }
 
 static CUpti_ActivitySynchronization2 sync_rec(CUpti_ActivitySynchronizationType type,
@@ -840,9 +844,7 @@ TEST(collector_syncs)
 	walk(&later);
 	w->end_ns = begin + 1000;
 	gprof_coll_attrib_finish(w);
-	gprof_export_window_release(id);
-	ASSERT_EQ(gprof_export_window_wait(id, 20000), 0);
-	load_only_trace(dir, &t);
+	window_trace(id, 20000, dir, &t);
 
 	ev = sync_of(&t, 41);
 	ASSERT_STR_EQ(trace_str(ev, "name"), "Stream Sync");
@@ -870,9 +872,7 @@ TEST(collector_syncs)
 	ASSERT_STR_EQ(trace_str(ev, "name"), "Context Sync");
 	ASSERT_EQ(arg_of(ev, "stream"), -1);
 	ASSERT_EQ(count_with(&t, "X", "cuda_sync", 46), 0); /* before the window */
-	trace_free(&t);
-	gprof_export_shutdown(5000);
-	rmdir(dir);
+	window_done(dir, &t);
 }
 
 static CUpti_ActivityMemory4 memory_rec(bool alloc, uint64_t ts)
@@ -923,9 +923,7 @@ static void memory_out_of_order(bool known)
 	walk(&allocs);
 	walk(&releases);
 	gprof_coll_attrib_finish(w);
-	gprof_export_window_release(id);
-	ASSERT_EQ(gprof_export_window_wait(id, 20000), 0);
-	load_only_trace(dir, &t);
+	window_trace(id, 20000, dir, &t);
 	json_array_foreach(t.events, i, ev)
 	{
 		long long at =
@@ -943,9 +941,7 @@ static void memory_out_of_order(bool known)
 	for (int k = 0; k < 5; k++)
 		ASSERT_MSG(got[k] == want[known][k], "at +%d00 %lld, not %lld", k, got[k],
 			   want[known][k]);
-	trace_free(&t);
-	gprof_export_shutdown(5000);
-	rmdir(dir);
+	window_done(dir, &t);
 }
 
 TEST(collector_memory_out_of_order)
@@ -1149,13 +1145,9 @@ static struct gprof_coll_win made_up_end(struct made_up *m, struct tally *by_cor
 
 	gprof_coll_attrib_finish(&gprof_coll.wins[0]);
 	got = gprof_coll.wins[0];
-	gprof_export_window_release(m->id);
-	ASSERT_EQ(gprof_export_window_wait(m->id, 60000), 0);
-	load_only_trace(m->dir, &t);
+	window_trace(m->id, 60000, m->dir, &t);
 	tally_trace(&t, by_corr, m->n);
-	trace_free(&t);
-	gprof_export_shutdown(5000);
-	rmdir(m->dir);
+	window_done(m->dir, &t);
 	free(m->a);
 	free(m->k);
 	free(m->recs);
