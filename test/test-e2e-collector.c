@@ -468,6 +468,20 @@ static void run_ok(struct e2e_run *r, const char *const *argv, bool cupti, const
 		   n_traces, r->res.err);
 }
 
+/*
+ * argv with env (e2e_run's extra) and the simulated CUPTI, once without libgprof and once
+ * under it: it prints the same and exits alike, and libgprof writes one trace.
+ */
+static void run_beside_plain(struct e2e_run *with, struct e2e_run *without, const char *const *argv,
+			     const char *const *env)
+{
+	e2e_run(without, argv, e2e_cupti(true), env, false);
+	e2e_run(with, argv, e2e_cupti(true), env, true);
+	ASSERT_EQ(with->res.status, without->res.status);
+	ASSERT_STR_EQ(with->res.out, without->res.out);
+	ASSERT_EQ(with->n_traces, 1);
+}
+
 TEST(e2e_collector_default_schedule)
 {
 	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "10", NULL};
@@ -1504,11 +1518,7 @@ TEST(e2e_collector_cupti_unavailable)
 		const char *env[] = {cases[c].env, NULL};
 		struct e2e_run with, without;
 
-		e2e_run(&without, argv, e2e_cupti(true), env, false);
-		e2e_run(&with, argv, e2e_cupti(true), env, true);
-		ASSERT_EQ(with.res.status, without.res.status);
-		ASSERT_STR_EQ(with.res.out, without.res.out);
-		ASSERT_EQ(with.n_traces, 1);
+		run_beside_plain(&with, &without, argv, env);
 		check_hooks_only(&with.traces[0]);
 		ASSERT_EQ(text_count(with.res.err, "gprof: "), 2); /* the reason, the trace */
 		ASSERT_EQ(text_count(with.res.err, "GPU activity is not recorded: "), 1);
@@ -1657,11 +1667,7 @@ TEST(e2e_collector_cupti_found_next_to_runtime)
 	ASSERT_GT(e2e_count(&r.traces[0], "kernel", NULL), 0);
 	e2e_free(&r);
 
-	e2e_run(&without, real_argv, e2e_cupti(true), real_env, false);
-	e2e_run(&r, real_argv, e2e_cupti(true), real_env, true);
-	ASSERT_EQ(r.res.status, without.res.status);
-	ASSERT_STR_EQ(r.res.out, without.res.out);
-	ASSERT_EQ(r.n_traces, 1);
+	run_beside_plain(&r, &without, real_argv, real_env);
 	ASSERT_STR_CONTAINS(cupti_status(&r.traces[0]), "not used: ");
 	ASSERT_EQ(text_count(r.res.err, "GPU activity is not recorded: "), 1);
 	e2e_free(&r);
