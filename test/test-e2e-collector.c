@@ -482,6 +482,16 @@ static void run_beside_plain(struct e2e_run *with, struct e2e_run *without, cons
 	ASSERT_EQ(with->n_traces, 1);
 }
 
+/* gprof-summary run on r's first trace file, its output in res; the run itself must work. */
+static void summary_tool(const struct e2e_run *r, struct proc_result *res)
+{
+	char path[PATH_MAX * 2];
+	const char *tool[] = {proc_build_path("gprof-summary"), path, NULL};
+
+	snprintf(path, sizeof(path), "%s/%s", r->dir, trace_str(r->traces[0].root, "traceName"));
+	ASSERT(proc_run(tool, NULL, 60, res) == 0);
+}
+
 TEST(e2e_collector_default_schedule)
 {
 	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "10", NULL};
@@ -702,8 +712,6 @@ TEST(e2e_collector_busy_cpu_ahead)
 	for (size_t c = 0; c < ARRAY_SIZE(late); c++) {
 		const char *argv[] = {
 		    proc_build_path("test/apps/steps-app"), "-s", "8", "-l", late[c], NULL};
-		char path[PATH_MAX * 2];
-		const char *tool[] = {proc_build_path("gprof-summary"), path, NULL};
 		struct proc_result again;
 		double step_lo[3], step_hi[3];
 		long long lo, hi, want;
@@ -713,9 +721,7 @@ TEST(e2e_collector_busy_cpu_ahead)
 		lo = step_time_ns(&r.traces[0], 2, false);
 		hi = step_time_ns(&r.traces[0], 4, true);
 		want = gt_busy_ns(r.gt, lo, hi, NULL);
-		snprintf(path, sizeof(path), "%s/%s", r.dir,
-			 trace_str(r.traces[0].root, "traceName"));
-		ASSERT(proc_run(tool, NULL, 60, &again) == 0);
+		summary_tool(&r, &again);
 		ASSERT_EQ(again.status, 0);
 		for (int k = 0; k < 2; k++) {
 			const char *text = k ? again.out : r.res.err;
@@ -884,8 +890,7 @@ TEST(e2e_collector_stream_ordered_pools)
 	for (size_t a = 0; a < 2 * ARRAY_SIZE(apps); a++) {
 		const char *argv[] = {proc_build_path(apps[a / 2]), "6", NULL};
 		long long base, from = -1, peak = 0;
-		char line[96], path[PATH_MAX * 2];
-		const char *tool[] = {proc_build_path("gprof-summary"), path, NULL};
+		char line[96];
 		struct proc_result again;
 		struct e2e_run r;
 		size_t i;
@@ -915,9 +920,7 @@ TEST(e2e_collector_stream_ordered_pools)
 			 (double)peak / (1 << 20));
 		ASSERT_STR_CONTAINS(r.res.err, line);
 		/* gprof-summary reads the same from the file */
-		snprintf(path, sizeof(path), "%s/%s", r.dir,
-			 trace_str(r.traces[0].root, "traceName"));
-		ASSERT(proc_run(tool, NULL, 60, &again) == 0);
+		summary_tool(&r, &again);
 		ASSERT_MSG(again.status == 0 && strstr(again.out, line), "%s", again.out);
 		proc_result_free(&again);
 		e2e_free(&r);
