@@ -1818,16 +1818,15 @@ TEST(e2e_collector_gpu_annotations)
 	json_array_foreach(r.traces[0].events, i, ev)
 	{
 		const json_t *args = json_object_get(ev, "args");
-		long long ts =
-		    base + (long long)(json_number_value(json_object_get(ev, "ts")) * 1000 + 0.5);
+		long long ts = base + ts_ns(ev, "ts");
 
 		if (strcmp(trace_str(ev, "cat"), "gpu_user_annotation"))
 			continue;
 		ASSERT_LT(n_got, WANT + 1);
 		ASSERT(json_integer_value(json_object_get(args, "External id")) > 0);
-		got[n_got++] = (struct gpu_span){
-		    trace_str(ev, "name"), json_integer_value(json_object_get(ev, "tid")), ts,
-		    ts + (long long)(json_number_value(json_object_get(ev, "dur")) * 1000 + 0.5)};
+		got[n_got++] = (struct gpu_span){trace_str(ev, "name"),
+						 json_integer_value(json_object_get(ev, "tid")), ts,
+						 ts + ts_ns(ev, "dur")};
 	}
 	ASSERT_EQ(n_got, WANT);
 	for (int w = 0; w < WANT; w++) {
@@ -1905,17 +1904,14 @@ TEST(e2e_collector_sync_events)
 		{
 			const json_t *ev = sync_event(&r.traces[0], gtlog_int(g, "corr"));
 			const char *name = NULL;
-			double ts = json_number_value(json_object_get(ev, "ts"));
 
 			for (size_t k = 0; k < ARRAY_SIZE(kinds); k++)
 				if (!strcmp(gtlog_str(g, "kind"), kinds[k][0]))
 					name = kinds[k][1];
 			ASSERT_STR_EQ(trace_str(ev, "name"), name);
 			ASSERT_EQ(e2e_arg_int(ev, "stream"), gtlog_int(g, "stream"));
-			ASSERT_EQ(base + (long long)(ts * 1000 + 0.5), gtlog_int(g, "start"));
-			ASSERT_EQ(
-			    (long long)(json_number_value(json_object_get(ev, "dur")) * 1000 + 0.5),
-			    gtlog_int(g, "end") - gtlog_int(g, "start"));
+			ASSERT_EQ(base + ts_ns(ev, "ts"), gtlog_int(g, "start"));
+			ASSERT_EQ(ts_ns(ev, "dur"), gtlog_int(g, "end") - gtlog_int(g, "start"));
 			if (gtlog_int(g, "event_record_corr") < 0)
 				continue;
 			ASSERT_EQ(e2e_arg_int(ev, "wait_on_cuda_event_record_corr_id"),
