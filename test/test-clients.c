@@ -134,6 +134,19 @@ static void check_two_ranks(const char *script, struct e2e_run *r0, struct e2e_r
 					    r1->gt_path, NULL});
 }
 
+/*
+ * Two ranks' runs as one job's: rank 1's trace put into rank 0's folder, then each script's
+ * check of the two ranks (check_two_ranks); frees both runs.
+ */
+static void check_shared(const char *const *scripts, struct e2e_run *r0, struct e2e_run *r1)
+{
+	share_folder(r1, r0);
+	for (; *scripts; scripts++)
+		check_two_ranks(*scripts, r0, r1);
+	e2e_free(r0);
+	e2e_free(r1);
+}
+
 TEST(clients_hta_one_rank)
 {
 	struct e2e_run r;
@@ -149,10 +162,7 @@ TEST(clients_hta_two_ranks)
 
 	run_rank(&r0, 0, 2, "2", KERNELS, NULL);
 	run_rank(&r1, 1, 2, "2", LONG_RELU, NULL);
-	share_folder(&r1, &r0);
-	check_two_ranks("hta_check.py", &r0, &r1);
-	e2e_free(&r0);
-	e2e_free(&r1);
+	check_shared((const char *[]){"hta_check.py", NULL}, &r0, &r1);
 }
 
 /* Run B: one thread instead of two, and a relu four times as long. */
@@ -175,10 +185,7 @@ TEST(clients_tensorboard)
 	run_rank(&r0, 0, 2, "2", KERNELS, NULL);
 	run_client("tb_check.py", (const char *[]){r0.dir, trace_file(&r0), r0.gt_path, NULL});
 	run_rank(&r1, 1, 2, "1", LONG_RELU, NULL);
-	share_folder(&r1, &r0);
-	check_two_ranks("tb_check.py", &r0, &r1);
-	e2e_free(&r0);
-	e2e_free(&r1);
+	check_shared((const char *[]){"tb_check.py", NULL}, &r0, &r1);
 }
 
 /* Two ranks that call NCCL: the plugin's distributed view, and HTA's comm/comp overlap. */
@@ -188,11 +195,7 @@ TEST(clients_nccl_two_ranks)
 
 	run_nccl_rank(&r0, 0, "80000");
 	run_nccl_rank(&r1, 1, "60000");
-	share_folder(&r1, &r0);
-	check_two_ranks("tb_check.py", &r0, &r1);
-	check_two_ranks("hta_check.py", &r0, &r1);
-	e2e_free(&r0);
-	e2e_free(&r1);
+	check_shared((const char *[]){"tb_check.py", "hta_check.py", NULL}, &r0, &r1);
 }
 
 /*
