@@ -1,6 +1,8 @@
 /* libgprof's own memory (heap.h). */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,16 +12,25 @@
 #include "common/compiler.h"
 #include "common/heap.h"
 
+/* More than any heap gives, as malloc's own bound (PTRDIFF_MAX): ENOMEM. */
+static bool too_big(size_t n, size_t size)
+{
+	if (!size || n <= PTRDIFF_MAX / size)
+		return false;
+	errno = ENOMEM;
+	return true;
+}
+
 #if ASAN
 
 void *gprof_malloc(size_t n)
 {
-	return malloc(n);
+	return too_big(n, 1) ? NULL : malloc(n);
 }
 
 void *gprof_calloc(size_t n, size_t size)
 {
-	return calloc(n, size);
+	return too_big(n, size) ? NULL : calloc(n, size);
 }
 
 void *gprof_realloc(void *p, size_t n)
@@ -28,7 +39,7 @@ void *gprof_realloc(void *p, size_t n)
 		free(p);
 		return NULL;
 	}
-	return realloc(p, n);
+	return too_big(n, 1) ? NULL : realloc(p, n);
 }
 
 void gprof_free(void *p)
@@ -95,13 +106,11 @@ static void *map(size_t bytes)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-/* The whole mapping a large block of n bytes takes; 0 when that overflows. */
+/* The whole mapping a large block of n bytes (not too_big) takes. */
 static size_t large_bytes(size_t n)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 
-	if (n > SIZE_MAX - sizeof(struct head) - page)
-		return 0;
 	return (sizeof(struct head) + n + page - 1) / page * page;
 }
 
@@ -140,7 +149,7 @@ static void *small(size_t n)
 static void *large(size_t n)
 {
 	size_t bytes = large_bytes(n);
-	struct head *h = bytes ? map(bytes) : NULL;
+	struct head *h = map(bytes);
 
 	if (!h)
 		return NULL;
@@ -151,8 +160,11 @@ static void *large(size_t n)
 
 void *gprof_malloc(size_t n)
 {
-	void *p = n > SMALL_MAX ? large(n) : small(n);
+	void *p;
 
+	if (too_big(n, 1))
+		return NULL;
+	p = n > SMALL_MAX ? large(n) : small(n);
 	if (!p)
 		errno = ENOMEM;
 	return p;
@@ -162,10 +174,8 @@ void *gprof_calloc(size_t n, size_t size)
 {
 	void *p;
 
-	if (size && n > SIZE_MAX / size) {
-		errno = ENOMEM;
+	if (too_big(n, size))
 		return NULL;
-	}
 	p = gprof_malloc(n * size);
 	/* A large block is a new mapping: zeros already. */
 	if (p && n * size <= SMALL_MAX)
@@ -204,10 +214,12 @@ void *gprof_realloc(void *p, size_t n)
 	room = h->cls == LARGE ? h->bytes - sizeof(*h) : h->bytes;
 	if (n <= room)
 		return p;
+	if (too_big(n, 1))
+		return NULL;
 	if (h->cls == LARGE) {
 		size_t bytes = large_bytes(n);
 
-		q = bytes ? mremap(h, h->bytes, bytes, MREMAP_MAYMOVE) : MAP_FAILED;
+		q = mremap(h, h->bytes, bytes, MREMAP_MAYMOVE);
 		if (q == MAP_FAILED) {
 			errno = ENOMEM;
 			return NULL;
