@@ -27,10 +27,7 @@ static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
 			  ".visible .entry triton_red_fused_sum_1()\n{\n\tret;\n}\n";
 
 static struct {
-	CUresult (*init)(unsigned int);
-	CUresult (*device_get)(CUdevice *, int);
-	CUresult (*ctx_retain)(CUcontext *, CUdevice);
-	CUresult (*ctx_set)(CUcontext);
+	struct driver_start start;
 	CUresult (*module_load)(CUmodule *, const void *);
 	CUresult (*module_get_function)(CUfunction *, CUmodule, const char *);
 	CUresult (*module_unload)(CUmodule);
@@ -45,10 +42,6 @@ static struct {
 } cu;
 
 static const struct driver_entry entries[] = {
-    DRIVER_ENTRY(cu, "cuInit", init),
-    DRIVER_ENTRY(cu, "cuDeviceGet", device_get),
-    DRIVER_ENTRY(cu, "cuDevicePrimaryCtxRetain", ctx_retain),
-    DRIVER_ENTRY(cu, "cuCtxSetCurrent", ctx_set),
     DRIVER_ENTRY(cu, "cuModuleLoadData", module_load),
     DRIVER_ENTRY(cu, "cuModuleGetFunction", module_get_function),
     DRIVER_ENTRY(cu, "cuModuleUnload", module_unload),
@@ -63,7 +56,8 @@ static const struct driver_entry entries[] = {
 
 static void resolve(void)
 {
-	driver_entries("drv-app", entries, sizeof(entries) / sizeof(entries[0]), &cu);
+	driver_start_entries("drv-app", &cu.start, entries, sizeof(entries) / sizeof(entries[0]),
+			     &cu);
 }
 
 int main(int argc, char **argv)
@@ -72,9 +66,7 @@ int main(int argc, char **argv)
 	static char in[BYTES], out[BYTES];
 	CUdeviceptr a, b;
 	CUfunction add, sum;
-	CUcontext ctx;
 	CUmodule mod;
-	CUdevice dev;
 	int n = BYTES / 4;
 	void *args[] = {&a, &b, &n};
 	CUlaunchConfig config = {.gridDimX = 4,
@@ -86,10 +78,7 @@ int main(int argc, char **argv)
 				 .sharedMemBytes = 256};
 
 	resolve();
-	CHECK_CU(cu.init(0));
-	CHECK_CU(cu.device_get(&dev, 0));
-	CHECK_CU(cu.ctx_retain(&ctx, dev));
-	CHECK_CU(cu.ctx_set(ctx));
+	driver_start(&cu.start);
 	CHECK_CU(cu.module_load(&mod, ptx));
 	CHECK_CU(cu.module_get_function(&add, mod, "triton_poi_fused_add_0"));
 	CHECK_CU(cu.module_get_function(&sum, mod, "triton_red_fused_sum_1"));

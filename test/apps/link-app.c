@@ -36,10 +36,7 @@
 #include "driver-entries.h"
 
 static struct {
-	CUresult (*init)(unsigned int);
-	CUresult (*device_get)(CUdevice *, int);
-	CUresult (*ctx_retain)(CUcontext *, CUdevice);
-	CUresult (*ctx_set)(CUcontext);
+	struct driver_start start;
 	CUresult (*link_create)(unsigned int, CUjit_option *, void **, CUlinkState *);
 	CUresult (*link_add_data)(CUlinkState, CUjitInputType, void *, size_t, const char *,
 				  unsigned int, CUjit_option *, void **);
@@ -66,10 +63,6 @@ static struct {
 } cu;
 
 static const struct driver_entry entries[] = {
-    DRIVER_ENTRY(cu, "cuInit", init),
-    DRIVER_ENTRY(cu, "cuDeviceGet", device_get),
-    DRIVER_ENTRY(cu, "cuDevicePrimaryCtxRetain", ctx_retain),
-    DRIVER_ENTRY(cu, "cuCtxSetCurrent", ctx_set),
     DRIVER_ENTRY(cu, "cuLinkCreate", link_create),
     DRIVER_ENTRY(cu, "cuLinkAddData", link_add_data),
     DRIVER_ENTRY(cu, "cuLinkAddFile", link_add_file),
@@ -88,7 +81,8 @@ static const struct driver_entry entries[] = {
 
 static void resolve(void)
 {
-	void *lib = driver_entries("link-app", entries, sizeof(entries) / sizeof(entries[0]), &cu);
+	void *lib = driver_start_entries("link-app", &cu.start, entries,
+					 sizeof(entries) / sizeof(entries[0]), &cu);
 
 	*(void **)&cu.link_create_v1 = dlsym(lib, "cuLinkCreate");
 	*(void **)&cu.link_add_data_v1 = dlsym(lib, "cuLinkAddData");
@@ -142,9 +136,7 @@ int main(int argc, char **argv)
 	CUmodule mod, ptx_mod;
 	CUlinkState link;
 	CUlibrary lib;
-	CUcontext ctx;
 	CUkernel kernel;
-	CUdevice dev;
 	void *linked;
 
 	if (argc != 4) {
@@ -154,10 +146,7 @@ int main(int argc, char **argv)
 	resolve();
 	cubin = slurp(argv[1], &cubin_size);
 	ptx = slurp(argv[2], &ptx_size);
-	CHECK_CU(cu.init(0));
-	CHECK_CU(cu.device_get(&dev, 0));
-	CHECK_CU(cu.ctx_retain(&ctx, dev));
-	CHECK_CU(cu.ctx_set(ctx));
+	driver_start(&cu.start);
 
 	/* 1. three inputs */
 	CHECK_CU(cu.link_create(0, NULL, NULL, &link));
