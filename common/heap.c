@@ -23,6 +23,10 @@ static bool too_big(size_t n, size_t size)
 
 #if ASAN
 
+void gprof_heap_init(void)
+{
+}
+
 void *gprof_malloc(size_t n)
 {
 	return too_big(n, 1) ? NULL : malloc(n);
@@ -82,6 +86,11 @@ static void handle_fork(void)
 	pthread_atfork(lock_heap, unlock_heap, unlock_heap);
 }
 
+void gprof_heap_init(void)
+{
+	pthread_once(&fork_once, handle_fork);
+}
+
 /* The size class of an n-byte block (n <= SMALL_MAX), and the room it gives. */
 static unsigned class_of(size_t n, size_t *room)
 {
@@ -120,7 +129,7 @@ static void *small(size_t n)
 	unsigned c = class_of(n, &room);
 	struct head *h;
 
-	pthread_once(&fork_once, handle_fork);
+	gprof_heap_init();
 	lock_heap();
 	if ((h = freed[c])) {
 		freed[c] = *(void **)h;

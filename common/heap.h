@@ -15,6 +15,14 @@
 
 #include <stddef.h>
 
+/*
+ * Makes the heap safe across fork(): its lock is the last one taken before a fork and the
+ * first let go after it, in both processes. Call it before libgprof's other pthread_atfork
+ * handlers are registered, whose locks are held while the heap's is taken (gprof_export_init
+ * does); later calls do nothing.
+ */
+void gprof_heap_init(void);
+
 void *gprof_malloc(size_t n);
 void *gprof_calloc(size_t n, size_t size);
 /* As realloc(): a NULL p allocates; on failure p stays as it was. n == 0 frees p. */

@@ -794,6 +794,7 @@ int gprof_export_init(const struct gprof_export_config *cfg)
 	pthread_condattr_t attr;
 	int err;
 
+	gprof_heap_init(); /* before fork_prepare: the heap's lock is taken inside ctl.lock */
 	pthread_mutex_lock(&ctl.lock);
 	err = ctl.inited ? -EALREADY : 0;
 	if (err)

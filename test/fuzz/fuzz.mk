@@ -12,7 +12,7 @@ FUZZ_TARGETS := config marker escape
 
 $(FUZZ_OUT)/fuzz-config: test/fuzz/fuzz-config.c common/config.c common/log.c common/thread.c
 $(FUZZ_OUT)/fuzz-marker: test/fuzz/fuzz-marker.c scheduler/marker.c
-$(FUZZ_OUT)/fuzz-escape: test/fuzz/fuzz-escape.c export/json.c
+$(FUZZ_OUT)/fuzz-escape: test/fuzz/fuzz-escape.c export/json.c common/heap.c
 
 $(FUZZ_OUT)/fuzz-%:
 	$(call quiet,FUZZ,$@)
