@@ -225,7 +225,9 @@ void *gprof_realloc(void *p, size_t n)
 		return p;
 	if (too_big(n, 1))
 		return NULL;
-	if (h->cls == LARGE) {
+	/* ThreadSanitizer does not see mremap() move a mapping: it would take the old range's
+	 * accesses for another thread's in what is mapped there next. */
+	if (h->cls == LARGE && !TSAN) {
 		size_t bytes = large_bytes(n);
 
 		q = mremap(h, h->bytes, bytes, MREMAP_MAYMOVE);
