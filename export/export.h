@@ -27,8 +27,8 @@
  * at most writer_threads, that deflate slices of the file beside it (export/gzip.c); they end
  * with the file.
  *
- * Windows: the stepper opens one per active window (gprof_export_window_open) and releases it
- * at "window complete"; the collector, which still delivers late GPU records for the window,
+ * Windows: the stepper opens one per active window (gprof_export_window_open) and closes it
+ * at "window complete" (gprof_export_window_close; its life: enum gprof_window_life); the collector, which still delivers late GPU records for the window,
  * holds it too (gprof_export_window_hold) and releases it after its last flush. When the last
  * hold is released the writer drains every event committed before that moment, then finishes
  * the file: metadata events, the final header, the gzip trailer, rename from .partial. Events
@@ -480,12 +480,36 @@ static inline unsigned gprof_export_window_slot(uint32_t id)
 	return id % GPROF_EXPORT_WINDOWS;
 }
 /*
+ * A window's life in export, the one record of it (the session's policy before a window opens,
+ * warmup and waiting for a slot, is the stepper's and preload/windows.c's). The id is the
+ * handle every module keeps; gprof_export_window_slot() is where each keeps its state of it.
+ */
+enum gprof_window_life {
+	GPROF_WINDOW_FREE,     /* the slot has held no window yet (or the id is not its window) */
+	GPROF_WINDOW_ACTIVE,   /* opened: the hooks record into it */
+	GPROF_WINDOW_DRAINING, /* the opener closed it: its late GPU records and args still come */
+	GPROF_WINDOW_CLOSING,  /* no holds left (or shutdown): finished after the next drain */
+	GPROF_WINDOW_WRITTEN,  /* its trace is on disk under its final name */
+	GPROF_WINDOW_GIVEN_UP, /* its trace failed and was removed (said in a gprof: line) */
+};
+static inline const char *gprof_window_life_name(enum gprof_window_life life)
+{
+	static const char *const names[] = {"free",    "active",  "draining",
+					    "closing", "written", "given up"};
+
+	return (unsigned)life < sizeof(names) / sizeof(names[0]) ? names[life] : "?";
+}
+/* Window id's life: FREE once its slot was claimed again by a later id (or never was). */
+enum gprof_window_life gprof_export_window_life(uint32_t id);
+/*
  * Another party (the collector) delays the finish until its own release. Hold before the
  * opener releases: a hold on a window whose holds already reached zero is ignored (false).
  */
 bool gprof_export_window_hold(uint32_t id);
 /* Drops one hold; at zero the writer drains what was committed before and finishes the file. */
 void gprof_export_window_release(uint32_t id);
+/* The opener's release: ACTIVE to DRAINING, then its hold dropped (once; later calls do nothing). */
+void gprof_export_window_close(uint32_t id);
 void gprof_export_window_set_last_step(uint32_t id, uint64_t step);
 /*
  * --torch: PyTorch's operators' inputs as torch.profiler's record_shapes writes them, from

@@ -35,10 +35,10 @@
 #define CREATE_TRIES  3 /* a window's file is created again when the program closed it */
 
 struct window {
-	/* Under ctl.lock; id 0 means the slot is free. */
+	/* Under ctl.lock. The id stays after the window is done, until the slot's next claim. */
 	uint32_t id;
+	enum gprof_window_life life;
 	unsigned holds;
-	bool closing; /* no holds left (or shutdown): finish after the next drain */
 	uint64_t number, first_step, last_step, cupti_dropped;
 	bool has_last_step;
 	char schedule[GPROF_CONFIG_DESCRIBE_MAX]; /* as the session describes it */
@@ -101,11 +101,41 @@ static struct timespec deadline(uint64_t ns)
 	return gprof_clock_deadline(CLOCK_MONOTONIC, ns);
 }
 
+/* Opened and not yet finished: the window takes holds, events and facts. */
+static bool live(const struct window *w)
+{
+	return w->life >= GPROF_WINDOW_ACTIVE && w->life <= GPROF_WINDOW_CLOSING;
+}
+
+/* Under ctl.lock: window id while it is live, else NULL. */
 static struct window *window_of(uint32_t id)
 {
 	struct window *w = &ctl.win[gprof_export_window_slot(id)];
 
-	return id && w->id == id ? w : NULL;
+	return id && w->id == id && live(w) ? w : NULL;
+}
+
+/* The steps a window's life may take (export.h), from each state. */
+#define STEP(to) (1u << GPROF_WINDOW_##to)
+static const unsigned life_next[] = {
+    [GPROF_WINDOW_FREE] = STEP(ACTIVE),
+    [GPROF_WINDOW_ACTIVE] = STEP(DRAINING) | STEP(CLOSING),
+    [GPROF_WINDOW_DRAINING] = STEP(CLOSING),
+    [GPROF_WINDOW_CLOSING] = STEP(WRITTEN) | STEP(GIVEN_UP),
+    [GPROF_WINDOW_WRITTEN] = STEP(ACTIVE),
+    [GPROF_WINDOW_GIVEN_UP] = STEP(ACTIVE),
+};
+#undef STEP
+
+/* Under ctl.lock: the one place a window's life moves on. A step not in the table is a bug. */
+static void set_life(struct window *w, enum gprof_window_life to)
+{
+	if (!(life_next[w->life] & 1u << to)) {
+		pr_err("window %u: no step from %s to %s (a bug in libgprof)", w->id,
+		       gprof_window_life_name(w->life), gprof_window_life_name(to));
+		return;
+	}
+	w->life = to;
 }
 
 /* The window whose trace takes the events of window `id`, from the writer's side. */
@@ -401,11 +431,11 @@ static void plan(struct pass *p)
 	for (unsigned i = 0; i < GPROF_EXPORT_WINDOWS; i++) {
 		struct window *w = &ctl.win[i];
 
-		p->open[i] = w->id && w->wid != w->id;
+		p->open[i] = live(w) && w->wid != w->id;
 		/* Paused: nothing is read, so nothing may be finished. */
-		p->finish[i] = w->id && w->closing && !ctl.paused;
-		p->in_use |= w->id != 0;
-		if (w->id)
+		p->finish[i] = w->life == GPROF_WINDOW_CLOSING && !ctl.paused;
+		p->in_use |= live(w);
+		if (live(w))
 			meta_of(w, &p->meta[i]);
 		if (p->finish[i]) {
 			/* the finish takes them: the window's are complete once it closes */
@@ -466,8 +496,8 @@ static void publish(const struct pass *p)
 			ctl.stats.windows_failed++;
 		else
 			ctl.stats.windows_done++;
-		w->id = w->wid = 0;
-		w->closing = false;
+		set_life(w, w->error ? GPROF_WINDOW_GIVEN_UP : GPROF_WINDOW_WRITTEN);
+		w->wid = 0;
 	}
 	ctl.stats.written = wr.written;
 	ctl.stats.late = wr.late;
@@ -560,12 +590,12 @@ static int claim(const struct gprof_export_window_info *info, uint32_t *id)
 	uint32_t nid = ctl.last_id + 1 ? ctl.last_id + 1 : 1;
 	struct window *w = &ctl.win[gprof_export_window_slot(nid)];
 
-	if (w->id)
+	if (live(w))
 		return -EBUSY;
 	ctl.last_id = nid;
 	w->id = nid;
+	set_life(w, GPROF_WINDOW_ACTIVE);
 	w->holds = 1;
-	w->closing = false;
 	w->number = info->number;
 	w->first_step = w->last_step = info->first_step;
 	w->has_last_step = false;
@@ -609,7 +639,7 @@ bool gprof_export_window_can_open(void)
 
 	pthread_mutex_lock(&ctl.lock);
 	nid = ctl.last_id + 1 ? ctl.last_id + 1 : 1;
-	free_slot = !ctl.win[gprof_export_window_slot(nid)].id;
+	free_slot = !live(&ctl.win[gprof_export_window_slot(nid)]);
 	pthread_mutex_unlock(&ctl.lock);
 	return free_slot;
 }
@@ -618,7 +648,7 @@ bool gprof_export_window_hold(uint32_t id)
 {
 	pthread_mutex_lock(&ctl.lock);
 	struct window *w = window_of(id);
-	bool held = w && !w->closing;
+	bool held = w && w->life != GPROF_WINDOW_CLOSING;
 
 	if (held)
 		w->holds++;
@@ -626,16 +656,42 @@ bool gprof_export_window_hold(uint32_t id)
 	return held;
 }
 
+/* Under ctl.lock: one hold less; the last one's release starts the finish. */
+static void release(struct window *w)
+{
+	if (w && w->holds && --w->holds == 0) {
+		set_life(w, GPROF_WINDOW_CLOSING);
+		kick();
+	}
+}
+
 void gprof_export_window_release(uint32_t id)
+{
+	pthread_mutex_lock(&ctl.lock);
+	release(window_of(id));
+	pthread_mutex_unlock(&ctl.lock);
+}
+
+void gprof_export_window_close(uint32_t id)
 {
 	pthread_mutex_lock(&ctl.lock);
 	struct window *w = window_of(id);
 
-	if (w && w->holds && --w->holds == 0) {
-		w->closing = true;
-		kick();
+	if (w && w->life == GPROF_WINDOW_ACTIVE) {
+		set_life(w, GPROF_WINDOW_DRAINING);
+		release(w);
 	}
 	pthread_mutex_unlock(&ctl.lock);
+}
+
+enum gprof_window_life gprof_export_window_life(uint32_t id)
+{
+	pthread_mutex_lock(&ctl.lock);
+	const struct window *w = &ctl.win[gprof_export_window_slot(id)];
+	enum gprof_window_life life = id && w->id == id ? w->life : GPROF_WINDOW_FREE;
+
+	pthread_mutex_unlock(&ctl.lock);
+	return life;
 }
 
 void gprof_export_window_set_last_step(uint32_t id, uint64_t step)
@@ -659,13 +715,15 @@ int gprof_export_window_op_args(uint32_t id, const char *json, size_t len, uint6
 	pthread_mutex_lock(&ctl.lock);
 	struct window *w = window_of(id);
 
-	if (a && w && !w->closing && w->op_args) {
+	if (w && w->life == GPROF_WINDOW_CLOSING)
+		w = NULL;
+	if (a && w && w->op_args) {
 		/* a later hand-over adds to the earlier ones */
 		if (gprof_op_args_merge(w->op_args, a)) {
 			*why = "out of memory";
 			n = -ENOMEM;
 		}
-	} else if (a && w && !w->closing) {
+	} else if (a && w) {
 		w->op_args = a;
 		a = NULL;
 	} else if (a) {
@@ -736,7 +794,8 @@ int gprof_export_shutdown(unsigned timeout_ms)
 	ctl.stop = true;
 	ctl.paused = false;
 	for (unsigned i = 0; i < GPROF_EXPORT_WINDOWS; i++)
-		ctl.win[i].closing |= ctl.win[i].id != 0;
+		if (live(&ctl.win[i]) && ctl.win[i].life != GPROF_WINDOW_CLOSING)
+			set_life(&ctl.win[i], GPROF_WINDOW_CLOSING);
 	kick();
 	while (ctl.running && !err)
 		err = -pthread_cond_timedwait(&ctl.done, &ctl.lock, &until);

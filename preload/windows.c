@@ -184,7 +184,7 @@ void gprof_windows_end(const struct gprof_sched_event *ev)
 	session->closed();
 	/* The collector drains the window's late GPU records on its own thread. */
 	gprof_collector_window_end(cur_window, ev->end_ns);
-	gprof_export_window_release(cur_window);
+	gprof_export_window_close(cur_window);
 }
 
 void gprof_windows_discard(const struct gprof_sched_event *ev)

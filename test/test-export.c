@@ -2038,6 +2038,7 @@ TEST(export_unwritable_folder)
 	close_window(w);
 	err = end_capture();
 	ASSERT_EQ(last_result.error, -ENOTDIR);
+	ASSERT_EQ(gprof_export_window_life(w), GPROF_WINDOW_GIVEN_UP);
 	ASSERT_MSG(text_lines(err, "gprof: ") == 1 && text_lines(err, "") == 1, "%s", err);
 	ASSERT_STR_CONTAINS(err, "cannot create the output folder");
 	ASSERT_STR_CONTAINS(err, out);
@@ -2234,6 +2235,43 @@ TEST(export_late_events_dropped)
 	ASSERT_EQ(int_at(gprof_meta(&t, "dropped"), "late"), 7);
 	ASSERT_EQ(int_at(gprof_meta(&t, "records"), "nvtx_mark"), 3);
 	trace_free(&t);
+	rm_rf(dir);
+}
+
+/* A window's life, as export.h tells it: each step shown by what the window then does. */
+TEST(export_window_life)
+{
+	uint32_t w, later[GPROF_EXPORT_WINDOWS];
+	char dir[64];
+	struct trace t;
+
+	make_tmpdir(dir, sizeof(dir));
+	start_export(dir, 1u << 20);
+	ASSERT_EQ(gprof_export_window_life(1), GPROF_WINDOW_FREE);
+	w = open_window(0, 0);
+	ASSERT_EQ(gprof_export_window_life(w), GPROF_WINDOW_ACTIVE);
+	ASSERT(gprof_export_window_hold(w)); /* as the collector does */
+	gprof_export_window_close(w);
+	ASSERT_EQ(gprof_export_window_life(w), GPROF_WINDOW_DRAINING);
+	gprof_export_window_close(w); /* the opener's hold goes once */
+	push_marks(w, 4);	      /* late records still come */
+	ASSERT_EQ(gprof_export_window_wait(w, 50), -ETIMEDOUT);
+	ASSERT_EQ(gprof_export_window_life(w), GPROF_WINDOW_DRAINING);
+	close_window(w);
+	ASSERT_EQ(gprof_export_window_life(w), GPROF_WINDOW_WRITTEN);
+	ASSERT(!gprof_export_window_hold(w));
+	load_only_trace(dir, &t);
+	ASSERT_EQ(int_at(gprof_meta(&t, "records"), "nvtx_mark"), 4);
+	trace_free(&t);
+	/* Its slot is claimed again GPROF_EXPORT_WINDOWS ids on: the old id is then unknown. */
+	for (unsigned i = 0; i < GPROF_EXPORT_WINDOWS; i++)
+		later[i] = open_window(1 + i, 0);
+	ASSERT_EQ(later[GPROF_EXPORT_WINDOWS - 1], w + GPROF_EXPORT_WINDOWS);
+	ASSERT_EQ(gprof_export_window_life(w), GPROF_WINDOW_FREE);
+	ASSERT(!gprof_export_window_can_open());
+	for (unsigned i = 0; i < GPROF_EXPORT_WINDOWS; i++)
+		close_window(later[i]);
+	ASSERT_EQ(gprof_export_window_life(later[0]), GPROF_WINDOW_WRITTEN);
 	rm_rf(dir);
 }
 
