@@ -9,17 +9,8 @@
 #include "preload/preload.h"
 #include "scheduler/scheduler.h"
 
-/*
- * Written once by gprof_events_init (the constructor); read by any thread. By hook: what its
- * calls may write that the configuration asks for, and what every event of it carries (its
- * names interned once, flags, cbid).
- */
-static struct {
-	const struct gprof_export_str *name; /* the public name */
-	const struct gprof_export_str *api;  /* the exact entry point */
-	uint16_t flags;
-	uint16_t cbid;
-} hook_event[GPROF_HOOK_COUNT];
+/* Written once by gprof_events_init (the constructor); read by any thread. */
+struct gprof_events_row gprof_events_rows[GPROF_HOOK_COUNT];
 unsigned gprof_events_acts[GPROF_HOOK_COUNT];
 
 void gprof_events_init(unsigned acts)
@@ -28,10 +19,11 @@ void gprof_events_init(unsigned acts)
 		const struct gprof_hook_info *hi = &gprof_hook_info[h];
 
 		gprof_events_acts[h] = gprof_hook_family[hi->family].acts & acts;
-		hook_event[h].name = gprof_export_intern(hi->public_name);
-		hook_event[h].api = gprof_export_intern(hi->symbol);
-		hook_event[h].flags = gprof_hook_family[hi->family].flags | GPROF_EXPORT_ARG_RESULT;
-		hook_event[h].cbid = (uint16_t)hi->cbid;
+		gprof_events_rows[h].name = gprof_export_intern(hi->public_name);
+		gprof_events_rows[h].api = gprof_export_intern(hi->symbol);
+		gprof_events_rows[h].flags =
+		    gprof_hook_family[hi->family].flags | GPROF_EXPORT_ARG_RESULT;
+		gprof_events_rows[h].cbid = (uint16_t)hi->cbid;
 	}
 }
 
@@ -146,31 +138,4 @@ void gprof_events_nccl(uint32_t window, uint32_t tid, const struct gprof_nccl_ca
 	if (c->type)
 		e.u.op.type = gprof_export_intern(c->type);
 	gprof_export_push(&e);
-}
-
-struct gprof_export_event *gprof_events_api(struct gprof_export_event *e, uint32_t window,
-					    uint32_t tid, const struct gprof_hooked_call *c)
-{
-	/*
-	 * Every field, in place (the slot holds an older event), one by one: a compound literal
-	 * of the whole event would clear its 128 bytes first (u.api's below clears that member
-	 * only).
-	 */
-	e->ts_ns = c->start_ns;
-	e->dur_ns = c->end_ns - c->start_ns;
-	e->name = hook_event[c->hook].name;
-	e->window = window;
-	e->tid = tid;
-	e->device = 0;
-	e->stream = 0;
-	e->correlation = 0;
-	e->kind = GPROF_EXPORT_RUNTIME;
-	e->flags = hook_event[c->hook].flags;
-	e->u.api = (struct gprof_export_api){
-	    .api = hook_event[c->hook].api,
-	    .cbid = hook_event[c->hook].cbid,
-	    .result = c->result,
-	    .external = gprof_current_op(),
-	};
-	return e;
 }

@@ -462,13 +462,47 @@ static inline unsigned gprof_events_writes(enum gprof_hook h)
 }
 /* The step span of a stepper event, in window `window`. */
 void gprof_events_step(uint32_t window, const struct gprof_sched_event *ev);
+/* By hook: what every event of its calls carries (its names interned once, flags, cbid). */
+struct gprof_events_row {
+	const struct gprof_export_str *name; /* the public name */
+	const struct gprof_export_str *api;  /* the exact entry point */
+	uint16_t flags;
+	uint16_t cbid;
+};
+extern struct gprof_events_row gprof_events_rows[GPROF_HOOK_COUNT];
+
 /*
  * A timed call on thread tid: sets every field of its runtime event e, reserved in the export
  * buffer, but the family's arguments (u.api's kernel, grid, block, shared_bytes, stream,
  * bytes, ptr, copy_kind: zero), which the hook sets before gprof_export_commit(). Returns e.
+ * Inline: every hooked call in a window fills one. Every field, in place (the slot holds an
+ * older event), one by one: a compound literal of the whole event would clear its 128 bytes
+ * first (u.api's below clears that member only).
  */
-struct gprof_export_event *gprof_events_api(struct gprof_export_event *e, uint32_t window,
-					    uint32_t tid, const struct gprof_hooked_call *c);
+static inline struct gprof_export_event *gprof_events_api(struct gprof_export_event *e,
+							  uint32_t window, uint32_t tid,
+							  const struct gprof_hooked_call *c)
+{
+	const struct gprof_events_row *row = &gprof_events_rows[c->hook];
+
+	e->ts_ns = c->start_ns;
+	e->dur_ns = c->end_ns - c->start_ns;
+	e->name = row->name;
+	e->window = window;
+	e->tid = tid;
+	e->device = 0;
+	e->stream = 0;
+	e->correlation = 0;
+	e->kind = GPROF_EXPORT_RUNTIME;
+	e->flags = row->flags;
+	e->u.api = (struct gprof_export_api){
+	    .api = row->api,
+	    .cbid = row->cbid,
+	    .result = c->result,
+	    .external = gprof_current_op(),
+	};
+	return e;
+}
 /* External ids of CPU operators, from 1, never 0, unique in the process until they wrap. */
 uint32_t gprof_events_next_external(void);
 /* A PyTorch operator (torch.c). */
