@@ -73,7 +73,7 @@ struct gprof_memory_base {
 	int64_t bytes;	/* device memory in use when the window opened; -1: unknown */
 	uint64_t ts_ns; /* when that was so: earlier changes are in it, later ones are not */
 };
-void gprof_collector_window_begin(uint32_t id, uint64_t number, uint64_t begin_ns,
+void gprof_collector_window_begin(uint32_t id, uint64_t begin_ns,
 				  const struct gprof_memory_base *memory);
 /* SAVE: the window records no API call that starts at or after end_ns; drain, then release. */
 void gprof_collector_window_end(uint32_t id, uint64_t end_ns);

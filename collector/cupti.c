@@ -344,7 +344,7 @@ static bool usable(const struct gprof_coll *c)
 	       s == GPROF_COLL_ENABLED;
 }
 
-void gprof_collector_window_begin(uint32_t id, uint64_t number, uint64_t begin_ns,
+void gprof_collector_window_begin(uint32_t id, uint64_t begin_ns,
 				  const struct gprof_memory_base *memory)
 {
 	struct gprof_coll *c = &gprof_coll;
@@ -352,11 +352,11 @@ void gprof_collector_window_begin(uint32_t id, uint64_t number, uint64_t begin_n
 
 	pthread_mutex_lock(&c->lock);
 	/* Export's slot was free, so ours is too (each holder frees it first): never expected. */
-	if (usable(c) && !gprof_coll_win_claim(c->wins, id, number, begin_ns, memory) && !said) {
+	if (usable(c) && !gprof_coll_win_claim(c->wins, id, begin_ns, memory) && !said) {
 		said = true;
 		pr_warn("window %llu: every collector slot is in use; its GPU activity is not "
 			"recorded (a libgprof bug: please report it)",
-			(unsigned long long)number);
+			(unsigned long long)gprof_export_window_number(id));
 	}
 	pthread_mutex_unlock(&c->lock);
 }

@@ -251,8 +251,7 @@ struct gprof_coll_win {
 	 * Claimed (id last) and ended by the session's threads, freed (id = 0) by the collector
 	 * thread: read and written with atomics.
 	 */
-	uint32_t id; /* export window; 0: the slot is free */
-	uint64_t number;
+	uint32_t id; /* export window (its handle: its facts are export's); 0: the slot is free */
 	uint64_t begin_ns, end_ns; /* API calls that start in [begin, end) are the window's */
 	/* The collector thread's own; zero while the slot is free. */
 	uint64_t ended_ms; /* CLOCK_MONOTONIC ms when the thread saw it end */
@@ -310,7 +309,7 @@ struct gprof_coll_mem {
  * as a window that opens at begin_ns with memory's figure; NULL when the slot is not free.
  */
 struct gprof_coll_win *gprof_coll_win_claim(struct gprof_coll_win *wins, uint32_t id,
-					    uint64_t number, uint64_t begin_ns,
+					    uint64_t begin_ns,
 					    const struct gprof_memory_base *memory);
 /* The slot of export window id while the collector has it, or NULL. */
 struct gprof_coll_win *gprof_coll_win_of(struct gprof_coll_win *wins, uint32_t id);

@@ -50,7 +50,7 @@ static void drain_queue(const struct gprof_coll *c)
 /* One line per kind of loss, printed before the release so the window's metadata has it. */
 static void report(const struct gprof_coll *c, const struct gprof_coll_win *w)
 {
-	unsigned long long num = (unsigned long long)w->number;
+	unsigned long long num = (unsigned long long)gprof_export_window_number(w->id);
 	struct gprof_coll_held *held = gprof_coll_attrib_held();
 	uint32_t gpu_peak = gprof_coll_held_peak(held, GPROF_COLL_HELD_GPU, true);
 	uint32_t api_peak = gprof_coll_held_peak(held, GPROF_COLL_HELD_API, true);

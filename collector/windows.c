@@ -23,14 +23,13 @@ void gprof_coll_win_memory_base(struct gprof_coll_win *w, const struct gprof_mem
 }
 
 struct gprof_coll_win *gprof_coll_win_claim(struct gprof_coll_win *wins, uint32_t id,
-					    uint64_t number, uint64_t begin_ns,
+					    uint64_t begin_ns,
 					    const struct gprof_memory_base *memory)
 {
 	struct gprof_coll_win *w = &wins[gprof_export_window_slot(id)];
 
 	if (__atomic_load_n(&w->id, __ATOMIC_ACQUIRE))
 		return NULL;
-	w->number = number;
 	gprof_coll_win_memory_base(w, memory);
 	__atomic_store_n(&w->begin_ns, begin_ns, __ATOMIC_RELAXED);
 	__atomic_store_n(&w->end_ns, UINT64_MAX, __ATOMIC_RELAXED);

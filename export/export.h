@@ -501,6 +501,8 @@ static inline const char *gprof_window_life_name(enum gprof_window_life life)
 }
 /* Window id's life: FREE once its slot was claimed again by a later id (or never was). */
 enum gprof_window_life gprof_export_window_life(uint32_t id);
+/* The stepper's number of window id (gprof_export_window_info) while it is live, else UINT64_MAX. */
+uint64_t gprof_export_window_number(uint32_t id);
 /*
  * Another party (the collector) delays the finish until its own release. Hold before the
  * opener releases: a hold on a window whose holds already reached zero is ignored (false).

@@ -694,6 +694,16 @@ enum gprof_window_life gprof_export_window_life(uint32_t id)
 	return life;
 }
 
+uint64_t gprof_export_window_number(uint32_t id)
+{
+	pthread_mutex_lock(&ctl.lock);
+	const struct window *w = window_of(id);
+	uint64_t number = w ? w->number : UINT64_MAX;
+
+	pthread_mutex_unlock(&ctl.lock);
+	return number;
+}
+
 void gprof_export_window_set_last_step(uint32_t id, uint64_t step)
 {
 	pthread_mutex_lock(&ctl.lock);

@@ -107,7 +107,7 @@ static int open_at(const struct gprof_sched_event *ev, uint64_t first_step, uint
 	if (err)
 		return err;
 	session->memory_at_open(id, begin_ns, &base);
-	gprof_collector_window_begin(id, ev->window, begin_ns, &base);
+	gprof_collector_window_begin(id, begin_ns, &base);
 	cur_window = id;
 	__atomic_store_n(&window_begin_ns, begin_ns, __ATOMIC_RELAXED);
 	state = WINDOW_OPEN;

@@ -1423,6 +1423,7 @@ TEST(e2e_collector_dropped_records)
 	struct steps steps = {2, 4, -1};
 	long long dropped;
 	struct e2e_run r;
+	char said[64];
 	int present;
 
 	run_ok(&r, argv, true, env, 1);
@@ -1433,6 +1434,13 @@ TEST(e2e_collector_dropped_records)
 	ASSERT_LT(present, gt_ops_in(r.gt, &steps));
 	ASSERT_LE(gt_ops_in(r.gt, &steps) - present, dropped);
 	ASSERT(warning_with(&r.traces[0], "dropped"));
+	/* said of the window by its number, which the collector asks export for */
+	snprintf(said, sizeof(said), "gprof: collector: window %lld: ",
+		 (long long)int_of(gprof_meta(&r.traces[0], "window")));
+	ASSERT_MSG(text_lines(r.res.err, said) >= 1 &&
+		       text_lines(r.res.err, said) ==
+			   text_lines(r.res.err, "gprof: collector: window "),
+		   "%s", r.res.err);
 	ASSERT_STR_CONTAINS(r.res.err, "CUPTI activity records were dropped");
 	e2e_free(&r);
 }
