@@ -556,12 +556,7 @@ static void gz_named(struct gprof_sink *s, const char *path)
 }
 
 static const struct gprof_sink_ops gz_ops = {
-    .head = gz_head,
-    .write = gz_write,
-    .sync = gz_sync,
-    .finish = gz_finish,
-    .free = gz_free,
-    .named = gz_named,
+    GPROF_SINK_OPS(gz),
     .threads = gz_threads,
 };
 

@@ -206,6 +206,15 @@ struct gprof_sink_ops {
 			bool (*behind)(void));
 };
 
+/*
+ * A sink's ops from the prefix of its functions' names, as the kernel's DEFINE_SHOW_ATTRIBUTE():
+ * GPROF_SINK_OPS(gz) sets .head = gz_head to .named = gz_named; .threads, where a sink has it,
+ * follows in the table.
+ */
+#define GPROF_SINK_OPS(prefix)                                                 \
+	.head = prefix##_head, .write = prefix##_write, .sync = prefix##_sync, \
+	.finish = prefix##_finish, .free = prefix##_free, .named = prefix##_named
+
 struct gprof_sink {
 	const struct gprof_sink_ops *ops;
 	size_t head_len; /* fixed by gprof_sink_head */

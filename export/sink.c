@@ -79,12 +79,7 @@ static void text_named(struct gprof_sink *s, const char *path)
 }
 
 static const struct gprof_sink_ops text_ops = {
-    .head = text_head,
-    .write = text_write,
-    .sync = text_sync,
-    .finish = text_finish,
-    .free = text_free,
-    .named = text_named,
+    GPROF_SINK_OPS(text),
 };
 
 /* A text sink in the file fd, or in memory (fd -1). */
