@@ -104,6 +104,15 @@ struct gprof_format_ops {
 	void (*free)(struct gprof_format *f);
 };
 
+/*
+ * A format's functions from their names' prefix, as GPROF_SINK_OPS: GPROF_FORMAT_OPS(trace) sets
+ * .open = trace_open to .free = trace_free; .name is the table's own.
+ */
+#define GPROF_FORMAT_OPS(prefix)                                                           \
+	.open = prefix##_open, .events = prefix##_events, .tick = prefix##_tick,           \
+	.set_proc = prefix##_set_proc, .close = prefix##_close, .counts = prefix##_counts, \
+	.free = prefix##_free
+
 /* A format as the writer makes its files (gprof_export_config.format). */
 struct gprof_format_row {
 	const struct gprof_format_ops *ops;

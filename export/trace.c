@@ -948,11 +948,5 @@ fail:
 
 const struct gprof_format_ops gprof_format_kineto = {
     .name = "Kineto JSON",
-    .open = trace_open,
-    .events = trace_events,
-    .tick = trace_tick,
-    .set_proc = trace_set_proc,
-    .close = trace_close,
-    .counts = trace_counts,
-    .free = trace_free,
+    GPROF_FORMAT_OPS(trace),
 };

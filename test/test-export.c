@@ -1289,13 +1289,7 @@ static const uint64_t *lines_counts(const struct gprof_format *f)
 
 static const struct gprof_format_ops lines_ops = {
     .name = "lines",
-    .open = lines_open,
-    .events = lines_events,
-    .tick = lines_tick,
-    .set_proc = lines_set_proc,
-    .close = lines_close,
-    .counts = lines_counts,
-    .free = lines_free,
+    GPROF_FORMAT_OPS(lines),
 };
 
 static struct gprof_format *lines_open(const struct gprof_trace_meta *m, uint64_t open_ns,
