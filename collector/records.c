@@ -60,21 +60,36 @@ void gprof_coll_api_unpack(const struct gprof_coll_held_api *a, uint32_t correla
 	};
 }
 
+/*
+ * What kernel, memcpy and memset records share: GPU work of the call `correlation` from start to
+ * end on (device, stream). False, the class left at UNTIMED, when CUPTI gave no time.
+ */
+static bool gpu_work(struct gprof_coll_rec *out, enum gprof_export_kind kind, uint64_t start,
+		     uint64_t end, uint32_t device, uint32_t stream, uint32_t correlation)
+{
+	struct gprof_export_event *ev = &out->ev;
+
+	if (!start || !end)
+		return false;
+	out->cls = GPROF_COLL_GPU;
+	ev->kind = kind;
+	ev->ts_ns = start;
+	ev->dur_ns = end - start;
+	ev->device = device;
+	ev->stream = stream;
+	ev->correlation = correlation;
+	return true;
+}
+
 static void decode_kernel(const CUpti_Activity *rec, struct gprof_coll_rec *out)
 {
 	const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
 	struct gprof_export_event *ev = &out->ev;
 
-	if (!k->start || !k->end)
+	if (!gpu_work(out, GPROF_EXPORT_KERNEL, k->start, k->end, k->deviceId, k->streamId,
+		      k->correlationId))
 		return;
-	out->cls = GPROF_COLL_GPU;
-	ev->kind = GPROF_EXPORT_KERNEL;
-	ev->ts_ns = k->start;
-	ev->dur_ns = k->end - k->start;
 	ev->name = gprof_coll_kernel_name(k->name);
-	ev->device = k->deviceId;
-	ev->stream = k->streamId;
-	ev->correlation = k->correlationId;
 	ev->u.kernel = (struct gprof_export_kernel){
 	    .grid = {(uint32_t)k->gridX, (uint32_t)k->gridY, (uint32_t)k->gridZ},
 	    .block = {(uint32_t)k->blockX, (uint32_t)k->blockY, (uint32_t)k->blockZ},
@@ -89,15 +104,9 @@ static void decode_memcpy(const CUpti_Activity *rec, struct gprof_coll_rec *out)
 	const CUpti_ActivityMemcpy6 *c = (const CUpti_ActivityMemcpy6 *)rec;
 	struct gprof_export_event *ev = &out->ev;
 
-	if (!c->start || !c->end)
+	if (!gpu_work(out, GPROF_EXPORT_MEMCPY, c->start, c->end, c->deviceId, c->streamId,
+		      c->correlationId))
 		return;
-	out->cls = GPROF_COLL_GPU;
-	ev->kind = GPROF_EXPORT_MEMCPY;
-	ev->ts_ns = c->start;
-	ev->dur_ns = c->end - c->start;
-	ev->device = c->deviceId;
-	ev->stream = c->streamId;
-	ev->correlation = c->correlationId;
 	ev->u.copy = (struct gprof_export_copy){
 	    .bytes = c->bytes,
 	    .context = c->contextId,
@@ -112,15 +121,9 @@ static void decode_memset(const CUpti_Activity *rec, struct gprof_coll_rec *out)
 	const CUpti_ActivityMemset4 *s = (const CUpti_ActivityMemset4 *)rec;
 	struct gprof_export_event *ev = &out->ev;
 
-	if (!s->start || !s->end)
+	if (!gpu_work(out, GPROF_EXPORT_MEMSET, s->start, s->end, s->deviceId, s->streamId,
+		      s->correlationId))
 		return;
-	out->cls = GPROF_COLL_GPU;
-	ev->kind = GPROF_EXPORT_MEMSET;
-	ev->ts_ns = s->start;
-	ev->dur_ns = s->end - s->start;
-	ev->device = s->deviceId;
-	ev->stream = s->streamId;
-	ev->correlation = s->correlationId;
 	ev->u.copy = (struct gprof_export_copy){
 	    .bytes = s->bytes,
 	    .context = s->contextId,
