@@ -121,6 +121,16 @@ out:
 	errno = saved_errno;
 }
 
+int gprof_why(char *why, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, n, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
 int gprof_write_all(int fd, const char *text, size_t len)
 {
 	while (len) {

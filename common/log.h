@@ -39,6 +39,12 @@ int gprof_log_relay_start(void);
 /* All of text to fd, through short writes and EINTR: 0 or an errno. */
 int gprof_write_all(int fd, const char *text, size_t len);
 
+/*
+ * For the callers that hand a failure's reason back rather than print it (gprof-summary, the
+ * tests' trace checker): formats it into why (n bytes with the NUL) and returns -1.
+ */
+int gprof_why(char *why, size_t n, const char *fmt, ...) GPROF_PRINTF(3, 4);
+
 /* Every line is made safe for a terminal first (gprof_log_clean), whatever its values hold. */
 void gprof_log(int level, const char *fmt, ...) GPROF_PRINTF(2, 3);
 

@@ -5,10 +5,10 @@
  * events is read in the memory of one of a thousand; a second reading finds its busy times.
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "export/format.h"
 #include "export/summary.h"
 #include "scripts/summary/tool.h"
@@ -26,17 +26,6 @@ struct walk {
 	size_t why_len;
 };
 
-static int fail(char *why, size_t n, const char *fmt, ...) GPROF_PRINTF(3, 4);
-static int fail(char *why, size_t n, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, n, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 /* Where p is in the whole text. */
 static size_t at(const struct walk *w, const char *p)
 {
@@ -49,7 +38,7 @@ static int more(struct walk *w)
 	int rc = tool_stream_more(w->s);
 
 	if (rc < 0)
-		fail(w->why, w->why_len, "%s", w->s->why);
+		gprof_why(w->why, w->why_len, "%s", w->s->why);
 	return rc;
 }
 
@@ -79,8 +68,8 @@ static int skip_ws(struct walk *w)
 
 static void cut_short(struct walk *w)
 {
-	fail(w->why, w->why_len, "cut short: the text ends at byte %zu inside the trace",
-	     at(w, w->s->end));
+	gprof_why(w->why, w->why_len, "cut short: the text ends at byte %zu inside the trace",
+		  at(w, w->s->end));
 }
 
 /* The next character, past white space, if it is one of `chars`. */
@@ -92,8 +81,8 @@ static char next_of(struct walk *w, const char *chars)
 	if (rc > 0 && *s->p && strchr(chars, *s->p))
 		return *s->p++;
 	if (rc > 0)
-		fail(w->why, w->why_len, "not a trace: '%c' expected at byte %zu", *chars,
-		     at(w, s->p));
+		gprof_why(w->why, w->why_len, "not a trace: '%c' expected at byte %zu", *chars,
+			  at(w, s->p));
 	else if (!rc)
 		cut_short(w);
 	return 0;
@@ -134,14 +123,14 @@ static json_t *next_value(struct walk *w)
 			break;
 	}
 	if (!v && json_error_code(&err) == json_error_premature_end_of_input && w->capped)
-		fail(w->why, w->why_len,
-		     "not a trace this tool can read: a value of more than %u MiB at byte %zu",
-		     TOOL_ITEM_MAX >> 20, at(w, s->p));
+		gprof_why(w->why, w->why_len,
+			  "not a trace this tool can read: a value of more than %u MiB at byte %zu",
+			  TOOL_ITEM_MAX >> 20, at(w, s->p));
 	else if (!v && json_error_code(&err) == json_error_premature_end_of_input)
 		cut_short(w);
 	else if (!v)
-		fail(w->why, w->why_len, "not valid JSON at byte %zu: %s",
-		     at(w, s->p) + (size_t)err.position, err.text);
+		gprof_why(w->why, w->why_len, "not valid JSON at byte %zu: %s",
+			  at(w, s->p) + (size_t)err.position, err.text);
 	else
 		s->p += err.position;
 	return v;
@@ -341,7 +330,7 @@ static int take_event(struct walk *w, const struct tool_fields *f)
 	e.ts_ns = w->base_ns + (uint64_t)ns_of(f->ts);
 	e.dur_ns = dur > 0 ? (uint64_t)dur : 0;
 	if (w->second ? tool_figures_busy(w->t, &e) : tool_figures_add(w->t, &e))
-		return fail(w->why, w->why_len, "out of memory");
+		return gprof_why(w->why, w->why_len, "out of memory");
 	if (!w->second)
 		gprof_summary_events(w->t->summary, &e, 1);
 	return 0;
@@ -353,10 +342,10 @@ static int bad_event(struct walk *w)
 	json_t *v = next_value(w);
 
 	if (v)
-		fail(w->why, w->why_len, "not a trace: %s at byte %zu",
-		     json_is_object(v) ? "an event this tool cannot read"
-				       : "an event is not an object",
-		     at(w, w->s->p));
+		gprof_why(w->why, w->why_len, "not a trace: %s at byte %zu",
+			  json_is_object(v) ? "an event this tool cannot read"
+					    : "an event is not an object",
+			  at(w, w->s->p));
 	json_decref(v);
 	return -1;
 }
@@ -414,7 +403,7 @@ static int walk_top(struct walk *w)
 	while (c && c != '}') {
 		key = next_value(w);
 		if (key && !json_is_string(key))
-			fail(w->why, w->why_len, "not valid JSON: a key that is not a string");
+			gprof_why(w->why, w->why_len, "not valid JSON: a key that is not a string");
 		if (!json_is_string(key) || !next_of(w, ":")) {
 			json_decref(key);
 			return -1;
@@ -432,9 +421,9 @@ static int walk_top(struct walk *w)
 	}
 	rc = c ? skip_ws(w) : -1;
 	if (rc > 0)
-		return fail(w->why, w->why_len, "not a trace: text after its end");
+		return gprof_why(w->why, w->why_len, "not a trace: text after its end");
 	if (!rc && !events)
-		return fail(w->why, w->why_len, "not a trace: no traceEvents");
+		return gprof_why(w->why, w->why_len, "not a trace: no traceEvents");
 	return rc;
 }
 
@@ -452,13 +441,13 @@ static int read_trace(struct tool_trace *t, const struct tool_read *how, json_t 
 	int rc = tool_stream_open(&s, t->path, how->chunk_bytes);
 
 	if (rc)
-		fail(why, why_len, "%s", s.why);
+		gprof_why(why, why_len, "%s", s.why);
 	else if (!head)
-		rc = fail(why, why_len, "out of memory");
+		rc = gprof_why(why, why_len, "out of memory");
 	else
 		rc = walk_top(&w);
 	if (rc && !s.failed && s.f && tool_stream_drain(&s))
-		fail(why, why_len, "%s", s.why);
+		gprof_why(why, why_len, "%s", s.why);
 	tool_stream_close(&s);
 	return rc;
 }
@@ -502,16 +491,16 @@ int tool_load(const char *path, const struct tool_read *how, struct tool_trace *
 	*t = (struct tool_trace){.path = path, .head = json_object()};
 	t->summary = gprof_summary_new();
 	rc = t->summary ? read_trace(t, how, t->head, false, why, why_len)
-			: fail(why, why_len, "out of memory");
+			: gprof_why(why, why_len, "out of memory");
 	if (!rc && tool_figures_steps(t))
-		rc = fail(why, why_len, "out of memory");
+		rc = gprof_why(why, why_len, "out of memory");
 	if (!rc && t->spans_over && how->busy) {
 		scratch = json_object(); /* the header again, as the first reading had it */
 		rc = read_trace(t, how, scratch, true, why, why_len);
 		json_decref(scratch);
 	}
 	if (!rc && tool_figures_finish(t))
-		rc = fail(why, why_len, "out of memory");
+		rc = gprof_why(why, why_len, "out of memory");
 	if (!rc)
 		result_of(t);
 	return rc;

@@ -11,19 +11,8 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "common/log.h"
 #include "trace.h"
-
-static int fail(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int fail(char *why, size_t n, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, n, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 int trace_gunzip(const void *gz, size_t len, bool allow_cut, char **out, size_t *out_len, char *why,
 		 size_t why_len)
@@ -35,7 +24,7 @@ int trace_gunzip(const void *gz, size_t len, bool allow_cut, char **out, size_t 
 
 	if (!buf || inflateInit2(&zs, 16 + 15) != Z_OK) {
 		free(buf);
-		return fail(why, why_len, "out of memory");
+		return gprof_why(why, why_len, "out of memory");
 	}
 	while (rc == Z_OK) {
 		if (cap - used < 65536) {
@@ -57,10 +46,10 @@ int trace_gunzip(const void *gz, size_t len, bool allow_cut, char **out, size_t 
 	*out = buf;
 	*out_len = used;
 	if (rc != Z_STREAM_END)
-		return fail(why, why_len, "inflate: %s (zlib %d) after %zu bytes",
-			    zs.msg ? zs.msg : "truncated", rc, used);
+		return gprof_why(why, why_len, "inflate: %s (zlib %d) after %zu bytes",
+				 zs.msg ? zs.msg : "truncated", rc, used);
 	if (zs.avail_in && !allow_cut)
-		return fail(why, why_len, "%u bytes after the gzip member", zs.avail_in);
+		return gprof_why(why, why_len, "%u bytes after the gzip member", zs.avail_in);
 	return 0;
 }
 
@@ -70,13 +59,13 @@ int trace_parse(const char *text, size_t len, struct trace *t, char *why, size_t
 
 	*t = (struct trace){.raw = malloc(len + 1), .len = len};
 	if (!t->raw)
-		return fail(why, why_len, "out of memory");
+		return gprof_why(why, why_len, "out of memory");
 	memcpy(t->raw, text, len);
 	t->raw[len] = '\0';
 	t->root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
 	if (!t->root)
-		return fail(why, why_len, "jansson: %s at line %d column %d", err.text, err.line,
-			    err.column);
+		return gprof_why(why, why_len, "jansson: %s at line %d column %d", err.text,
+				 err.line, err.column);
 	t->events = json_object_get(t->root, "traceEvents");
 	return 0;
 }
@@ -93,7 +82,7 @@ int trace_load(const char *path, struct trace *t, char *why, size_t why_len)
 		if (f)
 			fclose(f);
 		free(data);
-		return fail(why, why_len, "cannot read %s: %s", path, strerror(errno));
+		return gprof_why(why, why_len, "cannot read %s: %s", path, strerror(errno));
 	}
 	for (size_t got; (got = fread(data + len, 1, cap - len, f)) > 0;) {
 		len += got;
@@ -303,10 +292,10 @@ static int check_raw(const struct trace *t, char *why, size_t why_len)
 	size_t n_keys = sizeof(top_keys) / sizeof(top_keys[0]);
 
 	if (memchr(t->raw, 0x7f, t->len))
-		return fail(why, why_len, "raw DEL byte");
+		return gprof_why(why, why_len, "raw DEL byte");
 	skip_ws(&sc);
 	if (sc.p >= sc.end || *sc.p != '{')
-		return fail(why, why_len, "the trace is not an object");
+		return gprof_why(why, why_len, "the trace is not an object");
 	if (scan_items(&sc, 0, '}'))
 		return -1;
 	skip_ws(&sc);
@@ -314,12 +303,13 @@ static int check_raw(const struct trace *t, char *why, size_t why_len)
 		return scan_fail(&sc, "bytes after the top-level object");
 	for (size_t i = 0; i < n_keys; i++)
 		if ((int)i >= sc.n_top || strcmp(sc.top[i], top_keys[i]))
-			return fail(why, why_len, "top-level key %zu is \"%s\", expected \"%s\"", i,
-				    (int)i < sc.n_top ? sc.top[i] : "(none)", top_keys[i]);
+			return gprof_why(why, why_len,
+					 "top-level key %zu is \"%s\", expected \"%s\"", i,
+					 (int)i < sc.n_top ? sc.top[i] : "(none)", top_keys[i]);
 	if (sc.n_top != (int)n_keys)
-		return fail(why, why_len, "extra top-level key \"%s\"", sc.top[n_keys]);
+		return gprof_why(why, why_len, "extra top-level key \"%s\"", sc.top[n_keys]);
 	if (!sc.rank_seen)
-		return fail(why, why_len, "no \"rank\" in distributedInfo");
+		return gprof_why(why, why_len, "no \"rank\" in distributedInfo");
 	return 0;
 }
 
@@ -422,15 +412,15 @@ static int check_args(struct check *c, size_t i, const json_t *ev, const char *c
 		*host = cat_rules[r].host;
 		/* A host's wait names the stream it waits for, on a lane of its own. */
 		if (!*gpu && strcmp(cat, "cuda_sync") && json_object_get(args, "stream"))
-			return fail(c->why, c->why_len,
-				    "event %zu (%s): \"stream\" on a host event", i, cat);
+			return gprof_why(c->why, c->why_len,
+					 "event %zu (%s): \"stream\" on a host event", i, cat);
 		for (const char *const *a = cat_rules[r].args; *a; a++)
 			if (!json_object_get(args, *a))
-				return fail(c->why, c->why_len, "event %zu (%s): no args.\"%s\"", i,
-					    cat, *a);
+				return gprof_why(c->why, c->why_len,
+						 "event %zu (%s): no args.\"%s\"", i, cat, *a);
 		return 0;
 	}
-	return fail(c->why, c->why_len, "event %zu: unknown cat \"%s\"", i, cat);
+	return gprof_why(c->why, c->why_len, "event %zu: unknown cat \"%s\"", i, cat);
 }
 
 static int check_step_name(struct check *c, size_t i, const char *name)
@@ -441,7 +431,7 @@ static int check_step_name(struct check *c, size_t i, const char *name)
 		return 0;
 	d = name + 12; /* then '#' and digits, nothing else */
 	if (*d != '#' || !d[1] || strspn(d + 1, "0123456789") != strlen(d + 1))
-		return fail(c->why, c->why_len, "event %zu: step name \"%s\"", i, name);
+		return gprof_why(c->why, c->why_len, "event %zu: step name \"%s\"", i, name);
 	return 0;
 }
 
@@ -454,9 +444,10 @@ static int check_x(struct check *c, size_t i, const json_t *ev)
 	bool gpu = false, host = false;
 
 	if (!json_is_string(cat) || !json_is_number(ts) || !json_is_number(dur) || !has_ids(ev))
-		return fail(c->why, c->why_len, "event %zu: X without cat, ts, dur, pid or tid", i);
+		return gprof_why(c->why, c->why_len,
+				 "event %zu: X without cat, ts, dur, pid or tid", i);
 	if (json_number_value(dur) < 0)
-		return fail(c->why, c->why_len, "event %zu: negative dur", i);
+		return gprof_why(c->why, c->why_len, "event %zu: negative dur", i);
 	if (check_args(c, i, ev, json_string_value(cat), &gpu, &host) ||
 	    check_step_name(c, i, trace_str(ev, "name")))
 		return -1;
@@ -487,10 +478,11 @@ static int check_flow(struct check *c, size_t i, const json_t *ev, char ph)
 
 	if (!json_is_integer(id) || !json_is_number(ts) || !has_ids(ev) ||
 	    (strcmp(trace_str(ev, "cat"), "ac2g") && !fwdbwd))
-		return fail(c->why, c->why_len, "event %zu: flow without id, ts, pid, tid or cat",
-			    i);
+		return gprof_why(c->why, c->why_len,
+				 "event %zu: flow without id, ts, pid, tid or cat", i);
 	if (ph == 'f' && strcmp(trace_str(ev, "bp"), "e"))
-		return fail(c->why, c->why_len, "event %zu: flow end without \"bp\": \"e\"", i);
+		return gprof_why(c->why, c->why_len, "event %zu: flow end without \"bp\": \"e\"",
+				 i);
 	c->flows[c->n_flows++] =
 	    (struct flow){json_integer_value(id) * 2 + fwdbwd, ns_of(ts), i, ph};
 	return 0;
@@ -503,20 +495,21 @@ static int check_other(struct check *c, size_t i, const json_t *ev, char ph)
 
 	if (ph != 'M' && (!json_is_number(json_object_get(ev, "ts")) ||
 			  !json_is_integer(json_object_get(ev, "pid"))))
-		return fail(c->why, c->why_len, "event %zu (%c): no ts or pid", i, ph);
+		return gprof_why(c->why, c->why_len, "event %zu (%c): no ts or pid", i, ph);
 	if (ph == 'i' && (!has_ids(ev) || !json_is_string(json_object_get(ev, "cat"))))
-		return fail(c->why, c->why_len, "event %zu: instant without cat, pid or tid", i);
+		return gprof_why(c->why, c->why_len, "event %zu: instant without cat, pid or tid",
+				 i);
 	if (ph == 'C' && !strcmp(trace_str(ev, "cat"), "gpu_memory") &&
 	    !json_is_integer(json_object_get(args, "allocated")))
-		return fail(c->why, c->why_len, "event %zu: gpu_memory without allocated", i);
+		return gprof_why(c->why, c->why_len, "event %zu: gpu_memory without allocated", i);
 	if (ph != 'M')
 		return 0;
 	for (size_t k = 0; k < sizeof(meta_names) / sizeof(meta_names[0]); k++)
 		if (!strcmp(name, meta_names[k]))
 			return json_is_object(args) && has_ids(ev)
 				   ? 0
-				   : fail(c->why, c->why_len, "event %zu: bad %s", i, name);
-	return fail(c->why, c->why_len, "event %zu: unknown metadata \"%s\"", i, name);
+				   : gprof_why(c->why, c->why_len, "event %zu: bad %s", i, name);
+	return gprof_why(c->why, c->why_len, "event %zu: unknown metadata \"%s\"", i, name);
 }
 
 static int check_event(struct check *c, size_t i, const json_t *ev)
@@ -524,9 +517,9 @@ static int check_event(struct check *c, size_t i, const json_t *ev)
 	const char *ph = trace_str(ev, "ph");
 
 	if (!json_is_object(ev) || !json_is_string(json_object_get(ev, "name")))
-		return fail(c->why, c->why_len, "event %zu: not an object with a name", i);
+		return gprof_why(c->why, c->why_len, "event %zu: not an object with a name", i);
 	if (strlen(ph) != 1 || !strchr("XisfCM", ph[0]))
-		return fail(c->why, c->why_len, "event %zu: ph \"%s\"", i, ph);
+		return gprof_why(c->why, c->why_len, "event %zu: ph \"%s\"", i, ph);
 	if (ph[0] == 'X')
 		return check_x(c, i, ev);
 	if (ph[0] == 's' || ph[0] == 'f')
@@ -563,16 +556,16 @@ static int check_nesting(struct check *c)
 			 * begins, in doubles, as overlapping ("ranges on the same thread should
 			 * not intersect"), and drops it */
 			if (s->host && c->spans[stack[depth - 1]].fend > s->fstart)
-				rc = fail(c->why, c->why_len,
-					  "events %zu and %zu overlap on track %s as ts + dur "
-					  "in doubles (%.17g > %.17g)",
-					  c->spans[stack[depth - 1]].idx, s->idx, s->track,
-					  c->spans[stack[depth - 1]].fend, s->fstart);
+				rc = gprof_why(c->why, c->why_len,
+					       "events %zu and %zu overlap on track %s as ts + dur "
+					       "in doubles (%.17g > %.17g)",
+					       c->spans[stack[depth - 1]].idx, s->idx, s->track,
+					       c->spans[stack[depth - 1]].fend, s->fstart);
 			depth--;
 		}
 		if (!rc && depth && s->end > c->spans[stack[depth - 1]].end)
-			rc = fail(c->why, c->why_len, "events %zu and %zu overlap on track %s",
-				  c->spans[stack[depth - 1]].idx, s->idx, s->track);
+			rc = gprof_why(c->why, c->why_len, "events %zu and %zu overlap on track %s",
+				       c->spans[stack[depth - 1]].idx, s->idx, s->track);
 		stack[depth++] = i;
 	}
 	free(stack);
@@ -586,8 +579,8 @@ static int check_streams(struct check *c)
 		const struct span *a = &c->streams[i - 1], *b = &c->streams[i];
 
 		if (!strcmp(a->track, b->track) && b->start < a->end)
-			return fail(c->why, c->why_len, "GPU events %zu and %zu overlap on %s",
-				    a->idx, b->idx, b->track);
+			return gprof_why(c->why, c->why_len, "GPU events %zu and %zu overlap on %s",
+					 a->idx, b->idx, b->track);
 	}
 	return 0;
 }
@@ -609,13 +602,15 @@ static int check_flows(struct check *c)
 		const struct flow *s = &c->flows[i], *f = i + 1 < c->n_flows ? s + 1 : NULL;
 
 		if (!f || f->id != s->id || s->ph != 's' || f->ph != 'f')
-			return fail(c->why, c->why_len,
-				    "flow id %lld (event %zu) is not one s and one f", s->id,
-				    s->idx);
+			return gprof_why(c->why, c->why_len,
+					 "flow id %lld (event %zu) is not one s and one f", s->id,
+					 s->idx);
 		if (i + 2 < c->n_flows && c->flows[i + 2].id == s->id)
-			return fail(c->why, c->why_len, "flow id %lld used more than once", s->id);
+			return gprof_why(c->why, c->why_len, "flow id %lld used more than once",
+					 s->id);
 		if (f->ts < s->ts)
-			return fail(c->why, c->why_len, "flow %lld ends before it starts", s->id);
+			return gprof_why(c->why, c->why_len, "flow %lld ends before it starts",
+					 s->id);
 	}
 	return 0;
 }
@@ -633,22 +628,22 @@ static int check_header(const struct trace *t, char *why, size_t why_len)
 	    !json_is_array(json_object_get(r, "deviceProperties")) ||
 	    strcmp(trace_str(r, "displayTimeUnit"), "ms") ||
 	    json_integer_value(json_object_get(r, "baseTimeNanoseconds")) <= 0)
-		return fail(why, why_len,
-			    "bad schemaVersion, deviceProperties, displayTimeUnit "
-			    "or baseTimeNanoseconds");
+		return gprof_why(why, why_len,
+				 "bad schemaVersion, deviceProperties, displayTimeUnit "
+				 "or baseTimeNanoseconds");
 	if (rank < 0 || world < 1 || rank >= world)
-		return fail(why, why_len, "distributedInfo rank %lld of %lld", (long long)rank,
-			    (long long)world);
+		return gprof_why(why, why_len, "distributedInfo rank %lld of %lld", (long long)rank,
+				 (long long)world);
 	if (!json_is_string(json_object_get(g, "version")) ||
 	    !json_is_integer(json_object_get(g, "window")) ||
 	    !json_is_object(json_object_get(g, "records")) ||
 	    !json_is_object(json_object_get(g, "dropped")) ||
 	    !json_is_array(json_object_get(g, "warnings")))
-		return fail(why, why_len, "gprof metadata incomplete");
+		return gprof_why(why, why_len, "gprof metadata incomplete");
 	if (n <= suffix || strcmp(name + n - suffix, ".pt.trace.json.gz") || strchr(name, '/'))
-		return fail(why, why_len, "traceName \"%s\"", name);
+		return gprof_why(why, why_len, "traceName \"%s\"", name);
 	if (!json_is_array(t->events))
-		return fail(why, why_len, "traceEvents is not an array");
+		return gprof_why(why, why_len, "traceEvents is not an array");
 	return 0;
 }
 
@@ -659,13 +654,13 @@ int trace_check(const struct trace *t, char *why, size_t why_len)
 	int rc;
 
 	if (!t->raw || check_raw(t, why, why_len))
-		return t->raw ? -1 : fail(why, why_len, "no trace");
+		return t->raw ? -1 : gprof_why(why, why_len, "no trace");
 	if (!t->root || check_header(t, why, why_len))
-		return t->root ? -1 : fail(why, why_len, "not parsed by jansson");
+		return t->root ? -1 : gprof_why(why, why_len, "not parsed by jansson");
 	c.spans = calloc(n + 1, sizeof(*c.spans));
 	c.streams = calloc(n + 1, sizeof(*c.streams));
 	c.flows = calloc(n + 1, sizeof(*c.flows));
-	rc = c.spans && c.streams && c.flows ? 0 : fail(why, why_len, "out of memory");
+	rc = c.spans && c.streams && c.flows ? 0 : gprof_why(why, why_len, "out of memory");
 	for (size_t i = 0; i < n && !rc; i++)
 		rc = check_event(&c, i, json_array_get(t->events, i));
 	if (!rc)
