@@ -21,6 +21,19 @@ static const char *const memory_kind_names[] = {
 /* Every kernel launch gets a new grid id, as on a real device. */
 static int64_t next_grid_id = 1;
 
+/*
+ * What every record of a completed operation says of where and when it ran, and of the call
+ * that queued it, in its record and on its log line (whose times close the line).
+ */
+#define OP_PLACE(op, device, stream_id)                                               \
+	.start = (op)->start_ns, .end = (op)->end_ns, .deviceId = (uint32_t)(device), \
+	.contextId = fakecuda_context_id(device), .streamId = (stream_id),            \
+	.correlationId = (op)->correlation
+#define OP_TIMES_FMT "\"queued\":%llu,\"start\":%llu,\"end\":%llu"
+#define OP_TIMES(op)                                                             \
+	(unsigned long long)(op)->queued_ns, (unsigned long long)(op)->start_ns, \
+	    (unsigned long long)(op)->end_ns
+
 static void emit(const void *rec, size_t size)
 {
 	fakegpu_activity_emit(rec, size);
@@ -40,13 +53,9 @@ static void emit_kernel(const struct fakecuda_op *op, int device, uint32_t strea
 	const struct fakecuda_kernel *k = op->kernel.kernel;
 	CUpti_ActivityKernel10 rec = {
 	    .kind = kernel_kind(),
+	    OP_PLACE(op, device, stream_id),
 	    .registersPerThread = k->registers,
-	    .start = op->start_ns,
-	    .end = op->end_ns,
 	    .completed = op->end_ns,
-	    .deviceId = (uint32_t)device,
-	    .contextId = fakecuda_context_id(device),
-	    .streamId = stream_id,
 	    .gridX = (int32_t)op->kernel.grid[0],
 	    .gridY = (int32_t)op->kernel.grid[1],
 	    .gridZ = (int32_t)op->kernel.grid[2],
@@ -54,7 +63,6 @@ static void emit_kernel(const struct fakecuda_op *op, int device, uint32_t strea
 	    .blockY = (int32_t)op->kernel.block[1],
 	    .blockZ = (int32_t)op->kernel.block[2],
 	    .dynamicSharedMemory = (int32_t)op->kernel.shared_bytes,
-	    .correlationId = op->correlation,
 	    .gridId = __atomic_fetch_add(&next_grid_id, 1, __ATOMIC_RELAXED),
 	    .name = k->name,
 	    .queued = op->queued_ns,
@@ -67,31 +75,23 @@ static void emit_kernel(const struct fakecuda_op *op, int device, uint32_t strea
 	emit(&rec, sizeof(rec));
 	fakecuda_log("\"type\":\"gpu\",\"kind\":\"kernel\",\"pid\":%d,\"name\":%s,\"corr\":%u,"
 		     "\"device\":%d,\"stream\":%u,\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],"
-		     "\"shared\":%u,\"registers\":%u,\"launch_type\":%u,\"queued\":%llu,"
-		     "\"start\":%llu,\"end\":%llu",
+		     "\"shared\":%u,\"registers\":%u,\"launch_type\":%u," OP_TIMES_FMT,
 		     (int)getpid(), fakecuda_log_str(name, sizeof(name), k->name), op->correlation,
 		     device, stream_id, op->kernel.grid[0], op->kernel.grid[1], op->kernel.grid[2],
 		     op->kernel.block[0], op->kernel.block[1], op->kernel.block[2],
-		     op->kernel.shared_bytes, k->registers, op->kernel.launch_type,
-		     (unsigned long long)op->queued_ns, (unsigned long long)op->start_ns,
-		     (unsigned long long)op->end_ns);
+		     op->kernel.shared_bytes, k->registers, op->kernel.launch_type, OP_TIMES(op));
 }
 
 static void emit_memcpy(const struct fakecuda_op *op, int device, uint32_t stream_id)
 {
 	CUpti_ActivityMemcpy6 rec = {
 	    .kind = CUPTI_ACTIVITY_KIND_MEMCPY,
+	    OP_PLACE(op, device, stream_id),
 	    .copyKind = op->memcpy.copy_kind,
 	    .srcKind = op->memcpy.src_kind,
 	    .dstKind = op->memcpy.dst_kind,
 	    .flags = op->async ? CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC : 0,
 	    .bytes = op->memcpy.bytes,
-	    .start = op->start_ns,
-	    .end = op->end_ns,
-	    .deviceId = (uint32_t)device,
-	    .contextId = fakecuda_context_id(device),
-	    .streamId = stream_id,
-	    .correlationId = op->correlation,
 	    .runtimeCorrelationId = op->runtime ? op->correlation : 0,
 	    .channelType = CUPTI_CHANNEL_TYPE_ASYNC_MEMCPY,
 	    .copyCount = 1,
@@ -100,26 +100,20 @@ static void emit_memcpy(const struct fakecuda_op *op, int device, uint32_t strea
 	emit(&rec, sizeof(rec));
 	fakecuda_log("\"type\":\"gpu\",\"kind\":\"memcpy\",\"pid\":%d,\"corr\":%u,\"device\":%d,"
 		     "\"stream\":%u,\"copy_kind\":\"%s\",\"src_kind\":\"%s\",\"dst_kind\":\"%s\","
-		     "\"bytes\":%llu,\"queued\":%llu,\"start\":%llu,\"end\":%llu",
+		     "\"bytes\":%llu," OP_TIMES_FMT,
 		     (int)getpid(), op->correlation, device, stream_id,
 		     copy_kind_names[op->memcpy.copy_kind], memory_kind_names[op->memcpy.src_kind],
 		     memory_kind_names[op->memcpy.dst_kind], (unsigned long long)op->memcpy.bytes,
-		     (unsigned long long)op->queued_ns, (unsigned long long)op->start_ns,
-		     (unsigned long long)op->end_ns);
+		     OP_TIMES(op));
 }
 
 static void emit_memset(const struct fakecuda_op *op, int device, uint32_t stream_id)
 {
 	CUpti_ActivityMemset4 rec = {
 	    .kind = CUPTI_ACTIVITY_KIND_MEMSET,
+	    OP_PLACE(op, device, stream_id),
 	    .value = op->memset.value,
 	    .bytes = op->memset.bytes,
-	    .start = op->start_ns,
-	    .end = op->end_ns,
-	    .deviceId = (uint32_t)device,
-	    .contextId = fakecuda_context_id(device),
-	    .streamId = stream_id,
-	    .correlationId = op->correlation,
 	    .flags = op->async ? CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC : 0,
 	    .memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
 	    .channelType = CUPTI_CHANNEL_TYPE_ASYNC_MEMCPY,
@@ -127,12 +121,9 @@ static void emit_memset(const struct fakecuda_op *op, int device, uint32_t strea
 
 	emit(&rec, sizeof(rec));
 	fakecuda_log("\"type\":\"gpu\",\"kind\":\"memset\",\"pid\":%d,\"corr\":%u,\"device\":%d,"
-		     "\"stream\":%u,\"bytes\":%llu,\"value\":%u,\"queued\":%llu,\"start\":%llu,"
-		     "\"end\":%llu",
+		     "\"stream\":%u,\"bytes\":%llu,\"value\":%u," OP_TIMES_FMT,
 		     (int)getpid(), op->correlation, device, stream_id,
-		     (unsigned long long)op->memset.bytes, op->memset.value,
-		     (unsigned long long)op->queued_ns, (unsigned long long)op->start_ns,
-		     (unsigned long long)op->end_ns);
+		     (unsigned long long)op->memset.bytes, op->memset.value, OP_TIMES(op));
 }
 
 static void (*const emitters[])(const struct fakecuda_op *, int, uint32_t) = {
