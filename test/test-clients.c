@@ -58,9 +58,7 @@ static void run_rank(struct e2e_run *r, int rank, int world, const char *threads
 
 	snprintf(rank_env, sizeof(rank_env), world ? "RANK=%d" : "RANK", rank);
 	snprintf(world_env, sizeof(world_env), world ? "WORLD_SIZE=%d" : "WORLD_SIZE", world);
-	e2e_run(r, argv, e2e_cupti(true), env, true);
-	ASSERT_EQ(r->res.status, 0);
-	ASSERT_EQ(r->n_traces, 1);
+	e2e_run_ok(r, argv, true, env, 1);
 }
 
 /*
@@ -79,9 +77,7 @@ static void run_nccl_rank(struct e2e_run *r, int rank, const char *allreduce_ns)
 	snprintf(rank_env, sizeof(rank_env), "RANK=%d", rank);
 	snprintf(kernels, sizeof(kernels),
 		 "FAKEGPU_KERNEL_TABLE=compute=50000,AllReduce=%s,AllGather=30000", allreduce_ns);
-	e2e_run(r, argv, e2e_cupti(true), env, true);
-	ASSERT_EQ(r->res.status, 0);
-	ASSERT_EQ(r->n_traces, 1);
+	e2e_run_ok(r, argv, true, env, 1);
 }
 
 /* r's trace file, in one of two buffers (so that two can be named in one call). */

@@ -456,19 +456,6 @@ static const char *warning_with(const struct trace *t, const char *text)
 }
 
 /*
- * argv under libgprof with the simulated CUPTI (cupti) or none, and env (e2e_run's extra): it
- * must exit 0 and write n_traces traces.
- */
-static void run_ok(struct e2e_run *r, const char *const *argv, bool cupti, const char *const *env,
-		   int n_traces)
-{
-	e2e_run(r, argv, e2e_cupti(cupti), env, true);
-	ASSERT_MSG(r->res.status == 0, "%s: status %d: %s", argv[0], r->res.status, r->res.err);
-	ASSERT_MSG(r->n_traces == n_traces, "%s: %d traces, not %d: %s", argv[0], r->n_traces,
-		   n_traces, r->res.err);
-}
-
-/*
  * argv with env (e2e_run's extra) and the simulated CUPTI, once without libgprof and once
  * under it: it prints the same and exits alike, and libgprof writes one trace.
  */
@@ -499,7 +486,7 @@ TEST(e2e_collector_default_schedule)
 	struct e2e_run r;
 	char lib[PATH_MAX];
 
-	run_ok(&r, argv, true, NULL, 1);
+	e2e_run_ok(&r, argv, true, NULL, 1);
 	/* Per step one kernel, two copies and a memset (steps-app.c), all of steps 2-4. */
 	ASSERT_EQ(check_gpu_work(&r.traces[0], r.gt, in_steps, &steps, false), 12);
 	check_api_once(&r.traces[0]);
@@ -561,7 +548,7 @@ TEST(e2e_collector_late_kernel)
 		json_t *slow;
 		struct e2e_run r;
 
-		run_ok(&r, argv, true, env, 1);
+		e2e_run_ok(&r, argv, true, env, 1);
 		slow = gt_slow_kernel(r.gt);
 		/* The point: it ends after the next marker (the window's end; its beginning). */
 		marker = steps.late == 4 ? step_time_ns(&r.traces[0], 4, true)
@@ -717,7 +704,7 @@ TEST(e2e_collector_busy_cpu_ahead)
 		long long lo, hi, want;
 		struct e2e_run r;
 
-		run_ok(&r, argv, true, env, 1);
+		e2e_run_ok(&r, argv, true, env, 1);
 		lo = step_time_ns(&r.traces[0], 2, false);
 		hi = step_time_ns(&r.traces[0], 4, true);
 		want = gt_busy_ns(r.gt, lo, hi, NULL);
@@ -898,7 +885,7 @@ TEST(e2e_collector_stream_ordered_pools)
 		int pooled = 0;
 
 		e2e_need_real_runtime(argv[0]);
-		run_ok(&r, argv, true, a % 2 ? all : NULL, 1);
+		e2e_run_ok(&r, argv, true, a % 2 ? all : NULL, 1);
 		e2e_check_memory(&r.traces[0], r.gt);
 		base = json_integer_value(json_object_get(r.traces[0].root, "baseTimeNanoseconds"));
 		json_array_foreach(r.traces[0].events, i, ev)
@@ -938,7 +925,7 @@ TEST(e2e_collector_optional_kinds_refused)
 	struct e2e_run r;
 
 	e2e_need_real_runtime(argv[0]);
-	run_ok(&r, argv, true, env, 1);
+	e2e_run_ok(&r, argv, true, env, 1);
 	ASSERT_EQ(text_lines(r.res.err,
 			     "gprof: collector: synchronisations (cuda_sync) are not recorded: "
 			     "cuptiActivityEnable(kind 38) failed"),
@@ -988,7 +975,7 @@ TEST(e2e_collector_memory_read_while_allocating)
 	const char *env[] = {"FAKEGPU_MEMINFO_RACE=1", NULL};
 	struct e2e_run r;
 
-	run_ok(&r, argv, true, env, 1);
+	e2e_run_ok(&r, argv, true, env, 1);
 	ASSERT(gt_memory_during_first(r.gt, "cudaMemGetInfo"));
 	e2e_check_memory(&r.traces[0], r.gt);
 	e2e_free(&r);
@@ -1001,7 +988,7 @@ TEST(e2e_collector_driver_api)
 	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
 	struct e2e_run r;
 
-	run_ok(&r, argv, true, env, 1);
+	e2e_run_ok(&r, argv, true, env, 1);
 	ASSERT_STR_CONTAINS(r.res.out, "drv-app: 3 steps ok");
 	/* 2 kernels per step and the two copies (drv-app.c), all after cuInit opened the window. */
 	ASSERT_EQ(check_gpu_work(&r.traces[0], r.gt, every_op, NULL, false), 8);
@@ -1024,7 +1011,7 @@ TEST(e2e_collector_nvcc_app)
 		const char *argv[] = {apps[a], NULL};
 		struct e2e_run r;
 
-		run_ok(&r, argv, true, env, 1);
+		e2e_run_ok(&r, argv, true, env, 1);
 		/* Per step 3 kernels, 3 copies, 1 memset (nvcc-app.cu), 3 steps. */
 		ASSERT_EQ(check_gpu_work(&r.traces[0], r.gt, every_op, NULL, true), 21);
 		check_api_once(&r.traces[0]);
@@ -1295,7 +1282,7 @@ TEST(e2e_collector_capture_in_window)
 		struct e2e_run r;
 
 		e2e_need_real_runtime(argv[0]);
-		run_ok(&r, argv, true, env, 1);
+		e2e_run_ok(&r, argv, true, env, 1);
 		ASSERT_MSG(text_lines(r.res.err, "gprof: ") == 0, "%s", r.res.err);
 		ASSERT_EQ(e2e_count(&r.traces[0], "cuda_runtime", "cudaStreamBeginCapture"), 1);
 		ASSERT_EQ(e2e_count(&r.traces[0], "cuda_runtime", "cudaLaunchKernel"), 2);
@@ -1321,13 +1308,13 @@ TEST(e2e_collector_threads_and_streams)
 	struct steps steps = {2, 4, -1};
 	struct e2e_run r;
 
-	run_ok(&r, steps_argv, true, NULL, 1);
+	e2e_run_ok(&r, steps_argv, true, NULL, 1);
 	ASSERT_EQ(check_gpu_work(&r.traces[0], r.gt, in_steps, &steps, false), 8 * 3 * 4);
 	check_api_once(&r.traces[0]);
 	check_steps_calls(&r.traces[0], r.gt, &steps);
 	e2e_free(&r);
 
-	run_ok(&r, rt_argv, true, all, 1);
+	e2e_run_ok(&r, rt_argv, true, all, 1);
 	/* Per step and thread 2 copies, 2 kernels, 1 memset (rt-app.c). */
 	ASSERT_EQ(check_gpu_work(&r.traces[0], r.gt, every_op, NULL, false), 3 * 4 * 5);
 	check_api_once(&r.traces[0]);
@@ -1361,7 +1348,7 @@ TEST(e2e_collector_launch_record_late)
 			     "GPROF_SCHEDULE=wait=1,warmup=0,active=1,repeat=0", NULL};
 	struct e2e_run r;
 
-	run_ok(&r, argv, true, env, 8);
+	e2e_run_ok(&r, argv, true, env, 8);
 	for (int i = 0; i < r.n_traces; i++) {
 		ASSERT_GT(check_gpu_work(&r.traces[i], r.gt, in_trace, &r.traces[i], false), 0);
 		check_api_once(&r.traces[i]);
@@ -1426,7 +1413,7 @@ TEST(e2e_collector_dropped_records)
 	char said[64];
 	int present;
 
-	run_ok(&r, argv, true, env, 1);
+	e2e_run_ok(&r, argv, true, env, 1);
 	dropped = int_of(json_object_get(gprof_meta(&r.traces[0], "dropped"), "cupti"));
 	present = check_gpu_present(&r.traces[0], r.gt, &steps);
 	/* Every 5th record of the window (API and GPU ones) was lost: some GPU work too. */
@@ -1471,7 +1458,7 @@ TEST(e2e_collector_skipped_records)
 	json_t *ev;
 	int present;
 
-	run_ok(&r, argv, true, zero, 1);
+	e2e_run_ok(&r, argv, true, zero, 1);
 	skipped_counts(&r.traces[0], &n_untimed, &n_unknown);
 	present = check_gpu_present(&r.traces[0], r.gt, &steps);
 	ASSERT_GT(n_untimed, 0);
@@ -1483,7 +1470,7 @@ TEST(e2e_collector_skipped_records)
 	}
 	e2e_free(&r);
 
-	run_ok(&r, argv, true, unknown, 1);
+	e2e_run_ok(&r, argv, true, unknown, 1);
 	skipped_counts(&r.traces[0], &n_untimed, &n_unknown);
 	ASSERT_GT(n_unknown, 0);
 	check_gpu_present(&r.traces[0], r.gt, &steps);
@@ -1555,7 +1542,7 @@ TEST(e2e_collector_hooks_only_copy_kinds)
 	size_t i;
 	json_t *ev;
 
-	run_ok(&r, argv, false, env, 1);
+	e2e_run_ok(&r, argv, false, env, 1);
 	json_array_foreach(r.traces[0].events, i, ev)
 	{
 		if (strcmp(trace_str(ev, "name"), "cudaMemcpy"))
@@ -1616,7 +1603,7 @@ TEST(e2e_collector_hooks_only_times)
 	size_t i, k, events = 0;
 	json_t *ev, *g, *calls;
 
-	run_ok(&r, argv, false, env, 1);
+	e2e_run_ok(&r, argv, false, env, 1);
 	calls = gtlog_filter(r.gt, "{\"type\":\"api\",\"domain\":\"runtime\"}");
 	int *held = calloc(json_array_size(calls) + 1, sizeof(*held));
 	long long base = int_of(json_object_get(r.traces[0].root, "baseTimeNanoseconds"));
@@ -1726,7 +1713,7 @@ TEST(e2e_collector_back_to_back_windows)
 			     "FAKEGPU_KERNEL_TABLE=slow=300000000", NULL};
 	struct e2e_run r;
 
-	run_ok(&r, argv, true, env, 3);
+	e2e_run_ok(&r, argv, true, env, 3);
 	for (int w = 0; w < 3; w++) {
 		struct steps steps = {2 * w + 1, 2 * w + 2, 2};
 
@@ -1754,7 +1741,7 @@ TEST(e2e_collector_cross_thread_ranges)
 	json_t *ev;
 	int across = 0;
 
-	run_ok(&r, argv, true, env, 1);
+	e2e_run_ok(&r, argv, true, env, 1);
 	json_array_foreach(r.traces[0].events, i, ev)
 	{
 		if (strcmp(trace_str(ev, "name"), "across"))
@@ -1804,7 +1791,7 @@ TEST(e2e_collector_gpu_annotations)
 	long long base;
 	size_t i;
 
-	run_ok(&r, argv, true, env, 1);
+	e2e_run_ok(&r, argv, true, env, 1);
 	ops = gtlog_filter(r.gt, "{\"type\":\"gpu\"}");
 	ASSERT_EQ(json_array_size(ops), 4 * STEPS); /* HtoD, kernel, memset, DtoH a step */
 	for (int k = 0; k < STEPS; k++) {
@@ -1903,7 +1890,7 @@ TEST(e2e_collector_sync_events)
 
 		if (strstr(apps[a], "real"))
 			e2e_need_real_runtime(argv[0]);
-		run_ok(&r, argv, true, env, 1);
+		e2e_run_ok(&r, argv, true, env, 1);
 		base = json_integer_value(json_object_get(r.traces[0].root, "baseTimeNanoseconds"));
 		syncs = gtlog_filter(r.gt, "{\"type\":\"sync\"}");
 		ASSERT_EQ(json_array_size(syncs), 4 * 5 + 1); /* 5 a step, 1 device sync */
@@ -1978,7 +1965,7 @@ TEST(e2e_collector_overhead_events)
 	json_t *ev, *g;
 	size_t i;
 
-	run_ok(&r, argv, true, on, 1);
+	e2e_run_ok(&r, argv, true, on, 1);
 	base = json_integer_value(json_object_get(r.traces[0].root, "baseTimeNanoseconds"));
 	json_array_foreach(r.traces[0].events, i, ev)
 	{
@@ -2011,7 +1998,7 @@ TEST(e2e_collector_overhead_events)
 		  requests + flushes);
 	e2e_free(&r);
 
-	run_ok(&r, argv, true, off, 1);
+	e2e_run_ok(&r, argv, true, off, 1);
 	ASSERT_GT(gtlog_count(r.gt, "{\"type\":\"overhead\",\"kind\":\"buffer_request\"}"), 1);
 	ASSERT_EQ(e2e_count(&r.traces[0], "overhead", NULL), 0);
 	e2e_free(&r);

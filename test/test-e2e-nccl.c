@@ -182,9 +182,7 @@ static void run_nccl_app(struct e2e_run *r, bool cupti, bool refused)
 			      refused ? "-e" : NULL, NULL};
 	const char *env[] = {"GPROF_SUMMARY=off", "RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=0", NULL};
 
-	e2e_run(r, argv, e2e_cupti(cupti), env, true);
-	ASSERT_MSG(r->res.status == 0, "status %d: %s", r->res.status, r->res.err);
-	ASSERT_EQ(r->n_traces, 1);
+	e2e_run_ok(r, argv, cupti, env, 1);
 	/* a process with NCCL loaded names its backend (test-export: one without it does not) */
 	ASSERT_STR_CONTAINS(r->traces[0].raw,
 			    "\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 1");
@@ -247,9 +245,7 @@ static void run_inside_pytorch(struct e2e_run *r, const char *how)
 	const char *argv[] = {proc_build_path("test/apps/nccl-app"), "-s", "8", how, NULL};
 	const char *env[] = {"GPROF_SUMMARY=off", "RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=0", NULL};
 
-	e2e_run(r, argv, e2e_cupti(true), env, true);
-	ASSERT_MSG(r->res.status == 0, "status %d: %s", r->res.status, r->res.err);
-	ASSERT_EQ(r->n_traces, 1);
+	e2e_run_ok(r, argv, true, env, 1);
 }
 
 /*

@@ -123,18 +123,6 @@ static void check_calls(const struct e2e_run *r, const struct trace *t, unsigned
 	}
 }
 
-/*
- * Runs argv under libgprof with the extra environment env, CUPTI simulated or not there: the
- * program exits 0 and leaves `traces` traces.
- */
-static void run_ok(struct e2e_run *r, const char *const *argv, bool cupti, const char *const *env,
-		   int traces)
-{
-	e2e_run(r, argv, e2e_cupti(cupti), env, true);
-	ASSERT_EQ(r->res.status, 0);
-	ASSERT_EQ(r->n_traces, traces);
-}
-
 /* steps-app's one trace under the default schedule: steps 2-4, each call of theirs once. */
 static void check_default_window(const struct e2e_run *r)
 {
@@ -147,7 +135,7 @@ TEST(preload_default_schedule)
 	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "10", NULL};
 	struct e2e_run r;
 
-	run_ok(&r, argv, false, NULL, 1);
+	e2e_run_ok(&r, argv, false, NULL, 1);
 	check_default_window(&r);
 	/* NVTX: per step, forward + inner + dom-range ranges, the cross-thread range, marks. */
 	ASSERT_EQ(e2e_count(&r.traces[0], "user_annotation", "forward"), 3);
@@ -225,7 +213,7 @@ TEST(preload_markers_on_launching_thread)
 	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "10", "-S", NULL};
 	struct e2e_run r;
 
-	run_ok(&r, argv, false, NULL, 1);
+	e2e_run_ok(&r, argv, false, NULL, 1);
 	check_default_window(&r);
 	e2e_free(&r);
 }
@@ -246,7 +234,7 @@ TEST(preload_eight_threads)
 	const char *argv[] = {proc_build_path("test/apps/steps-app"), "-s", "8", "-t", "8", NULL};
 	struct e2e_run r;
 
-	run_ok(&r, argv, false, NULL, 1);
+	e2e_run_ok(&r, argv, false, NULL, 1);
 	check_calls(&r, &r.traces[0], 2, 4, 8);
 	ASSERT_EQ(e2e_count(&r.traces[0], "user_annotation", "forward"), 24);
 	e2e_free(&r);
@@ -307,7 +295,7 @@ TEST(preload_nvcc_app)
 		json_t *ev;
 		int launches = 0;
 
-		run_ok(&r, argv, false, env, 1);
+		e2e_run_ok(&r, argv, false, env, 1);
 		json_array_foreach(r.traces[0].events, i, ev)
 		{
 			const char *kernel = trace_str(json_object_get(ev, "args"), "kernel");
@@ -356,7 +344,7 @@ TEST(preload_real_runtime_without_gpu)
 	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
 	struct e2e_run r;
 
-	run_ok(&r, argv, false, env, 1);
+	e2e_run_ok(&r, argv, false, env, 1);
 	ASSERT_STR_CONTAINS(r.res.out, "cudaMalloc(1 TiB) = 35, errno 4242");
 	ASSERT_STR_CONTAINS(r.res.out, "cudaMemcpy(bad kind) = 35, errno 77");
 	ASSERT_EQ(e2e_count(&r.traces[0], "cuda_runtime", "cudaMalloc"), 1);
@@ -400,7 +388,7 @@ TEST(preload_no_step_marker)
 	const char *argv[] = {proc_build_path("test/apps/steps-app-real"), "-e", NULL};
 	struct e2e_run r;
 
-	run_ok(&r, argv, false, NULL, 0);
+	e2e_run_ok(&r, argv, false, NULL, 0);
 	ASSERT_STR_CONTAINS(r.res.err, "gprof: ");
 	ASSERT_STR_CONTAINS(r.res.err, "torch.cuda.nvtx.mark");
 	ASSERT_STR_CONTAINS(r.res.err, "GPROF_SCHEDULE=all");
@@ -414,7 +402,7 @@ TEST(preload_bad_config)
 	const char *env[] = {"GPROF_SCHEDULE=wait=1,bogus=2", NULL};
 	struct e2e_run r;
 
-	run_ok(&r, argv, false, env, 0);
+	e2e_run_ok(&r, argv, false, env, 0);
 	ASSERT_STR_CONTAINS(r.res.err, "gprof: GPROF_SCHEDULE='wait=1,bogus=2': ");
 	ASSERT_MSG(text_one_line(r.res.err), "%s", r.res.err);
 	ASSERT_STR_CONTAINS(r.res.out, "steps-app: 6 steps x 1 threads ok");
@@ -482,7 +470,7 @@ TEST(preload_ends_before_first_active_step)
 	const char *env[] = {"GPROF_SCHEDULE=skip_first=1,wait=1,warmup=2,active=1", NULL};
 	struct e2e_run r;
 
-	run_ok(&r, argv, true, env, 0);
+	e2e_run_ok(&r, argv, true, env, 0);
 	ASSERT_STR_EQ(r.res.err,
 		      "gprof: the program ended at step 2, before step 4, the first "
 		      "that GPROF_SCHEDULE=skip_first=1,wait=1,warmup=2,active=1,repeat=1 "
@@ -496,7 +484,7 @@ static void run_local_app(struct e2e_run *r, bool cupti)
 	const char *argv[] = {proc_build_path("test/apps/local-app"), NULL};
 	const char *env[] = {"GPROF_SCHEDULE=all", NULL};
 
-	run_ok(r, argv, cupti, env, 1);
+	e2e_run_ok(r, argv, cupti, env, 1);
 }
 
 /*
@@ -541,7 +529,7 @@ TEST(preload_cupti_handed_over)
 	const char *argv[] = {proc_build_path("test/apps/cupti-tool"), NULL};
 	struct e2e_run r;
 
-	run_ok(&r, argv, true, NULL, 1);
+	e2e_run_ok(&r, argv, true, NULL, 1);
 	/* 4 launches in each of steps 4-7 */
 	ASSERT_STR_EQ(r.res.out, "cupti-tool: subscribe 0, 16 kernels\n");
 	ASSERT_EQ(text_lines(r.res.err, "gprof: collector: "), 1);

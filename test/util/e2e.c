@@ -106,6 +106,15 @@ const char *e2e_cupti(bool simulated)
 	return simulated ? lib : "/nonexistent/libcupti.so.13";
 }
 
+void e2e_run_ok(struct e2e_run *r, const char *const *argv, bool cupti, const char *const *env,
+		int n_traces)
+{
+	e2e_run(r, argv, e2e_cupti(cupti), env, true);
+	ASSERT_MSG(r->res.status == 0, "%s: status %d: %s", argv[0], r->res.status, r->res.err);
+	ASSERT_MSG(r->n_traces == n_traces, "%s: %d traces, not %d: %s", argv[0], r->n_traces,
+		   n_traces, r->res.err);
+}
+
 void e2e_free(struct e2e_run *r)
 {
 	char cmd[PATH_MAX + 16];

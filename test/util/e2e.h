@@ -34,6 +34,12 @@ void e2e_run(struct e2e_run *r, const char *const argv[], const char *cupti_lib,
 	     const char *const *extra, bool preload);
 /* e2e_run's cupti_lib: the simulated CUPTI, or a path where there is none (hooks only). */
 const char *e2e_cupti(bool simulated);
+/*
+ * e2e_run of argv under libgprof with the simulated CUPTI (cupti) or none, and env as its
+ * extra: the program must exit 0 and leave n_traces traces (else its stderr is shown).
+ */
+void e2e_run_ok(struct e2e_run *r, const char *const *argv, bool cupti, const char *const *env,
+		int n_traces);
 void e2e_free(struct e2e_run *r);
 
 /* Sets or replaces (by name) one "NAME=value" or "NAME" entry of a NULL-terminated list of cap. */
