@@ -19,14 +19,13 @@ static const char *schedule_str;
 static struct gprof_stepper *stepper;
 static const struct gprof_windows_session *session;
 
-/* The window's life, as the session sees it: under the stepper's lock. */
-enum window_state {
-	WINDOW_NONE,	/* none open (nor waiting) */
-	WINDOW_WAITING, /* the active window had no slot: it opens at a later step's end */
-	WINDOW_OPEN,	/* open: the hooks record into cur_window */
-	WINDOW_MERGING, /* open, and going on into the next window of the schedule */
-};
-static enum window_state state;
+/*
+ * The session's window's life (export.h), under the stepper's lock: FREE, WARMUP, OPENING (no
+ * slot yet), ACTIVE (the hooks record into cur_window); from its close on it is export's, and
+ * here FREE again. merging: the active window goes on into the schedule's next one.
+ */
+static enum gprof_window_life state;
+static bool merging_on;
 /* The open window: written under the stepper's lock; begin_ns read by any thread. */
 static uint32_t cur_window;
 static uint64_t window_begin_ns;
@@ -69,7 +68,7 @@ bool gprof_windows_due(void)
 /* The open window goes on into the next one (or stops doing so), with the steps between. */
 static void merging(bool on)
 {
-	state = on ? WINDOW_MERGING : WINDOW_OPEN;
+	merging_on = on;
 	gprof_stepper_every_step(stepper, on);
 }
 
@@ -110,7 +109,7 @@ static int open_at(const struct gprof_sched_event *ev, uint64_t first_step, uint
 	gprof_collector_window_begin(id, begin_ns, &base);
 	cur_window = id;
 	__atomic_store_n(&window_begin_ns, begin_ns, __ATOMIC_RELAXED);
-	state = WINDOW_OPEN;
+	state = GPROF_WINDOW_ACTIVE;
 	if (!session->exiting())
 		gprof_hot_set_window(id);
 	/* Its duration, if it has one, is the timer's next deadline. */
@@ -118,12 +117,18 @@ static int open_at(const struct gprof_sched_event *ev, uint64_t first_step, uint
 	return 0;
 }
 
+void gprof_windows_warmup(void)
+{
+	if (state == GPROF_WINDOW_FREE)
+		state = GPROF_WINDOW_WARMUP;
+}
+
 void gprof_windows_begin(const struct gprof_sched_event *ev)
 {
 	int err;
 
 	__atomic_store_n(&windows_due, 1, __ATOMIC_RELAXED);
-	if (state == WINDOW_MERGING) {
+	if (merging_on) {
 		merging(false); /* the open window goes on for this one */
 		return;
 	}
@@ -131,7 +136,7 @@ void gprof_windows_begin(const struct gprof_sched_event *ev)
 	err = open_at(ev, ev->first_step, ev->begin_ns);
 
 	if (err == -EBUSY) {
-		state = WINDOW_WAITING;
+		state = GPROF_WINDOW_OPENING;
 		wait_slot.window = ev->window;
 		wait_slot.last = cfg->trigger == GPROF_TRIGGER_STEPS && !cfg->schedule.all
 				     ? ev->first_step + cfg->schedule.active - 1
@@ -144,11 +149,11 @@ void gprof_windows_begin(const struct gprof_sched_event *ev)
 /* A step ended: the open window's, or one of a window still waiting, which opens if it can. */
 void gprof_windows_step(const struct gprof_sched_event *ev)
 {
-	if (state == WINDOW_OPEN || state == WINDOW_MERGING) {
+	if (state == GPROF_WINDOW_ACTIVE) {
 		gprof_events_step(cur_window, ev);
 		return;
 	}
-	if (state != WINDOW_WAITING || ev->window != wait_slot.window ||
+	if (state != GPROF_WINDOW_OPENING || ev->window != wait_slot.window ||
 	    ev->first_step + 1 > wait_slot.last)
 		return;
 	if (open_at(ev, ev->first_step + 1, ev->end_ns) == 0)
@@ -157,11 +162,11 @@ void gprof_windows_step(const struct gprof_sched_event *ev)
 
 void gprof_windows_end(const struct gprof_sched_event *ev)
 {
-	if (state == WINDOW_WAITING && ev->window == wait_slot.window) {
-		state = WINDOW_NONE;
+	if (state == GPROF_WINDOW_OPENING && ev->window == wait_slot.window) {
+		state = GPROF_WINDOW_FREE;
 		wait_slot.lost++;
 	}
-	if (state != WINDOW_OPEN && state != WINDOW_MERGING)
+	if (state != GPROF_WINDOW_ACTIVE)
 		return;
 	if (ev->kind == GPROF_SCHED_EV_SAVE && another_follows(ev) &&
 	    !gprof_export_window_can_open()) {
@@ -171,7 +176,7 @@ void gprof_windows_end(const struct gprof_sched_event *ev)
 		say_busy_once(ev);
 		return;
 	}
-	if (state == WINDOW_MERGING) {
+	if (merging_on) {
 		/* The window that was to merge in never began (exit in its warmup). */
 		merging(false);
 		gprof_export_window_set_last_step(cur_window, wait_slot.merge_last);
@@ -180,7 +185,7 @@ void gprof_windows_end(const struct gprof_sched_event *ev)
 	}
 	session->closing(cur_window, ev->end_ns);
 	gprof_hot_set_window(0);
-	state = WINDOW_NONE;
+	state = GPROF_WINDOW_FREE;
 	session->closed();
 	/* The collector drains the window's late GPU records on its own thread. */
 	gprof_collector_window_end(cur_window, ev->end_ns);
@@ -189,8 +194,10 @@ void gprof_windows_end(const struct gprof_sched_event *ev)
 
 void gprof_windows_discard(const struct gprof_sched_event *ev)
 {
-	if (state == WINDOW_MERGING)
+	if (merging_on)
 		gprof_windows_end(ev);
+	else if (state == GPROF_WINDOW_WARMUP)
+		state = GPROF_WINDOW_FREE;
 }
 
 void gprof_windows_report_exit(void)
@@ -206,5 +213,6 @@ void gprof_windows_report_exit(void)
 
 void gprof_windows_forked(void)
 {
-	state = WINDOW_NONE;
+	state = GPROF_WINDOW_FREE;
+	merging_on = false;
 }
