@@ -1,10 +1,10 @@
 /*
  * The CUDA runtime entry points libgprof interposes, one function each (the table is
  * GPROF_HOOKS). Outside a window each hook does two loads (its real function and gprof_hot)
- * and a branch, then forwards. Inside, it times the real call and writes its arguments into
- * the event the session reserves for it in the export buffer, unless CUPTI already records all
- * the hooks could write of it. Every hook returns exactly what the runtime returned and leaves
- * errno as it was.
+ * and a branch, then forwards by a tail call (HOOK: the body that records is out of line).
+ * Inside, it times the real call and writes its arguments into the event the session reserves
+ * for it in the export buffer, unless CUPTI already records all the hooks could write of it.
+ * Every hook returns exactly what the runtime returned and leaves errno as it was.
  */
 #include <errno.h>
 #include <string.h>
@@ -113,6 +113,25 @@ static inline cudaError_t call_done(const struct gprof_hooked_call *c, int saved
 	call_end(&(c))
 
 #define CALL_REAL(c, sym, ...) CALL_REAL_AFTER(c, sym, (void)0, __VA_ARGS__)
+
+/*
+ * The exported entry point of `sym`, whose body, which follows, is record_<sym>, out of line:
+ * while the process is idle the entry calls the runtime's definition at once, as a tail call,
+ * so that it saves no register and copies no argument; anything else (the first call, a
+ * window, the definition not found yet) goes to the body, which asks again.
+ */
+#define HOOK(sym, params, args)                                                                   \
+	static __attribute__((noinline)) cudaError_t record_##sym params;                         \
+	GPROF_EXPORT cudaError_t sym params                                                       \
+	{                                                                                         \
+		__typeof__(&sym) fn =                                                             \
+		    (__typeof__(&sym))__atomic_load_n(&real[GPROF_HOOK_##sym], __ATOMIC_RELAXED); \
+                                                                                                  \
+		if (likely(fn && !gprof_hot_load()))                                              \
+			return fn args;                                                           \
+		return record_##sym args;                                                         \
+	}                                                                                         \
+	static cudaError_t record_##sym params
 
 /* Before a free whose memory change the hooks write: the size of what it frees, while it is. */
 static inline void before_free(int writes, const void *ptr)
@@ -273,8 +292,9 @@ GPROF_EXPORT cudaError_t cudaFreeAsync_ptsz(void *, cudaStream_t);
 
 /* Launches. */
 
-GPROF_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args,
-					  size_t smem, cudaStream_t s)
+HOOK(cudaLaunchKernel,
+     (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t s),
+     (func, grid, block, args, smem, s))
 {
 	struct gprof_hooked_call c;
 
@@ -282,8 +302,9 @@ GPROF_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 bloc
 	return launch_done(&c, func, grid, block, smem, s);
 }
 
-GPROF_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 grid, dim3 block, void **args,
-					       size_t smem, cudaStream_t s)
+HOOK(cudaLaunchKernel_ptsz,
+     (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t s),
+     (func, grid, block, args, smem, s))
 {
 	struct gprof_hooked_call c;
 
@@ -291,8 +312,9 @@ GPROF_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 grid, dim3
 	return launch_done(&c, func, grid, block, smem, s);
 }
 
-GPROF_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t func, dim3 grid, dim3 block, void **args,
-					    size_t smem, cudaStream_t s)
+HOOK(__cudaLaunchKernel,
+     (cudaKernel_t func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t s),
+     (func, grid, block, args, smem, s))
 {
 	struct gprof_hooked_call c;
 
@@ -300,8 +322,9 @@ GPROF_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t func, dim3 grid, dim3 b
 	return launch_done(&c, (const void *)func, grid, block, smem, s);
 }
 
-GPROF_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t func, dim3 grid, dim3 block,
-						 void **args, size_t smem, cudaStream_t s)
+HOOK(__cudaLaunchKernel_ptsz,
+     (cudaKernel_t func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t s),
+     (func, grid, block, args, smem, s))
 {
 	struct gprof_hooked_call c;
 
@@ -309,8 +332,8 @@ GPROF_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t func, dim3 grid, d
 	return launch_done(&c, (const void *)func, grid, block, smem, s);
 }
 
-GPROF_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *cfg, const void *func,
-					     void **args)
+HOOK(cudaLaunchKernelExC, (const cudaLaunchConfig_t *cfg, const void *func, void **args),
+     (cfg, func, args))
 {
 	struct gprof_hooked_call c;
 
@@ -318,8 +341,8 @@ GPROF_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *cfg, cons
 	return launch_ex_done(&c, cfg, func);
 }
 
-GPROF_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *cfg, const void *func,
-						  void **args)
+HOOK(cudaLaunchKernelExC_ptsz, (const cudaLaunchConfig_t *cfg, const void *func, void **args),
+     (cfg, func, args))
 {
 	struct gprof_hooked_call c;
 
@@ -329,7 +352,7 @@ GPROF_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *cfg,
 
 /* Device memory. */
 
-GPROF_EXPORT cudaError_t cudaMalloc(void **dst, size_t size)
+HOOK(cudaMalloc, (void **dst, size_t size), (dst, size))
 {
 	struct gprof_hooked_call c;
 
@@ -337,7 +360,7 @@ GPROF_EXPORT cudaError_t cudaMalloc(void **dst, size_t size)
 	return alloc_done(&c, dst, size, NULL);
 }
 
-GPROF_EXPORT cudaError_t cudaMallocAsync(void **dst, size_t size, cudaStream_t s)
+HOOK(cudaMallocAsync, (void **dst, size_t size, cudaStream_t s), (dst, size, s))
 {
 	struct gprof_hooked_call c;
 
@@ -345,7 +368,7 @@ GPROF_EXPORT cudaError_t cudaMallocAsync(void **dst, size_t size, cudaStream_t s
 	return alloc_done(&c, dst, size, s);
 }
 
-GPROF_EXPORT cudaError_t cudaMallocAsync_ptsz(void **dst, size_t size, cudaStream_t s)
+HOOK(cudaMallocAsync_ptsz, (void **dst, size_t size, cudaStream_t s), (dst, size, s))
 {
 	struct gprof_hooked_call c;
 
@@ -353,7 +376,7 @@ GPROF_EXPORT cudaError_t cudaMallocAsync_ptsz(void **dst, size_t size, cudaStrea
 	return alloc_done(&c, dst, size, s);
 }
 
-GPROF_EXPORT cudaError_t cudaFree(void *ptr)
+HOOK(cudaFree, (void *ptr), (ptr))
 {
 	struct gprof_hooked_call c;
 
@@ -361,7 +384,7 @@ GPROF_EXPORT cudaError_t cudaFree(void *ptr)
 	return free_done(&c, ptr, NULL);
 }
 
-GPROF_EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t s)
+HOOK(cudaFreeAsync, (void *ptr, cudaStream_t s), (ptr, s))
 {
 	struct gprof_hooked_call c;
 
@@ -369,7 +392,7 @@ GPROF_EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t s)
 	return free_done(&c, ptr, s);
 }
 
-GPROF_EXPORT cudaError_t cudaFreeAsync_ptsz(void *ptr, cudaStream_t s)
+HOOK(cudaFreeAsync_ptsz, (void *ptr, cudaStream_t s), (ptr, s))
 {
 	struct gprof_hooked_call c;
 
@@ -379,8 +402,8 @@ GPROF_EXPORT cudaError_t cudaFreeAsync_ptsz(void *ptr, cudaStream_t s)
 
 /* Copies and memsets. */
 
-GPROF_EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
-				    enum cudaMemcpyKind kind)
+HOOK(cudaMemcpy, (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind),
+     (dst, src, count, kind))
 {
 	struct gprof_hooked_call c;
 
@@ -388,8 +411,8 @@ GPROF_EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
 	return copy_done(&c, count, kind, NULL);
 }
 
-GPROF_EXPORT cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count,
-					 enum cudaMemcpyKind kind)
+HOOK(cudaMemcpy_ptds, (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind),
+     (dst, src, count, kind))
 {
 	struct gprof_hooked_call c;
 
@@ -397,8 +420,9 @@ GPROF_EXPORT cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t coun
 	return copy_done(&c, count, kind, NULL);
 }
 
-GPROF_EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
-					 enum cudaMemcpyKind kind, cudaStream_t s)
+HOOK(cudaMemcpyAsync,
+     (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t s),
+     (dst, src, count, kind, s))
 {
 	struct gprof_hooked_call c;
 
@@ -406,8 +430,9 @@ GPROF_EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t coun
 	return copy_done(&c, count, kind, s);
 }
 
-GPROF_EXPORT cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count,
-					      enum cudaMemcpyKind kind, cudaStream_t s)
+HOOK(cudaMemcpyAsync_ptsz,
+     (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t s),
+     (dst, src, count, kind, s))
 {
 	struct gprof_hooked_call c;
 
@@ -415,7 +440,7 @@ GPROF_EXPORT cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t
 	return copy_done(&c, count, kind, s);
 }
 
-GPROF_EXPORT cudaError_t cudaMemset(void *dst, int value, size_t count)
+HOOK(cudaMemset, (void *dst, int value, size_t count), (dst, value, count))
 {
 	struct gprof_hooked_call c;
 
@@ -423,7 +448,7 @@ GPROF_EXPORT cudaError_t cudaMemset(void *dst, int value, size_t count)
 	return set_done(&c, dst, count, NULL);
 }
 
-GPROF_EXPORT cudaError_t cudaMemset_ptds(void *dst, int value, size_t count)
+HOOK(cudaMemset_ptds, (void *dst, int value, size_t count), (dst, value, count))
 {
 	struct gprof_hooked_call c;
 
@@ -431,7 +456,7 @@ GPROF_EXPORT cudaError_t cudaMemset_ptds(void *dst, int value, size_t count)
 	return set_done(&c, dst, count, NULL);
 }
 
-GPROF_EXPORT cudaError_t cudaMemsetAsync(void *dst, int value, size_t count, cudaStream_t s)
+HOOK(cudaMemsetAsync, (void *dst, int value, size_t count, cudaStream_t s), (dst, value, count, s))
 {
 	struct gprof_hooked_call c;
 
@@ -439,7 +464,8 @@ GPROF_EXPORT cudaError_t cudaMemsetAsync(void *dst, int value, size_t count, cud
 	return set_done(&c, dst, count, s);
 }
 
-GPROF_EXPORT cudaError_t cudaMemsetAsync_ptsz(void *dst, int value, size_t count, cudaStream_t s)
+HOOK(cudaMemsetAsync_ptsz, (void *dst, int value, size_t count, cudaStream_t s),
+     (dst, value, count, s))
 {
 	struct gprof_hooked_call c;
 
