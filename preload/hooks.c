@@ -112,26 +112,35 @@ static inline cudaError_t call_done(const struct gprof_hooked_call *c, int saved
 	(c).result = fn(__VA_ARGS__);                                                              \
 	call_end(&(c))
 
-#define CALL_REAL(c, sym, ...) CALL_REAL_AFTER(c, sym, (void)0, __VA_ARGS__)
+/* A parenthesised list of names, bare. */
+#define NAMES(...) __VA_ARGS__
 
 /*
- * The exported entry point of `sym`, whose body, which follows, is record_<sym>, out of line:
- * while the process is idle the entry calls the runtime's definition at once, as a tail call,
- * so that it saves no register and copies no argument; anything else (the first call, a
- * window, the definition not found yet) goes to the body, which asks again.
+ * The hook of `sym`, with its parameters and their names, each list in parentheses. Its
+ * exported entry calls the runtime's definition at once while the process is idle, as a tail
+ * call, so that it saves no register and copies no argument; anything else (the first call, a
+ * window, the definition not found yet) goes to record_<sym>, out of line, which asks again,
+ * runs `before` (it may read `writes`), times the call into c and returns `done`, the
+ * family's description of it (an expression of c and the arguments).
  */
-#define HOOK(sym, params, args)                                                                   \
-	static __attribute__((noinline)) cudaError_t record_##sym params;                         \
+#define HOOK(sym, params, names, before, done)                                                    \
+	static __attribute__((noinline)) cudaError_t record_##sym params                          \
+	{                                                                                         \
+		struct gprof_hooked_call c;                                                       \
+                                                                                                  \
+		CALL_REAL_AFTER(c, sym, before, NAMES names);                                     \
+		return done;                                                                      \
+	}                                                                                         \
+                                                                                                  \
 	GPROF_EXPORT cudaError_t sym params                                                       \
 	{                                                                                         \
 		__typeof__(&sym) fn =                                                             \
 		    (__typeof__(&sym))__atomic_load_n(&real[GPROF_HOOK_##sym], __ATOMIC_RELAXED); \
                                                                                                   \
 		if (likely(fn && !gprof_hot_load()))                                              \
-			return fn args;                                                           \
-		return record_##sym args;                                                         \
-	}                                                                                         \
-	static cudaError_t record_##sym params
+			return fn names;                                                          \
+		return record_##sym names;                                                        \
+	}
 
 /* Before a free whose memory change the hooks write: the size of what it frees, while it is. */
 static inline void before_free(int writes, const void *ptr)
@@ -290,188 +299,69 @@ GPROF_EXPORT cudaError_t cudaMemsetAsync_ptsz(void *, int, size_t, cudaStream_t)
 GPROF_EXPORT cudaError_t cudaMallocAsync_ptsz(void **, size_t, cudaStream_t);
 GPROF_EXPORT cudaError_t cudaFreeAsync_ptsz(void *, cudaStream_t);
 
-/* Launches. */
+/*
+ * The hooks by family: one definition each, which the entry points of its per-thread default
+ * stream forms (_ptsz, _ptds) share.
+ */
 
-HOOK(cudaLaunchKernel,
-     (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t s),
-     (func, grid, block, args, smem, s))
-{
-	struct gprof_hooked_call c;
+/* Launches with a kernel and its grid, block, shared memory and stream. */
+#define LAUNCH_HOOK(sym, func_t)                                                                  \
+	HOOK(sym, (func_t func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t s), \
+	     (func, grid, block, args, smem, s), (void)0,                                         \
+	     launch_done(&c, (const void *)func, grid, block, smem, s))
+LAUNCH_HOOK(cudaLaunchKernel, const void *)
+LAUNCH_HOOK(cudaLaunchKernel_ptsz, const void *)
+LAUNCH_HOOK(__cudaLaunchKernel, cudaKernel_t)
+LAUNCH_HOOK(__cudaLaunchKernel_ptsz, cudaKernel_t)
 
-	CALL_REAL(c, cudaLaunchKernel, func, grid, block, args, smem, s);
-	return launch_done(&c, func, grid, block, smem, s);
-}
+/* Launches from a cudaLaunchConfig_t. */
+#define LAUNCH_EX_HOOK(sym)                                                       \
+	HOOK(sym, (const cudaLaunchConfig_t *cfg, const void *func, void **args), \
+	     (cfg, func, args), (void)0, launch_ex_done(&c, cfg, func))
+LAUNCH_EX_HOOK(cudaLaunchKernelExC)
+LAUNCH_EX_HOOK(cudaLaunchKernelExC_ptsz)
 
-HOOK(cudaLaunchKernel_ptsz,
-     (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t s),
-     (func, grid, block, args, smem, s))
-{
-	struct gprof_hooked_call c;
+/* Device memory; a free's size is taken before it frees. */
+HOOK(cudaMalloc, (void **dst, size_t size), (dst, size), (void)0, alloc_done(&c, dst, size, NULL))
+HOOK(cudaFree, (void *ptr), (ptr), before_free(writes, ptr), free_done(&c, ptr, NULL))
 
-	CALL_REAL(c, cudaLaunchKernel_ptsz, func, grid, block, args, smem, s);
-	return launch_done(&c, func, grid, block, smem, s);
-}
+#define ALLOC_ASYNC_HOOK(sym)                                                         \
+	HOOK(sym, (void **dst, size_t size, cudaStream_t s), (dst, size, s), (void)0, \
+	     alloc_done(&c, dst, size, s))
+ALLOC_ASYNC_HOOK(cudaMallocAsync)
+ALLOC_ASYNC_HOOK(cudaMallocAsync_ptsz)
 
-HOOK(__cudaLaunchKernel,
-     (cudaKernel_t func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t s),
-     (func, grid, block, args, smem, s))
-{
-	struct gprof_hooked_call c;
+#define FREE_ASYNC_HOOK(sym)                                                       \
+	HOOK(sym, (void *ptr, cudaStream_t s), (ptr, s), before_free(writes, ptr), \
+	     free_done(&c, ptr, s))
+FREE_ASYNC_HOOK(cudaFreeAsync)
+FREE_ASYNC_HOOK(cudaFreeAsync_ptsz)
 
-	CALL_REAL(c, __cudaLaunchKernel, func, grid, block, args, smem, s);
-	return launch_done(&c, (const void *)func, grid, block, smem, s);
-}
+/* Copies and memsets: the synchronous ones on the legacy default stream (NULL). */
+#define COPY_HOOK(sym)                                                                  \
+	HOOK(sym, (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind), \
+	     (dst, src, count, kind), (void)0, copy_done(&c, count, kind, NULL))
+COPY_HOOK(cudaMemcpy)
+COPY_HOOK(cudaMemcpy_ptds)
 
-HOOK(__cudaLaunchKernel_ptsz,
-     (cudaKernel_t func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t s),
-     (func, grid, block, args, smem, s))
-{
-	struct gprof_hooked_call c;
+#define COPY_ASYNC_HOOK(sym)                                                                       \
+	HOOK(sym,                                                                                  \
+	     (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t s), \
+	     (dst, src, count, kind, s), (void)0, copy_done(&c, count, kind, s))
+COPY_ASYNC_HOOK(cudaMemcpyAsync)
+COPY_ASYNC_HOOK(cudaMemcpyAsync_ptsz)
 
-	CALL_REAL(c, __cudaLaunchKernel_ptsz, func, grid, block, args, smem, s);
-	return launch_done(&c, (const void *)func, grid, block, smem, s);
-}
+#define SET_HOOK(sym)                                                                 \
+	HOOK(sym, (void *dst, int value, size_t count), (dst, value, count), (void)0, \
+	     set_done(&c, dst, count, NULL))
+SET_HOOK(cudaMemset)
+SET_HOOK(cudaMemset_ptds)
 
-HOOK(cudaLaunchKernelExC, (const cudaLaunchConfig_t *cfg, const void *func, void **args),
-     (cfg, func, args))
-{
-	struct gprof_hooked_call c;
-
-	CALL_REAL(c, cudaLaunchKernelExC, cfg, func, args);
-	return launch_ex_done(&c, cfg, func);
-}
-
-HOOK(cudaLaunchKernelExC_ptsz, (const cudaLaunchConfig_t *cfg, const void *func, void **args),
-     (cfg, func, args))
-{
-	struct gprof_hooked_call c;
-
-	CALL_REAL(c, cudaLaunchKernelExC_ptsz, cfg, func, args);
-	return launch_ex_done(&c, cfg, func);
-}
-
-/* Device memory. */
-
-HOOK(cudaMalloc, (void **dst, size_t size), (dst, size))
-{
-	struct gprof_hooked_call c;
-
-	CALL_REAL(c, cudaMalloc, dst, size);
-	return alloc_done(&c, dst, size, NULL);
-}
-
-HOOK(cudaMallocAsync, (void **dst, size_t size, cudaStream_t s), (dst, size, s))
-{
-	struct gprof_hooked_call c;
-
-	CALL_REAL(c, cudaMallocAsync, dst, size, s);
-	return alloc_done(&c, dst, size, s);
-}
-
-HOOK(cudaMallocAsync_ptsz, (void **dst, size_t size, cudaStream_t s), (dst, size, s))
-{
-	struct gprof_hooked_call c;
-
-	CALL_REAL(c, cudaMallocAsync_ptsz, dst, size, s);
-	return alloc_done(&c, dst, size, s);
-}
-
-HOOK(cudaFree, (void *ptr), (ptr))
-{
-	struct gprof_hooked_call c;
-
-	CALL_REAL_AFTER(c, cudaFree, before_free(writes, ptr), ptr);
-	return free_done(&c, ptr, NULL);
-}
-
-HOOK(cudaFreeAsync, (void *ptr, cudaStream_t s), (ptr, s))
-{
-	struct gprof_hooked_call c;
-
-	CALL_REAL_AFTER(c, cudaFreeAsync, before_free(writes, ptr), ptr, s);
-	return free_done(&c, ptr, s);
-}
-
-HOOK(cudaFreeAsync_ptsz, (void *ptr, cudaStream_t s), (ptr, s))
-{
-	struct gprof_hooked_call c;
-
-	CALL_REAL_AFTER(c, cudaFreeAsync_ptsz, before_free(writes, ptr), ptr, s);
-	return free_done(&c, ptr, s);
-}
-
-/* Copies and memsets. */
-
-HOOK(cudaMemcpy, (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind),
-     (dst, src, count, kind))
-{
-	struct gprof_hooked_call c;
-
-	CALL_REAL(c, cudaMemcpy, dst, src, count, kind);
-	return copy_done(&c, count, kind, NULL);
-}
-
-HOOK(cudaMemcpy_ptds, (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind),
-     (dst, src, count, kind))
-{
-	struct gprof_hooked_call c;
-
-	CALL_REAL(c, cudaMemcpy_ptds, dst, src, count, kind);
-	return copy_done(&c, count, kind, NULL);
-}
-
-HOOK(cudaMemcpyAsync,
-     (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t s),
-     (dst, src, count, kind, s))
-{
-	struct gprof_hooked_call c;
-
-	CALL_REAL(c, cudaMemcpyAsync, dst, src, count, kind, s);
-	return copy_done(&c, count, kind, s);
-}
-
-HOOK(cudaMemcpyAsync_ptsz,
-     (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t s),
-     (dst, src, count, kind, s))
-{
-	struct gprof_hooked_call c;
-
-	CALL_REAL(c, cudaMemcpyAsync_ptsz, dst, src, count, kind, s);
-	return copy_done(&c, count, kind, s);
-}
-
-HOOK(cudaMemset, (void *dst, int value, size_t count), (dst, value, count))
-{
-	struct gprof_hooked_call c;
-
-	CALL_REAL(c, cudaMemset, dst, value, count);
-	return set_done(&c, dst, count, NULL);
-}
-
-HOOK(cudaMemset_ptds, (void *dst, int value, size_t count), (dst, value, count))
-{
-	struct gprof_hooked_call c;
-
-	CALL_REAL(c, cudaMemset_ptds, dst, value, count);
-	return set_done(&c, dst, count, NULL);
-}
-
-HOOK(cudaMemsetAsync, (void *dst, int value, size_t count, cudaStream_t s), (dst, value, count, s))
-{
-	struct gprof_hooked_call c;
-
-	CALL_REAL(c, cudaMemsetAsync, dst, value, count, s);
-	return set_done(&c, dst, count, s);
-}
-
-HOOK(cudaMemsetAsync_ptsz, (void *dst, int value, size_t count, cudaStream_t s),
-     (dst, value, count, s))
-{
-	struct gprof_hooked_call c;
-
-	CALL_REAL(c, cudaMemsetAsync_ptsz, dst, value, count, s);
-	return set_done(&c, dst, count, s);
-}
+#define SET_ASYNC_HOOK(sym)                                                                     \
+	HOOK(sym, (void *dst, int value, size_t count, cudaStream_t s), (dst, value, count, s), \
+	     (void)0, set_done(&c, dst, count, s))
+SET_ASYNC_HOOK(cudaMemsetAsync)
+SET_ASYNC_HOOK(cudaMemsetAsync_ptsz)
 
 /*
  * cudaProfilerStart and Stop tell the session first, idle or not (GPROF_TRIGGER=
