@@ -1,10 +1,10 @@
 /*
  * The CUDA runtime entry points libgprof interposes, one function each (the table is
  * GPROF_HOOKS). Outside a window each hook does two loads (its real function and gprof_hot)
- * and a branch, then forwards by a tail call (HOOK: the body that records is out of line).
- * Inside, it times the real call and writes its arguments into the event the session reserves
- * for it in the export buffer, unless CUPTI already records all the hooks could write of it.
- * Every hook returns exactly what the runtime returned and leaves errno as it was.
+ * and a branch, then forwards. Inside, it times the real call and writes its arguments into
+ * the event the session reserves for it in the export buffer, unless CUPTI already records all
+ * the hooks could write of it. Every hook returns exactly what the runtime returned and leaves
+ * errno as it was.
  */
 #include <errno.h>
 #include <string.h>
@@ -116,30 +116,19 @@ static inline cudaError_t call_done(const struct gprof_hooked_call *c, int saved
 #define NAMES(...) __VA_ARGS__
 
 /*
- * The hook of `sym`, with its parameters and their names, each list in parentheses. Its
- * exported entry calls the runtime's definition at once while the process is idle, as a tail
- * call, so that it saves no register and copies no argument; anything else (the first call, a
- * window, the definition not found yet) goes to record_<sym>, out of line, which asks again,
- * runs `before` (it may read `writes`), times the call into c and returns `done`, the
- * family's description of it (an expression of c and the arguments).
+ * The hook of `sym`, with its parameters and their names, each list in parentheses: it runs
+ * `before` (which may read `writes`) when the session wants the call, times the call into c
+ * and returns `done`, the family's description of it (an expression of c and the arguments).
+ * (An entry that forwards an idle call by a tail call, with the rest out of line, halved the
+ * idle cost and added 5 to 7 ns to every recorded launch: docs/PERFORMANCE.md.)
  */
-#define HOOK(sym, params, names, before, done)                                                    \
-	static __attribute__((noinline)) cudaError_t record_##sym params                          \
-	{                                                                                         \
-		struct gprof_hooked_call c;                                                       \
-                                                                                                  \
-		CALL_REAL_AFTER(c, sym, before, NAMES names);                                     \
-		return done;                                                                      \
-	}                                                                                         \
-                                                                                                  \
-	GPROF_EXPORT cudaError_t sym params                                                       \
-	{                                                                                         \
-		__typeof__(&sym) fn =                                                             \
-		    (__typeof__(&sym))__atomic_load_n(&real[GPROF_HOOK_##sym], __ATOMIC_RELAXED); \
-                                                                                                  \
-		if (likely(fn && !gprof_hot_load()))                                              \
-			return fn names;                                                          \
-		return record_##sym names;                                                        \
+#define HOOK(sym, params, names, before, done)                \
+	GPROF_EXPORT cudaError_t sym params                   \
+	{                                                     \
+		struct gprof_hooked_call c;                   \
+                                                              \
+		CALL_REAL_AFTER(c, sym, before, NAMES names); \
+		return done;                                  \
 	}
 
 /* Before a free whose memory change the hooks write: the size of what it frees, while it is. */
