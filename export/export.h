@@ -28,8 +28,9 @@
  * with the file.
  *
  * Windows: the stepper opens one per active window (gprof_export_window_open) and closes it
- * at "window complete" (gprof_export_window_close; its life: enum gprof_window_life); the collector, which still delivers late GPU records for the window,
- * holds it too (gprof_export_window_hold) and releases it after its last flush. When the last
+ * at "window complete" (gprof_export_window_close; its life: enum gprof_window_life); the
+ * collector, which still delivers late GPU records for the window, holds it too
+ * (gprof_export_window_hold) and releases it after its last flush. When the last
  * hold is released the writer drains every event committed before that moment, then finishes
  * the file: metadata events, the final header, the gzip trailer, rename from .partial. Events
  * for a window that is finished, failed or unknown are dropped and counted (stats.late).
@@ -503,7 +504,7 @@ static inline const char *gprof_window_life_name(enum gprof_window_life life)
 }
 /* Window id's life: FREE once its slot was claimed again by a later id (or never was). */
 enum gprof_window_life gprof_export_window_life(uint32_t id);
-/* The stepper's number of window id (gprof_export_window_info) while it is live, else UINT64_MAX. */
+/* The stepper's number of window id (its info's) while it is live, else UINT64_MAX. */
 uint64_t gprof_export_window_number(uint32_t id);
 /*
  * Another party (the collector) delays the finish until its own release. Hold before the
@@ -512,7 +513,7 @@ uint64_t gprof_export_window_number(uint32_t id);
 bool gprof_export_window_hold(uint32_t id);
 /* Drops one hold; at zero the writer drains what was committed before and finishes the file. */
 void gprof_export_window_release(uint32_t id);
-/* The opener's release: ACTIVE to DRAINING, then its hold dropped (once; later calls do nothing). */
+/* The opener's release: ACTIVE to DRAINING, its hold dropped (once; later calls do nothing). */
 void gprof_export_window_close(uint32_t id);
 void gprof_export_window_set_last_step(uint32_t id, uint64_t step);
 /*
