@@ -481,13 +481,13 @@ static inline unsigned gprof_export_window_slot(uint32_t id)
 	return id % GPROF_EXPORT_WINDOWS;
 }
 /*
- * A window's life, in order. Before it opens it is the session's (preload/windows.c), which
- * has no id for it yet; from its opening on, export's, the one record of it: the id is the
- * handle every module keeps, gprof_export_window_slot() where each keeps its state of it.
+ * A window's life, in order. Its warmup is the stepper's phase (GPROF_PHASE_WARMUP), before
+ * the window has a state; until it opens it is the session's (preload/windows.c), which has
+ * no id for it yet; from its opening on, export's, the one record of it: the id is the handle
+ * every module keeps, gprof_export_window_slot() where each keeps its state of it.
  */
 enum gprof_window_life {
-	GPROF_WINDOW_FREE,   /* none (an export slot: none yet, or the id is not its window) */
-	GPROF_WINDOW_WARMUP, /* the session's: its warmup steps (CUPTI starts; nothing kept) */
+	GPROF_WINDOW_FREE,    /* none (an export slot: none yet, or the id is not its window) */
 	GPROF_WINDOW_OPENING, /* the session's: active, but no slot was free: opens at a step's end */
 	GPROF_WINDOW_ACTIVE,   /* opened: the hooks record into it */
 	GPROF_WINDOW_DRAINING, /* the opener closed it: its late GPU records and args still come */
@@ -497,8 +497,8 @@ enum gprof_window_life {
 };
 static inline const char *gprof_window_life_name(enum gprof_window_life life)
 {
-	static const char *const names[] = {"free",	"warmup",  "opening", "active",
-					    "draining", "closing", "written", "given up"};
+	static const char *const names[] = {"free",    "opening", "active",  "draining",
+					    "closing", "written", "given up"};
 
 	return (unsigned)life < sizeof(names) / sizeof(names[0]) ? names[life] : "?";
 }

@@ -19,11 +19,12 @@ void gprof_events_init(unsigned acts)
 		const struct gprof_hook_info *hi = &gprof_hook_info[h];
 
 		gprof_events_acts[h] = gprof_hook_family[hi->family].acts & acts;
-		gprof_events_rows[h].name = gprof_export_intern(hi->public_name);
-		gprof_events_rows[h].api = gprof_export_intern(hi->symbol);
-		gprof_events_rows[h].flags =
-		    gprof_hook_family[hi->family].flags | GPROF_EXPORT_ARG_RESULT;
-		gprof_events_rows[h].cbid = (uint16_t)hi->cbid;
+		gprof_events_rows[h] = (struct gprof_events_row){
+		    .name = gprof_export_intern(hi->public_name),
+		    .api = gprof_export_intern(hi->symbol),
+		    .flags = gprof_hook_family[hi->family].flags | GPROF_EXPORT_ARG_RESULT,
+		    .cbid = (uint16_t)hi->cbid,
+		};
 	}
 }
 

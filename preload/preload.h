@@ -401,15 +401,13 @@ struct gprof_windows_session {
 };
 
 /*
- * init: from the session's init, with the configuration and schedule text (kept). warmup,
- * begin, step, end and discard: the stepper's WARMUP, ACTIVE, STEP, SAVE and DISCARD events,
- * under its lock.
+ * init: from the session's init, with the configuration and schedule text (kept). begin, step,
+ * end and discard: the stepper's ACTIVE, STEP, SAVE and DISCARD events, under its lock.
  * begin_ns: when the open window began (any thread). due: whether any window began, recorded
  * or not. report_exit: the exit's line on windows that had no file of their own.
  */
 void gprof_windows_init(const struct gprof_config *cfg, const char *schedule,
 			struct gprof_stepper *stepper, const struct gprof_windows_session *s);
-void gprof_windows_warmup(void);
 void gprof_windows_begin(const struct gprof_sched_event *ev);
 void gprof_windows_step(const struct gprof_sched_event *ev);
 void gprof_windows_end(const struct gprof_sched_event *ev);

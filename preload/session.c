@@ -146,7 +146,6 @@ static void on_sched_event(const struct gprof_sched_event *ev, void *ctx)
 		gprof_windows_end(ev);
 		break;
 	case GPROF_SCHED_EV_WARMUP:
-		gprof_windows_warmup();
 		runtime_facts();
 		gprof_collector_warmup();
 		break;

@@ -20,8 +20,8 @@ static struct gprof_stepper *stepper;
 static const struct gprof_windows_session *session;
 
 /*
- * The session's window's life (export.h), under the stepper's lock: FREE, WARMUP, OPENING (no
- * slot yet), ACTIVE (the hooks record into cur_window); from its close on it is export's, and
+ * The session's window's life (export.h), under the stepper's lock: FREE, OPENING (no slot
+ * yet), ACTIVE (the hooks record into cur_window); from its close on it is export's, and
  * here FREE again. merging: the active window goes on into the schedule's next one.
  */
 static enum gprof_window_life state;
@@ -117,12 +117,6 @@ static int open_at(const struct gprof_sched_event *ev, uint64_t first_step, uint
 	return 0;
 }
 
-void gprof_windows_warmup(void)
-{
-	if (state == GPROF_WINDOW_FREE)
-		state = GPROF_WINDOW_WARMUP;
-}
-
 void gprof_windows_begin(const struct gprof_sched_event *ev)
 {
 	int err;
@@ -196,8 +190,6 @@ void gprof_windows_discard(const struct gprof_sched_event *ev)
 {
 	if (merging_on)
 		gprof_windows_end(ev);
-	else if (state == GPROF_WINDOW_WARMUP)
-		state = GPROF_WINDOW_FREE;
 }
 
 void gprof_windows_report_exit(void)
