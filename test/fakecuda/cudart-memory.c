@@ -17,10 +17,20 @@ struct rt_call {
 	bool async, per_thread;
 };
 
-/* The call of entry point fn, whose CUPTI callback id carries version; then its other fields. */
-#define RT_CALL(fn, version, params_, ...)                                                   \
-	{                                                                                    \
-		.cbid = RT_CBID(fn##_##version), .name = #fn, .params = params_, __VA_ARGS__ \
+#define NAMES(...) __VA_ARGS__
+
+/*
+ * Entry point fn, whose CUPTI callback id carries version, with its parameters and their names
+ * (each list in parentheses) and the call's other fields (also): its call a, handed to body.
+ */
+#define RT_ENTRY(fn, version, parameters, names, fields, body)                                 \
+	cudaError_t fn parameters                                                              \
+	{                                                                                      \
+		fn##_##version##_params p = {NAMES names};                                     \
+		struct rt_call a = {                                                           \
+		    .cbid = RT_CBID(fn##_##version), .name = #fn, .params = &p, NAMES fields}; \
+                                                                                               \
+		return body;                                                                   \
 	}
 
 /* ---- allocation ---- */
@@ -67,46 +77,19 @@ static cudaError_t do_free(const struct rt_call *a, void *ptr)
 #define DEVICE CUPTI_ACTIVITY_MEMORY_KIND_DEVICE
 #define PINNED CUPTI_ACTIVITY_MEMORY_KIND_PINNED
 
-cudaError_t cudaMalloc(void **devPtr, size_t size)
-{
-	cudaMalloc_v3020_params p = {devPtr, size};
-	struct rt_call a = RT_CALL(cudaMalloc, v3020, &p, .kind = DEVICE);
+RT_ENTRY(cudaMalloc, v3020, (void **devPtr, size_t size), (devPtr, size), (.kind = DEVICE),
+	 do_alloc(&a, devPtr, size))
 
-	return do_alloc(&a, devPtr, size);
-}
+RT_ENTRY(cudaFree, v3020, (void *devPtr), (devPtr), (.kind = DEVICE), do_free(&a, devPtr))
 
-cudaError_t cudaFree(void *devPtr)
-{
-	cudaFree_v3020_params p = {devPtr};
-	struct rt_call a = RT_CALL(cudaFree, v3020, &p, .kind = DEVICE);
-
-	return do_free(&a, devPtr);
-}
-
-cudaError_t cudaMallocHost(void **ptr, size_t size)
-{
-	cudaMallocHost_v3020_params p = {ptr, size};
-	struct rt_call a = RT_CALL(cudaMallocHost, v3020, &p, .kind = PINNED);
-
-	return do_alloc(&a, ptr, size);
-}
+RT_ENTRY(cudaMallocHost, v3020, (void **ptr, size_t size), (ptr, size), (.kind = PINNED),
+	 do_alloc(&a, ptr, size))
 
 /* What C++'s cudaMallocHost(T **, size, flags) template calls; flags change nothing here. */
-cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
-{
-	cudaHostAlloc_v3020_params p = {pHost, size, flags};
-	struct rt_call a = RT_CALL(cudaHostAlloc, v3020, &p, .kind = PINNED);
+RT_ENTRY(cudaHostAlloc, v3020, (void **pHost, size_t size, unsigned int flags),
+	 (pHost, size, flags), (.kind = PINNED), do_alloc(&a, pHost, size))
 
-	return do_alloc(&a, pHost, size);
-}
-
-cudaError_t cudaFreeHost(void *ptr)
-{
-	cudaFreeHost_v3020_params p = {ptr};
-	struct rt_call a = RT_CALL(cudaFreeHost, v3020, &p, .kind = PINNED);
-
-	return do_free(&a, ptr);
-}
+RT_ENTRY(cudaFreeHost, v3020, (void *ptr), (ptr), (.kind = PINNED), do_free(&a, ptr))
 
 /* free is what the current device's allocations leave of its memory. */
 cudaError_t cudaMemGetInfo(size_t *free, size_t *total)
@@ -123,41 +106,21 @@ cudaError_t cudaMemGetInfo(size_t *free, size_t *total)
 	return fakert_exit(&c, cudaSuccess, "\"free\":%zu,\"total\":%zu", *free, *total);
 }
 
-cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
-{
-	cudaMallocAsync_v11020_params p = {devPtr, size, hStream};
-	struct rt_call a =
-	    RT_CALL(cudaMallocAsync, v11020, &p, .kind = DEVICE, .stream = hStream, .async = true);
+RT_ENTRY(cudaMallocAsync, v11020, (void **devPtr, size_t size, cudaStream_t hStream),
+	 (devPtr, size, hStream), (.kind = DEVICE, .stream = hStream, .async = true),
+	 do_alloc(&a, devPtr, size))
 
-	return do_alloc(&a, devPtr, size);
-}
+RT_ENTRY(cudaMallocAsync_ptsz, v11020, (void **devPtr, size_t size, cudaStream_t hStream),
+	 (devPtr, size, hStream),
+	 (.kind = DEVICE, .stream = hStream, .async = true, .per_thread = true),
+	 do_alloc(&a, devPtr, size))
 
-cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream)
-{
-	cudaMallocAsync_ptsz_v11020_params p = {devPtr, size, hStream};
-	struct rt_call a = RT_CALL(cudaMallocAsync_ptsz, v11020, &p, .kind = DEVICE,
-				   .stream = hStream, .async = true, .per_thread = true);
+RT_ENTRY(cudaFreeAsync, v11020, (void *devPtr, cudaStream_t hStream), (devPtr, hStream),
+	 (.kind = DEVICE, .stream = hStream, .async = true), do_free(&a, devPtr))
 
-	return do_alloc(&a, devPtr, size);
-}
-
-cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream)
-{
-	cudaFreeAsync_v11020_params p = {devPtr, hStream};
-	struct rt_call a =
-	    RT_CALL(cudaFreeAsync, v11020, &p, .kind = DEVICE, .stream = hStream, .async = true);
-
-	return do_free(&a, devPtr);
-}
-
-cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream)
-{
-	cudaFreeAsync_ptsz_v11020_params p = {devPtr, hStream};
-	struct rt_call a = RT_CALL(cudaFreeAsync_ptsz, v11020, &p, .kind = DEVICE,
-				   .stream = hStream, .async = true, .per_thread = true);
-
-	return do_free(&a, devPtr);
-}
+RT_ENTRY(cudaFreeAsync_ptsz, v11020, (void *devPtr, cudaStream_t hStream), (devPtr, hStream),
+	 (.kind = DEVICE, .stream = hStream, .async = true, .per_thread = true),
+	 do_free(&a, devPtr))
 
 /* ---- copies and sets ---- */
 
@@ -222,70 +185,33 @@ static cudaError_t do_set(const struct rt_call *g, void *ptr, int value, size_t 
 			   fakecuda_stream_id(s));
 }
 
-cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
-{
-	cudaMemcpy_v3020_params p = {dst, src, count, kind};
-	struct rt_call g = RT_CALL(cudaMemcpy, v3020, &p);
+RT_ENTRY(cudaMemcpy, v3020, (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind),
+	 (dst, src, count, kind), (), do_copy(&a, dst, src, count, kind))
 
-	return do_copy(&g, dst, src, count, kind);
-}
+RT_ENTRY(cudaMemcpy_ptds, v7000,
+	 (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind),
+	 (dst, src, count, kind), (.per_thread = true), do_copy(&a, dst, src, count, kind))
 
-cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
-{
-	cudaMemcpy_ptds_v7000_params p = {dst, src, count, kind};
-	struct rt_call g = RT_CALL(cudaMemcpy_ptds, v7000, &p, .per_thread = true);
+RT_ENTRY(cudaMemcpyAsync, v3020,
+	 (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream),
+	 (dst, src, count, kind, stream), (.stream = stream, .async = true),
+	 do_copy(&a, dst, src, count, kind))
 
-	return do_copy(&g, dst, src, count, kind);
-}
+RT_ENTRY(cudaMemcpyAsync_ptsz, v7000,
+	 (void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream),
+	 (dst, src, count, kind, stream), (.stream = stream, .async = true, .per_thread = true),
+	 do_copy(&a, dst, src, count, kind))
 
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
-			    cudaStream_t stream)
-{
-	cudaMemcpyAsync_v3020_params p = {dst, src, count, kind, stream};
-	struct rt_call g = RT_CALL(cudaMemcpyAsync, v3020, &p, .stream = stream, .async = true);
+RT_ENTRY(cudaMemset, v3020, (void *devPtr, int value, size_t count), (devPtr, value, count), (),
+	 do_set(&a, devPtr, value, count))
 
-	return do_copy(&g, dst, src, count, kind);
-}
+RT_ENTRY(cudaMemset_ptds, v7000, (void *devPtr, int value, size_t count), (devPtr, value, count),
+	 (.per_thread = true), do_set(&a, devPtr, value, count))
 
-cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
-				 cudaStream_t stream)
-{
-	cudaMemcpyAsync_ptsz_v7000_params p = {dst, src, count, kind, stream};
-	struct rt_call g = RT_CALL(cudaMemcpyAsync_ptsz, v7000, &p, .stream = stream, .async = true,
-				   .per_thread = true);
+RT_ENTRY(cudaMemsetAsync, v3020, (void *devPtr, int value, size_t count, cudaStream_t stream),
+	 (devPtr, value, count, stream), (.stream = stream, .async = true),
+	 do_set(&a, devPtr, value, count))
 
-	return do_copy(&g, dst, src, count, kind);
-}
-
-cudaError_t cudaMemset(void *devPtr, int value, size_t count)
-{
-	cudaMemset_v3020_params p = {devPtr, value, count};
-	struct rt_call g = RT_CALL(cudaMemset, v3020, &p);
-
-	return do_set(&g, devPtr, value, count);
-}
-
-cudaError_t cudaMemset_ptds(void *devPtr, int value, size_t count)
-{
-	cudaMemset_ptds_v7000_params p = {devPtr, value, count};
-	struct rt_call g = RT_CALL(cudaMemset_ptds, v7000, &p, .per_thread = true);
-
-	return do_set(&g, devPtr, value, count);
-}
-
-cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
-{
-	cudaMemsetAsync_v3020_params p = {devPtr, value, count, stream};
-	struct rt_call g = RT_CALL(cudaMemsetAsync, v3020, &p, .stream = stream, .async = true);
-
-	return do_set(&g, devPtr, value, count);
-}
-
-cudaError_t cudaMemsetAsync_ptsz(void *devPtr, int value, size_t count, cudaStream_t stream)
-{
-	cudaMemsetAsync_ptsz_v7000_params p = {devPtr, value, count, stream};
-	struct rt_call g = RT_CALL(cudaMemsetAsync_ptsz, v7000, &p, .stream = stream, .async = true,
-				   .per_thread = true);
-
-	return do_set(&g, devPtr, value, count);
-}
+RT_ENTRY(cudaMemsetAsync_ptsz, v7000, (void *devPtr, int value, size_t count, cudaStream_t stream),
+	 (devPtr, value, count, stream), (.stream = stream, .async = true, .per_thread = true),
+	 do_set(&a, devPtr, value, count))
