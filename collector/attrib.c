@@ -254,12 +254,10 @@ static bool is_own_call(const struct gprof_coll_rec *r)
 static struct gprof_coll_win *window_at(uint64_t ts)
 {
 	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
-		struct gprof_coll_win *w = &wins[i];
+		uint64_t begin, end;
 
-		if (__atomic_load_n(&w->id, __ATOMIC_ACQUIRE) &&
-		    __atomic_load_n(&w->begin_ns, __ATOMIC_ACQUIRE) <= ts &&
-		    ts < __atomic_load_n(&w->end_ns, __ATOMIC_ACQUIRE))
-			return w;
+		if (gprof_coll_win_span(&wins[i], &begin, &end) && begin <= ts && ts < end)
+			return &wins[i];
 	}
 	return NULL;
 }
@@ -352,12 +350,10 @@ static void earlier(const struct gprof_export_event *gpu)
 
 	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
 		struct gprof_coll_win *w = &wins[i];
-		uint64_t begin = __atomic_load_n(&w->begin_ns, __ATOMIC_ACQUIRE);
-		uint64_t w_end = __atomic_load_n(&w->end_ns, __ATOMIC_ACQUIRE);
+		uint64_t begin, w_end;
 		struct gprof_export_event ev = *gpu;
 
-		if (!__atomic_load_n(&w->id, __ATOMIC_ACQUIRE) || end <= begin ||
-		    gpu->ts_ns >= w_end)
+		if (!gprof_coll_win_span(w, &begin, &w_end) || end <= begin || gpu->ts_ns >= w_end)
 			continue;
 		ev.kind = GPROF_EXPORT_EARLIER;
 		if (gpu->kind != GPROF_EXPORT_KERNEL)
@@ -758,6 +754,9 @@ static int by_time(const void *a, const void *b)
  */
 static void release_memory(struct gprof_coll_win *w)
 {
+	uint64_t begin, end;
+
+	gprof_coll_win_span(w, &begin, &end);
 	if (w->n_mem)
 		gprof_sort(w->mem, w->n_mem, sizeof(*w->mem), by_time);
 	for (uint32_t dev = 0; dev < GPROF_COLL_MEMORY_DEVICES; dev++) {
@@ -767,7 +766,7 @@ static void release_memory(struct gprof_coll_win *w)
 			continue;
 		for (size_t i = 0; i < w->n_mem && w->mem[i].ts_ns < w->memory_ns; i++)
 			held += w->mem[i].device == dev ? w->mem[i].delta : 0;
-		push_memory(w, &(struct gprof_coll_mem){w->begin_ns, 0, -held, dev, 0, 0});
+		push_memory(w, &(struct gprof_coll_mem){begin, 0, -held, dev, 0, 0});
 	}
 	for (size_t i = 0; i < w->n_mem; i++) {
 		struct gprof_coll_mem m = w->mem[i];

@@ -64,8 +64,8 @@ void gprof_collector_warmup(void);
 void gprof_collector_discard(void);
 
 /*
- * ACTIVE: export window `id` (the stepper's window `number`) records API calls that start at
- * or after begin_ns; the collector holds the window until its GPU records are in. Its device
+ * ACTIVE: export window `id` opened (its span, gprof_export_window_bounds, is the API calls the
+ * collector gives it); the collector holds the window until its GPU records are in. Its device
  * memory counter goes on from `memory` (the session wrote the counter's first value).
  */
 struct gprof_memory_base {
@@ -73,10 +73,9 @@ struct gprof_memory_base {
 	int64_t bytes;	/* device memory in use when the window opened; -1: unknown */
 	uint64_t ts_ns; /* when that was so: earlier changes are in it, later ones are not */
 };
-void gprof_collector_window_begin(uint32_t id, uint64_t begin_ns,
-				  const struct gprof_memory_base *memory);
-/* SAVE: the window records no API call that starts at or after end_ns; drain, then release. */
-void gprof_collector_window_end(uint32_t id, uint64_t end_ns);
+void gprof_collector_window_begin(uint32_t id, const struct gprof_memory_base *memory);
+/* SAVE, once export has the window's end (gprof_export_window_end): drain, then release. */
+void gprof_collector_window_end(uint32_t id);
 
 /*
  * The GPROF_ACT_* bits whose events come from CUPTI now (the session skips its own). Written by

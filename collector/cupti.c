@@ -344,15 +344,14 @@ static bool usable(const struct gprof_coll *c)
 	       s == GPROF_COLL_ENABLED;
 }
 
-void gprof_collector_window_begin(uint32_t id, uint64_t begin_ns,
-				  const struct gprof_memory_base *memory)
+void gprof_collector_window_begin(uint32_t id, const struct gprof_memory_base *memory)
 {
 	struct gprof_coll *c = &gprof_coll;
 	static bool said;
 
 	pthread_mutex_lock(&c->lock);
 	/* Export's slot was free, so ours is too (each holder frees it first): never expected. */
-	if (usable(c) && !gprof_coll_win_claim(c->wins, id, begin_ns, memory) && !said) {
+	if (usable(c) && !gprof_coll_win_claim(c->wins, id, memory) && !said) {
 		said = true;
 		pr_warn("window %llu: every collector slot is in use; its GPU activity is not "
 			"recorded (a libgprof bug: please report it)",
@@ -361,7 +360,7 @@ void gprof_collector_window_begin(uint32_t id, uint64_t begin_ns,
 	pthread_mutex_unlock(&c->lock);
 }
 
-void gprof_collector_window_end(uint32_t id, uint64_t end_ns)
+void gprof_collector_window_end(uint32_t id)
 {
 	struct gprof_coll *c = &gprof_coll;
 	struct gprof_coll_win *w;
@@ -369,12 +368,9 @@ void gprof_collector_window_end(uint32_t id, uint64_t end_ns)
 	pthread_mutex_lock(&c->lock);
 	c->want = false;
 	w = gprof_coll_win_of(c->wins, id);
-	if (w) {
-		__atomic_store_n(&w->end_ns, end_ns, __ATOMIC_RELEASE);
-		/* CUPTI never ran for it: nothing can come. */
-		if (!c->thread_running)
-			gprof_coll_win_release(w);
-	}
+	/* CUPTI never ran for it: nothing can come. */
+	if (w && !c->thread_running)
+		gprof_coll_win_release(w);
 	pthread_mutex_unlock(&c->lock);
 	gprof_coll_kick();
 }

@@ -251,8 +251,7 @@ struct gprof_coll_win {
 	 * Claimed (id last) and ended by the session's threads, freed (id = 0) by the collector
 	 * thread: read and written with atomics.
 	 */
-	uint32_t id; /* export window (its handle: its facts are export's); 0: the slot is free */
-	uint64_t begin_ns, end_ns; /* API calls that start in [begin, end) are the window's */
+	uint32_t id; /* export window (its handle: its facts, its span included, are export's) */
 	/* The collector thread's own; zero while the slot is free. */
 	uint64_t ended_ms; /* CLOCK_MONOTONIC ms when the thread saw it end */
 	uint32_t lo, hi;   /* correlation ids of its API records seen so far */
@@ -306,10 +305,9 @@ struct gprof_coll_mem {
  */
 /*
  * Under gprof_coll.lock: export window id's slot (gprof_export_window_slot), held from now on,
- * as a window that opens at begin_ns with memory's figure; NULL when the slot is not free.
+ * with memory's figure; NULL when the slot is not free.
  */
 struct gprof_coll_win *gprof_coll_win_claim(struct gprof_coll_win *wins, uint32_t id,
-					    uint64_t begin_ns,
 					    const struct gprof_memory_base *memory);
 /* The slot of export window id while the collector has it, or NULL. */
 struct gprof_coll_win *gprof_coll_win_of(struct gprof_coll_win *wins, uint32_t id);
@@ -317,6 +315,11 @@ struct gprof_coll_win *gprof_coll_win_of(struct gprof_coll_win *wins, uint32_t i
 void gprof_coll_win_memory_base(struct gprof_coll_win *w, const struct gprof_memory_base *base);
 /* The slot is free, then the export window's hold is let go (in that order). */
 void gprof_coll_win_release(struct gprof_coll_win *w);
+/*
+ * Whether the slot is in use, and then its window's span (export's: API calls that start in
+ * [begin, end) are the window's; end UINT64_MAX until the window ends).
+ */
+bool gprof_coll_win_span(const struct gprof_coll_win *w, uint64_t *begin_ns, uint64_t *end_ns);
 /* Whether the slot is in use and its window has ended. */
 bool gprof_coll_win_ended(const struct gprof_coll_win *w);
 bool gprof_coll_windows_in_use(const struct gprof_coll_win *wins);

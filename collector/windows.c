@@ -23,7 +23,6 @@ void gprof_coll_win_memory_base(struct gprof_coll_win *w, const struct gprof_mem
 }
 
 struct gprof_coll_win *gprof_coll_win_claim(struct gprof_coll_win *wins, uint32_t id,
-					    uint64_t begin_ns,
 					    const struct gprof_memory_base *memory)
 {
 	struct gprof_coll_win *w = &wins[gprof_export_window_slot(id)];
@@ -31,8 +30,6 @@ struct gprof_coll_win *gprof_coll_win_claim(struct gprof_coll_win *wins, uint32_
 	if (__atomic_load_n(&w->id, __ATOMIC_ACQUIRE))
 		return NULL;
 	gprof_coll_win_memory_base(w, memory);
-	__atomic_store_n(&w->begin_ns, begin_ns, __ATOMIC_RELAXED);
-	__atomic_store_n(&w->end_ns, UINT64_MAX, __ATOMIC_RELAXED);
 	gprof_export_window_hold(id);
 	__atomic_store_n(&w->id, id, __ATOMIC_RELEASE);
 	return w;
@@ -56,10 +53,21 @@ void gprof_coll_win_release(struct gprof_coll_win *w)
 	gprof_export_window_release(id);
 }
 
+/* The slot holds its window, so export's slot of it is not claimed again meanwhile. */
+bool gprof_coll_win_span(const struct gprof_coll_win *w, uint64_t *begin_ns, uint64_t *end_ns)
+{
+	uint32_t id = __atomic_load_n(&w->id, __ATOMIC_ACQUIRE);
+
+	if (id)
+		gprof_export_window_bounds(id, begin_ns, end_ns);
+	return id;
+}
+
 bool gprof_coll_win_ended(const struct gprof_coll_win *w)
 {
-	return __atomic_load_n(&w->id, __ATOMIC_ACQUIRE) &&
-	       __atomic_load_n(&w->end_ns, __ATOMIC_ACQUIRE) != UINT64_MAX;
+	uint64_t begin, end;
+
+	return gprof_coll_win_span(w, &begin, &end) && end != UINT64_MAX;
 }
 
 bool gprof_coll_windows_in_use(const struct gprof_coll_win *wins)

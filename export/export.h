@@ -444,6 +444,7 @@ struct gprof_export_window_info {
 	uint64_t number; /* the stepper's window number ("window" in the metadata) */
 	uint64_t first_step;
 	const char *schedule; /* GPROF_SCHEDULE as text */
+	uint64_t begin_ns;    /* the window's API calls are those that start at or after it */
 };
 
 /*
@@ -515,6 +516,14 @@ bool gprof_export_window_hold(uint32_t id);
 void gprof_export_window_release(uint32_t id);
 /* The opener's release: ACTIVE to DRAINING, its hold dropped (once; later calls do nothing). */
 void gprof_export_window_close(uint32_t id);
+/* The window's API calls are those that start before end_ns (set once, before the close). */
+void gprof_export_window_end(uint32_t id, uint64_t end_ns);
+/*
+ * Window id's span, [begin, end) (end UINT64_MAX until set), without a lock: the one record of
+ * it, read by the collector for each of its records. For a window the caller holds or records
+ * into (a slot claimed again by a later window answers for that one).
+ */
+void gprof_export_window_bounds(uint32_t id, uint64_t *begin_ns, uint64_t *end_ns);
 void gprof_export_window_set_last_step(uint32_t id, uint64_t step);
 /*
  * --torch: PyTorch's operators' inputs as torch.profiler's record_shapes writes them, from

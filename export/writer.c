@@ -44,6 +44,8 @@ struct window {
 	char schedule[GPROF_CONFIG_DESCRIBE_MAX]; /* as the session describes it */
 	unsigned long log_seq; /* warnings from this one on belong to the window */
 	uint64_t open_ns;
+	/* Atomics, read without the lock (gprof_export_window_bounds); end UINT64_MAX until set. */
+	uint64_t begin_ns, end_ns;
 	struct gprof_op_args *op_args; /* gprof_export_window_op_args; the writer's at finish */
 	/* Writer only. */
 	uint32_t wid;		    /* the id this slot's trace was opened for, 0 if none */
@@ -603,6 +605,8 @@ static int claim(const struct gprof_export_window_info *info, uint32_t *id)
 	snprintf(w->schedule, sizeof(w->schedule), "%s", info->schedule ? info->schedule : "");
 	w->log_seq = gprof_log_seq();
 	w->open_ns = gprof_realtime_ns();
+	__atomic_store_n(&w->begin_ns, info->begin_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->end_ns, UINT64_MAX, __ATOMIC_RELAXED);
 	gprof_buf_reset_dropped(nid);
 	*id = nid;
 	return 0;
@@ -682,6 +686,24 @@ void gprof_export_window_close(uint32_t id)
 		release(w);
 	}
 	pthread_mutex_unlock(&ctl.lock);
+}
+
+void gprof_export_window_end(uint32_t id, uint64_t end_ns)
+{
+	pthread_mutex_lock(&ctl.lock);
+	struct window *w = window_of(id);
+
+	if (w)
+		__atomic_store_n(&w->end_ns, end_ns, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&ctl.lock);
+}
+
+void gprof_export_window_bounds(uint32_t id, uint64_t *begin_ns, uint64_t *end_ns)
+{
+	const struct window *w = &ctl.win[gprof_export_window_slot(id)];
+
+	*begin_ns = __atomic_load_n(&w->begin_ns, __ATOMIC_ACQUIRE);
+	*end_ns = __atomic_load_n(&w->end_ns, __ATOMIC_ACQUIRE);
 }
 
 enum gprof_window_life gprof_export_window_life(uint32_t id)

@@ -396,15 +396,13 @@ int gprof_nvtx_inject(const void *(*get_table)(uint32_t id));
 struct gprof_windows_session {
 	bool (*exiting)(void);
 	void (*memory_at_open)(uint32_t id, uint64_t begin_ns, struct gprof_memory_base *base);
-	void (*closing)(uint32_t id, uint64_t end_ns);
 	void (*closed)(void);
 };
 
 /*
  * init: from the session's init, with the configuration and schedule text (kept). begin, step,
  * end and discard: the stepper's ACTIVE, STEP, SAVE and DISCARD events, under its lock.
- * begin_ns: when the open window began (any thread). due: whether any window began, recorded
- * or not. report_exit: the exit's line on windows that had no file of their own.
+ * due: whether any window began, recorded or not. report_exit: the exit's line on windows that had no file of their own.
  */
 void gprof_windows_init(const struct gprof_config *cfg, const char *schedule,
 			struct gprof_stepper *stepper, const struct gprof_windows_session *s);
@@ -412,7 +410,6 @@ void gprof_windows_begin(const struct gprof_sched_event *ev);
 void gprof_windows_step(const struct gprof_sched_event *ev);
 void gprof_windows_end(const struct gprof_sched_event *ev);
 void gprof_windows_discard(const struct gprof_sched_event *ev);
-uint64_t gprof_windows_begin_ns(void);
 bool gprof_windows_due(void);
 void gprof_windows_report_exit(void);
 /* In a child after fork(): no window. */

@@ -34,10 +34,9 @@ static bool is_inert(void)
 
 /*
  * --torch's start-up hook holds the window it recorded past the step marker that ends it
- * (gprof_session_torch_hold): which one, when it began and (once it has) ended.
+ * (gprof_session_torch_hold): which one (its span is export's).
  */
 static uint32_t torch_held;
-static uint64_t torch_held_begin_ns, torch_held_end_ns;
 static int cuda_used;
 static pid_t forked_from; /* a child of fork() that has not exec'd: its parent's pid */
 /*
@@ -124,13 +123,6 @@ static bool is_exiting(void)
 	return __atomic_load_n(&exiting, __ATOMIC_SEQ_CST);
 }
 
-/* Window id ended at end_ns: if --torch's start-up hook holds it, its tensor memory stops there. */
-static void window_closing(uint32_t id, uint64_t end_ns)
-{
-	if (id == __atomic_load_n(&torch_held, __ATOMIC_ACQUIRE))
-		__atomic_store_n(&torch_held_end_ns, end_ns, __ATOMIC_RELAXED);
-}
-
 /* The stepper's callback, under its lock. */
 static void on_sched_event(const struct gprof_sched_event *ev, void *ctx)
 {
@@ -168,7 +160,6 @@ int gprof_session_init(const struct gprof_config *config)
 	static const struct gprof_windows_session window_lent = {
 	    .exiting = is_exiting,
 	    .memory_at_open = memory_at_open,
-	    .closing = window_closing,
 	    .closed = runtime_facts,
 	};
 	struct gprof_stepper_trigger trig;
@@ -406,10 +397,13 @@ void gprof_session_kineto_op(uint64_t kid, uint32_t ext, bool user, uint64_t sta
 			     uint64_t end_ns)
 {
 	uint32_t window, tid = (uint32_t)gprof_tid();
+	uint64_t begin, end;
 
+	if (!(cfg->activities & GPROF_ACT_NVTX) || !window_get(&window))
+		return;
 	/* one begun before the window (in warmup), as torch.profiler, is not the window's */
-	if (!(cfg->activities & GPROF_ACT_NVTX) || !window_get(&window) ||
-	    start_ns < gprof_windows_begin_ns())
+	gprof_export_window_bounds(window, &begin, &end);
+	if (start_ns < begin)
 		return;
 	gprof_collector_note_thread(tid);
 	gprof_events_kineto_op(window, tid, kid, ext, user, start_ns, end_ns);
@@ -428,8 +422,6 @@ bool gprof_session_torch_hold(void)
 	gprof_session_torch_release();
 	if (cfg->torch != GPROF_TORCH_ON || !window_get(&id) || !gprof_export_window_hold(id))
 		return false;
-	__atomic_store_n(&torch_held_begin_ns, gprof_windows_begin_ns(), __ATOMIC_RELAXED);
-	__atomic_store_n(&torch_held_end_ns, UINT64_MAX, __ATOMIC_RELAXED);
 	__atomic_store_n(&torch_held, id, __ATOMIC_RELEASE);
 	return true;
 }
@@ -445,11 +437,13 @@ void gprof_session_torch_release(void)
 int gprof_session_torch_ops(const char *json, size_t len, const char **why)
 {
 	uint32_t id = __atomic_load_n(&torch_held, __ATOMIC_ACQUIRE);
+	uint64_t begin, end;
 
 	*why = NULL;
-	return id ? gprof_export_window_op_args(
-			id, json, len, __atomic_load_n(&torch_held_begin_ns, __ATOMIC_RELAXED), why)
-		  : -ESRCH;
+	if (!id)
+		return -ESRCH;
+	gprof_export_window_bounds(id, &begin, &end);
+	return gprof_export_window_op_args(id, json, len, begin, why);
 }
 
 void gprof_session_tensor_memory(uint64_t ts_ns, uint64_t address, int64_t bytes,
@@ -467,9 +461,12 @@ void gprof_session_tensor_memory(uint64_t ts_ns, uint64_t address, int64_t bytes
 			 .reserved = reserved},
 	};
 
-	if (!(cfg->activities & GPROF_ACT_MEMORY) || !e.window ||
-	    ts_ns < __atomic_load_n(&torch_held_begin_ns, __ATOMIC_RELAXED) ||
-	    ts_ns > __atomic_load_n(&torch_held_end_ns, __ATOMIC_RELAXED))
+	uint64_t begin, end;
+
+	if (!(cfg->activities & GPROF_ACT_MEMORY) || !e.window)
+		return;
+	gprof_export_window_bounds(e.window, &begin, &end);
+	if (ts_ns < begin || ts_ns > end)
 		return;
 	e.tid = (uint32_t)gprof_tid();
 	gprof_collector_note_thread(e.tid);

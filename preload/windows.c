@@ -26,9 +26,8 @@ static const struct gprof_windows_session *session;
  */
 static enum gprof_window_life state;
 static bool merging_on;
-/* The open window: written under the stepper's lock; begin_ns read by any thread. */
+/* The open window (its span is export's: gprof_export_window_bounds); the stepper's lock. */
 static uint32_t cur_window;
-static uint64_t window_begin_ns;
 static int windows_due; /* any window began, recorded or not: for the exit's hints */
 
 /*
@@ -53,11 +52,6 @@ void gprof_windows_init(const struct gprof_config *config, const char *schedule,
 	schedule_str = schedule;
 	stepper = st;
 	session = s;
-}
-
-uint64_t gprof_windows_begin_ns(void)
-{
-	return __atomic_load_n(&window_begin_ns, __ATOMIC_RELAXED);
 }
 
 bool gprof_windows_due(void)
@@ -97,8 +91,10 @@ static bool another_follows(const struct gprof_sched_event *ev)
 
 static int open_at(const struct gprof_sched_event *ev, uint64_t first_step, uint64_t begin_ns)
 {
-	struct gprof_export_window_info info = {
-	    .number = ev->window, .first_step = first_step, .schedule = schedule_str};
+	struct gprof_export_window_info info = {.number = ev->window,
+						.first_step = first_step,
+						.schedule = schedule_str,
+						.begin_ns = begin_ns};
 	struct gprof_memory_base base;
 	uint32_t id;
 	int err = gprof_export_window_open(&info, &id);
@@ -106,9 +102,8 @@ static int open_at(const struct gprof_sched_event *ev, uint64_t first_step, uint
 	if (err)
 		return err;
 	session->memory_at_open(id, begin_ns, &base);
-	gprof_collector_window_begin(id, begin_ns, &base);
+	gprof_collector_window_begin(id, &base);
 	cur_window = id;
-	__atomic_store_n(&window_begin_ns, begin_ns, __ATOMIC_RELAXED);
 	state = GPROF_WINDOW_ACTIVE;
 	if (!session->exiting())
 		gprof_hot_set_window(id);
@@ -177,12 +172,12 @@ void gprof_windows_end(const struct gprof_sched_event *ev)
 	} else {
 		gprof_export_window_set_last_step(cur_window, ev->last_step);
 	}
-	session->closing(cur_window, ev->end_ns);
+	gprof_export_window_end(cur_window, ev->end_ns);
 	gprof_hot_set_window(0);
 	state = GPROF_WINDOW_FREE;
 	session->closed();
 	/* The collector drains the window's late GPU records on its own thread. */
-	gprof_collector_window_end(cur_window, ev->end_ns);
+	gprof_collector_window_end(cur_window);
 	gprof_export_window_close(cur_window);
 }
 

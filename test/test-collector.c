@@ -602,15 +602,14 @@ static uint32_t open_window(char *dir, unsigned acts, uint64_t begin_ns)
 {
 	struct gprof_export_config cfg = {
 	    .output = dir, .gzip_level = 1, .buffer_bytes = 1 << 20, .base_ns = T0};
-	struct gprof_export_window_info info = {.schedule = "test"};
+	struct gprof_export_window_info info = {.schedule = "test", .begin_ns = begin_ns};
 	uint32_t id;
 
 	ASSERT(mkdtemp(dir));
 	ASSERT_EQ(gprof_export_init(&cfg), 0);
 	ASSERT_EQ(gprof_export_window_open(&info, &id), 0);
 	ASSERT_EQ(gprof_coll_attrib_init(gprof_coll.wins, &fake_cupti, acts), 0);
-	gprof_coll.wins[0] =
-	    (struct gprof_coll_win){.id = id, .begin_ns = begin_ns, .end_ns = UINT64_MAX};
+	gprof_coll.wins[0] = (struct gprof_coll_win){.id = id};
 	return id;
 }
 
@@ -657,7 +656,7 @@ TEST(collector_attribution)
 
 	walk(&gpu);
 	/* The window ends (SAVE) before any record of a call made after it exists. */
-	w->end_ns = end;
+	gprof_export_window_end(w->id, end);
 	walk(&host);
 	ASSERT_EQ(w->pending, 2); /* 11 and 15 wait for their kernels */
 	walk(&late);
@@ -705,7 +704,7 @@ TEST(collector_system_tids)
 	struct trace t;
 
 	gprof_coll_attrib_system_tids(true);
-	w->end_ns = begin + 1000;
+	gprof_export_window_end(w->id, begin + 1000);
 	a12.threadId = (uint32_t)(uintptr_t)pthread_self();
 	gprof_collector_note_thread(777);
 
@@ -746,7 +745,7 @@ TEST(collector_own_calls_and_orphans)
 
 	walk(&gpu);
 	walk(&host);
-	w->end_ns = gprof_realtime_ns();
+	gprof_export_window_end(w->id, gprof_realtime_ns());
 	gprof_collector_own_calls(false);
 	gprof_coll_attrib_finish(w);
 	ASSERT_EQ(w->unlinked, 0);
@@ -842,7 +841,7 @@ TEST(collector_syncs)
 	k.deviceId = 2;
 	walk(&first);
 	walk(&later);
-	w->end_ns = begin + 1000;
+	gprof_export_window_end(w->id, begin + 1000);
 	gprof_coll_attrib_finish(w);
 	window_trace(id, 20000, dir, &t);
 
@@ -919,7 +918,7 @@ static void memory_out_of_order(bool known)
 	int n = 0;
 
 	gprof_coll_win_memory_base(w, known ? &figure : NULL);
-	w->end_ns = begin + 1000;
+	gprof_export_window_end(w->id, begin + 1000);
 	walk(&allocs);
 	walk(&releases);
 	gprof_coll_attrib_finish(w);
@@ -1100,7 +1099,7 @@ static void made_up_begin(struct made_up *m, size_t budget, uint32_t n)
 {
 	struct gprof_export_config cfg = {
 	    .gzip_level = 1, .buffer_bytes = 256u << 20, .base_ns = T0};
-	struct gprof_export_window_info info = {.schedule = "test"};
+	struct gprof_export_window_info info = {.schedule = "test", .begin_ns = T0};
 
 	*m = (struct made_up){.dir = "/tmp/gprof-test-collector-XXXXXX", .n = n};
 	m->a = calloc(n, sizeof(*m->a));
@@ -1114,8 +1113,7 @@ static void made_up_begin(struct made_up *m, size_t budget, uint32_t n)
 	ASSERT_EQ(
 	    gprof_coll_attrib_init(gprof_coll.wins, &seq_cupti, GPROF_ACT_KERNEL | GPROF_ACT_API),
 	    0);
-	gprof_coll.wins[0] =
-	    (struct gprof_coll_win){.id = m->id, .begin_ns = T0, .end_ns = UINT64_MAX};
+	gprof_coll.wins[0] = (struct gprof_coll_win){.id = m->id};
 	/* 32 threads launching on a stream each, 1 us apart. */
 	for (uint32_t c = 1; c <= n; c++) {
 		m->a[c - 1] = api_rec(211, c, T0 + c * 1000ull);
