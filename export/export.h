@@ -528,12 +528,12 @@ void gprof_export_window_set_last_step(uint32_t id, uint64_t step);
 /*
  * --torch: PyTorch's operators' inputs as torch.profiler's record_shapes writes them, from
  * the start-up hook, as a JSON array [[id, {args}], ...] (export/opargs.c): the window's
- * cpu_op events of those RecordFunction ids take these args in place of their "Input Dims".
- * Call while holding the window; a second call replaces the first. Returns how many operators
- * it names, or a negative errno with *why.
+ * cpu_op events of those RecordFunction ids take these args in place of their "Input Dims",
+ * and those it did not see, from the window's begin on, are added. Call while holding the
+ * window; a later call adds to the earlier ones. Returns how many operators it names, or a
+ * negative errno with *why.
  */
-int gprof_export_window_op_args(uint32_t id, const char *json, size_t len, uint64_t since_ns,
-				const char **why);
+int gprof_export_window_op_args(uint32_t id, const char *json, size_t len, const char **why);
 /* Records CUPTI lost (cuptiActivityGetNumDroppedRecords), for the metadata. */
 void gprof_export_window_add_cupti_dropped(uint32_t id, uint64_t n);
 /* Waits until the window is finished or abandoned: 0, or -ETIMEDOUT. */

@@ -738,12 +738,15 @@ void gprof_export_window_set_last_step(uint32_t id, uint64_t step)
 	pthread_mutex_unlock(&ctl.lock);
 }
 
-int gprof_export_window_op_args(uint32_t id, const char *json, size_t len, uint64_t since_ns,
-				const char **why)
+int gprof_export_window_op_args(uint32_t id, const char *json, size_t len, const char **why)
 {
-	struct gprof_op_args *a = gprof_op_args_parse(json, len, since_ns, why);
-	int n = a ? (int)gprof_op_args_count(a) : -EINVAL;
+	uint64_t begin, end;
+	struct gprof_op_args *a;
+	int n;
 
+	gprof_export_window_bounds(id, &begin, &end);
+	a = gprof_op_args_parse(json, len, begin, why);
+	n = a ? (int)gprof_op_args_count(a) : -EINVAL;
 	pthread_mutex_lock(&ctl.lock);
 	struct window *w = window_of(id);
 

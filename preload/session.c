@@ -437,13 +437,9 @@ void gprof_session_torch_release(void)
 int gprof_session_torch_ops(const char *json, size_t len, const char **why)
 {
 	uint32_t id = __atomic_load_n(&torch_held, __ATOMIC_ACQUIRE);
-	uint64_t begin, end;
 
 	*why = NULL;
-	if (!id)
-		return -ESRCH;
-	gprof_export_window_bounds(id, &begin, &end);
-	return gprof_export_window_op_args(id, json, len, begin, why);
+	return id ? gprof_export_window_op_args(id, json, len, why) : -ESRCH;
 }
 
 void gprof_session_tensor_memory(uint64_t ts_ns, uint64_t address, int64_t bytes,
