@@ -158,45 +158,38 @@ CUptiResult CUPTIAPI cuptiGetTimestamp(uint64_t *timestamp)
 
 /*
  * Device and context ids come from the fake driver (test/fakecuda/sim.h) when it is loaded in
- * the global scope; without it CUPTI has no driver to ask.
+ * the global scope; without it CUPTI has no driver to ask. A NULL context stands for the current
+ * device when the device id is asked for; it has no context id.
  */
-static void *driver_sym(const char *name)
+static CUptiResult driver_id(CUcontext context, bool device, uint32_t *id)
 {
-	return dlsym(RTLD_DEFAULT, name);
+	int (*ctx_device)(const void *) = dlsym(RTLD_DEFAULT, "fakecuda_context_device");
+	int (*current)(void) = dlsym(RTLD_DEFAULT, "fakecuda_device_current");
+	uint32_t (*ctx_id)(int) = dlsym(RTLD_DEFAULT, "fakecuda_context_id");
+	int dev = -1;
+
+	if (!id)
+		return fail(CUPTI_ERROR_INVALID_PARAMETER);
+	if (!ctx_device || !current || !ctx_id)
+		return fail(CUPTI_ERROR_NOT_INITIALIZED);
+	if (context)
+		dev = ctx_device(context);
+	else if (device)
+		dev = current();
+	if (dev < 0)
+		return fail(device ? CUPTI_ERROR_INVALID_DEVICE : CUPTI_ERROR_INVALID_CONTEXT);
+	*id = device ? (uint32_t)dev : ctx_id(dev);
+	return CUPTI_SUCCESS;
 }
 
 CUptiResult CUPTIAPI cuptiGetDeviceId(CUcontext context, uint32_t *deviceId)
 {
-	int (*ctx_device)(const void *) = driver_sym("fakecuda_context_device");
-	int (*current)(void) = driver_sym("fakecuda_device_current");
-	int dev;
-
-	if (!deviceId)
-		return fail(CUPTI_ERROR_INVALID_PARAMETER);
-	if (!ctx_device || !current)
-		return fail(CUPTI_ERROR_NOT_INITIALIZED);
-	dev = context ? ctx_device(context) : current();
-	if (dev < 0)
-		return fail(CUPTI_ERROR_INVALID_DEVICE);
-	*deviceId = (uint32_t)dev;
-	return CUPTI_SUCCESS;
+	return driver_id(context, true, deviceId);
 }
 
 CUptiResult CUPTIAPI cuptiGetContextId(CUcontext context, uint32_t *contextId)
 {
-	int (*ctx_device)(const void *) = driver_sym("fakecuda_context_device");
-	uint32_t (*ctx_id)(int) = driver_sym("fakecuda_context_id");
-	int dev;
-
-	if (!contextId)
-		return fail(CUPTI_ERROR_INVALID_PARAMETER);
-	if (!ctx_device || !ctx_id)
-		return fail(CUPTI_ERROR_NOT_INITIALIZED);
-	dev = context ? ctx_device(context) : -1;
-	if (dev < 0)
-		return fail(CUPTI_ERROR_INVALID_CONTEXT);
-	*contextId = ctx_id(dev);
-	return CUPTI_SUCCESS;
+	return driver_id(context, false, contextId);
 }
 
 /* ---- activity API ---- */
