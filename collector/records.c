@@ -81,13 +81,16 @@ static bool gpu_work(struct gprof_coll_rec *out, enum gprof_export_kind kind, ui
 	return true;
 }
 
+/* gpu_work() of a kernel, memcpy or memset record, whose layouts name these fields alike. */
+#define GPU_WORK(out, kind, r) \
+	gpu_work(out, kind, (r)->start, (r)->end, (r)->deviceId, (r)->streamId, (r)->correlationId)
+
 static void decode_kernel(const CUpti_Activity *rec, struct gprof_coll_rec *out)
 {
 	const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
 	struct gprof_export_event *ev = &out->ev;
 
-	if (!gpu_work(out, GPROF_EXPORT_KERNEL, k->start, k->end, k->deviceId, k->streamId,
-		      k->correlationId))
+	if (!GPU_WORK(out, GPROF_EXPORT_KERNEL, k))
 		return;
 	ev->name = gprof_coll_kernel_name(k->name);
 	ev->u.kernel = (struct gprof_export_kernel){
@@ -102,12 +105,10 @@ static void decode_kernel(const CUpti_Activity *rec, struct gprof_coll_rec *out)
 static void decode_memcpy(const CUpti_Activity *rec, struct gprof_coll_rec *out)
 {
 	const CUpti_ActivityMemcpy6 *c = (const CUpti_ActivityMemcpy6 *)rec;
-	struct gprof_export_event *ev = &out->ev;
 
-	if (!gpu_work(out, GPROF_EXPORT_MEMCPY, c->start, c->end, c->deviceId, c->streamId,
-		      c->correlationId))
+	if (!GPU_WORK(out, GPROF_EXPORT_MEMCPY, c))
 		return;
-	ev->u.copy = (struct gprof_export_copy){
+	out->ev.u.copy = (struct gprof_export_copy){
 	    .bytes = c->bytes,
 	    .context = c->contextId,
 	    .copy_kind = c->copyKind,
@@ -119,12 +120,10 @@ static void decode_memcpy(const CUpti_Activity *rec, struct gprof_coll_rec *out)
 static void decode_memset(const CUpti_Activity *rec, struct gprof_coll_rec *out)
 {
 	const CUpti_ActivityMemset4 *s = (const CUpti_ActivityMemset4 *)rec;
-	struct gprof_export_event *ev = &out->ev;
 
-	if (!gpu_work(out, GPROF_EXPORT_MEMSET, s->start, s->end, s->deviceId, s->streamId,
-		      s->correlationId))
+	if (!GPU_WORK(out, GPROF_EXPORT_MEMSET, s))
 		return;
-	ev->u.copy = (struct gprof_export_copy){
+	out->ev.u.copy = (struct gprof_export_copy){
 	    .bytes = s->bytes,
 	    .context = s->contextId,
 	    .dst_kind = (uint8_t)s->memoryKind,
