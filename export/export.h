@@ -342,10 +342,10 @@ struct gprof_export_result {
  *	gprof:   top <n> of <m> NVTX ranges by time:     (the same)
  *	gprof:   dropped records: <n> (buffer full <n>, CUPTI <n>)      (only when some were)
  *
- * A window without GPU activity (no CUPTI) gets one line: "gprof: trace written: <path>
- * (steps ...; no GPU activity recorded[; GPU <d> peak device memory in use <bytes>][; dropped records...])".
- * Busy is the union of the device's kernel, memcpy and memset intervals within the span of
- * the window's steps (from the first step's start to the last one's end), over that span.
+ * A window without GPU activity (no CUPTI) gets one line: "gprof: trace written: <path> (steps ...;
+ * no GPU activity recorded[; GPU <d> peak device memory in use <bytes>][; dropped records...])".
+ * Busy is the union of the device's kernel, memcpy and memset intervals within the span of the
+ * window's steps (from the first step's start to the last one's end), over that span.
  * GPU% is a kernel's share of all GPU time (kernels, copies and memsets, all devices). Peak
  * memory is the highest gpu_memory counter value. Times are "12.345 ms" (ns, us, ms, s), sizes
  * "1.50 MiB" (B, KiB, MiB, GiB, TiB), GB/s is 1e9 B/s.

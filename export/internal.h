@@ -89,10 +89,11 @@ void gprof_strtab_unlock(void);
 #define GPROF_CHUNK_EVENTS ((GPROF_CHUNK_BYTES - 64) / sizeof(struct gprof_export_event))
 
 /*
- * The chunks' address space, reserved when windows are first wanted (gprof_export_start at
- * the first CUDA call, or the first window), so that a process without CUDA maps nothing: cap_bytes, but under `ulimit -v` at most a quarter of what is left,
- * which the program keeps. 0 (at once when reserved before), or a negative errno: too little
- * is left, or the mapping failed. gprof_buf_bytes(): what was reserved.
+ * The chunks' address space, reserved when windows are first wanted (gprof_export_start at the
+ * first CUDA call, or the first window), so that a process without CUDA maps nothing: cap_bytes,
+ * but under `ulimit -v` at most a quarter of what is left, which the program keeps. 0 (at once when
+ * reserved before), or a negative errno: too little is left, or the mapping failed.
+ * gprof_buf_bytes(): what was reserved.
  */
 int gprof_buf_reserve(size_t cap_bytes);
 size_t gprof_buf_bytes(void);
@@ -144,8 +145,8 @@ int gprof_output_name(uint64_t unix_ns, const char *suffix, char *out, size_t si
 int gprof_output_create(const char *dir, const char *name, const char **what, bool *unnamed);
 /*
  * Gives the unnamed file fd (`ours`: its fstat) its name `path` (`<dir>/<name>.partial`);
- * -EEXIST if something has it, -EBADF if fd is closed or no longer that file (the name is not left to
- * another), -EAGAIN if linkat is refused here: later files are created under their name.
+ * -EEXIST if something has it, -EBADF if fd is closed or no longer that file (the name is not
+ * left to another), -EAGAIN if linkat is refused here: later files are created under their name.
  */
 int gprof_output_publish(int fd, const struct stat *ours, const char *path);
 /*

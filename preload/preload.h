@@ -400,9 +400,10 @@ struct gprof_windows_session {
 };
 
 /*
- * init: from the session's init, with the configuration and schedule text (kept). begin, step,
- * end and discard: the stepper's ACTIVE, STEP, SAVE and DISCARD events, under its lock.
- * due: whether any window began, recorded or not. report_exit: the exit's line on windows that had no file of their own.
+ * init: from the session's init, with the configuration and schedule text (kept). begin, step, end
+ * and discard: the stepper's ACTIVE, STEP, SAVE and DISCARD events, under its lock. due: whether
+ * any window began, recorded or not. report_exit: the exit's line on windows that had no file of
+ * their own.
  */
 void gprof_windows_init(const struct gprof_config *cfg, const char *schedule,
 			struct gprof_stepper *stepper, const struct gprof_windows_session *s);

@@ -1,9 +1,9 @@
 /*
- * What cuBLAS and cuBLASLt look up by name in libcuda.so.1 (dlsym, not cuGetProcAddress): a
- * missing name makes cublasCreate fail with CUBLAS_STATUS_INTERNAL_ERROR. The old unversioned
- * forms answer as their newer ones; error strings are real; the features the simulation does
- * not have (graphs built node by node, stream memory operations) fail with CUDA_ERROR_NOT_SUPPORTED and
- * one `fakecuda:` line, so a program that needs them says so instead of going wrong quietly.
+ * What cuBLAS and cuBLASLt look up by name in libcuda.so.1 (dlsym, not cuGetProcAddress): a missing
+ * name makes cublasCreate fail with CUBLAS_STATUS_INTERNAL_ERROR. The old unversioned forms answer
+ * as their newer ones; error strings are real; the features the simulation does not have (graphs
+ * built node by node, stream memory operations) fail with CUDA_ERROR_NOT_SUPPORTED and one
+ * `fakecuda:` line, so a program that needs them says so instead of going wrong quietly.
  */
 #include <stdio.h>
 #include <string.h>

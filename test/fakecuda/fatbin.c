@@ -143,8 +143,9 @@ static size_t ptx_type_size(const char *p, size_t n)
 
 /*
  * One module-scope statement at p (up to its ';' or its body's closing '}'): a kernel
- * ([.visible|.weak] .entry name (...) {...}), a device function (.func, passed over) or a variable ([.visible] .global|.const [.align n]
- * [.v2|.v4] .type name[n]... [= ...];). Returns where the statement ends.
+ * ([.visible|.weak] .entry name (...) {...}), a device function (.func, passed over) or a variable
+ * ([.visible] .global|.const [.align n] [.v2|.v4] .type name[n]... [= ...];). Returns where the
+ * statement ends.
  */
 static const char *ptx_statement(const char *p, const char *end, fakecuda_image_symbol_fn fn,
 				 void *arg, bool *stop)
