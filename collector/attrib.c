@@ -254,9 +254,9 @@ static bool is_own_call(const struct gprof_coll_rec *r)
 static struct gprof_coll_win *window_at(uint64_t ts)
 {
 	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
-		uint64_t begin, end;
+		struct gprof_span span;
 
-		if (gprof_coll_win_span(&wins[i], &begin, &end) && begin <= ts && ts < end)
+		if (gprof_coll_win_span(&wins[i], &span) && span.begin <= ts && ts < span.end)
 			return &wins[i];
 	}
 	return NULL;
@@ -350,17 +350,17 @@ static void earlier(const struct gprof_export_event *gpu)
 
 	for (unsigned i = 0; i < GPROF_COLL_WINDOWS; i++) {
 		struct gprof_coll_win *w = &wins[i];
-		uint64_t begin, w_end;
+		struct gprof_span span;
 		struct gprof_export_event ev = *gpu;
 
-		if (!gprof_coll_win_span(w, &begin, &w_end) || end <= begin || gpu->ts_ns >= w_end)
+		if (!gprof_coll_win_span(w, &span) || end <= span.begin || gpu->ts_ns >= span.end)
 			continue;
 		ev.kind = GPROF_EXPORT_EARLIER;
 		if (gpu->kind != GPROF_EXPORT_KERNEL)
 			ev.name = gprof_export_intern(gpu->kind == GPROF_EXPORT_MEMCPY ? "Memcpy"
 										       : "Memset");
-		ev.ts_ns = gpu->ts_ns > begin ? gpu->ts_ns : begin;
-		ev.dur_ns = (end < w_end ? end : w_end) - ev.ts_ns;
+		ev.ts_ns = gpu->ts_ns > span.begin ? gpu->ts_ns : span.begin;
+		ev.dur_ns = (end < span.end ? end : span.end) - ev.ts_ns;
 		push(&ev, w, false);
 		return;
 	}
@@ -754,9 +754,9 @@ static int by_time(const void *a, const void *b)
  */
 static void release_memory(struct gprof_coll_win *w)
 {
-	uint64_t begin, end;
+	struct gprof_span span = {0, 0};
 
-	gprof_coll_win_span(w, &begin, &end);
+	gprof_coll_win_span(w, &span);
 	if (w->n_mem)
 		gprof_sort(w->mem, w->n_mem, sizeof(*w->mem), by_time);
 	for (uint32_t dev = 0; dev < GPROF_COLL_MEMORY_DEVICES; dev++) {
@@ -766,7 +766,7 @@ static void release_memory(struct gprof_coll_win *w)
 			continue;
 		for (size_t i = 0; i < w->n_mem && w->mem[i].ts_ns < w->memory_ns; i++)
 			held += w->mem[i].device == dev ? w->mem[i].delta : 0;
-		push_memory(w, &(struct gprof_coll_mem){begin, 0, -held, dev, 0, 0});
+		push_memory(w, &(struct gprof_coll_mem){span.begin, 0, -held, dev, 0, 0});
 	}
 	for (size_t i = 0; i < w->n_mem; i++) {
 		struct gprof_coll_mem m = w->mem[i];

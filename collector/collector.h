@@ -64,7 +64,7 @@ void gprof_collector_warmup(void);
 void gprof_collector_discard(void);
 
 /*
- * ACTIVE: export window `id` opened (its span, gprof_export_window_bounds, is the API calls the
+ * ACTIVE: export window `id` opened (its span, gprof_export_window_span, is the API calls the
  * collector gives it); the collector holds the window until its GPU records are in. Its device
  * memory counter goes on from `memory` (the session wrote the counter's first value).
  */

@@ -319,7 +319,7 @@ void gprof_coll_win_release(struct gprof_coll_win *w);
  * Whether the slot is in use, and then its window's span (export's: API calls that start in
  * [begin, end) are the window's; end UINT64_MAX until the window ends).
  */
-bool gprof_coll_win_span(const struct gprof_coll_win *w, uint64_t *begin_ns, uint64_t *end_ns);
+bool gprof_coll_win_span(const struct gprof_coll_win *w, struct gprof_span *span);
 /* Whether the slot is in use and its window has ended. */
 bool gprof_coll_win_ended(const struct gprof_coll_win *w);
 bool gprof_coll_windows_in_use(const struct gprof_coll_win *wins);

@@ -54,20 +54,20 @@ void gprof_coll_win_release(struct gprof_coll_win *w)
 }
 
 /* The slot holds its window, so export's slot of it is not claimed again meanwhile. */
-bool gprof_coll_win_span(const struct gprof_coll_win *w, uint64_t *begin_ns, uint64_t *end_ns)
+bool gprof_coll_win_span(const struct gprof_coll_win *w, struct gprof_span *span)
 {
 	uint32_t id = __atomic_load_n(&w->id, __ATOMIC_ACQUIRE);
 
 	if (id)
-		gprof_export_window_bounds(id, begin_ns, end_ns);
+		*span = gprof_export_window_span(id);
 	return id;
 }
 
 bool gprof_coll_win_ended(const struct gprof_coll_win *w)
 {
-	uint64_t begin, end;
+	struct gprof_span span;
 
-	return gprof_coll_win_span(w, &begin, &end) && end != UINT64_MAX;
+	return gprof_coll_win_span(w, &span) && span.end != UINT64_MAX;
 }
 
 bool gprof_coll_windows_in_use(const struct gprof_coll_win *wins)

@@ -51,6 +51,7 @@
 #include <stdint.h>
 
 #include "common/activity.h"
+#include "common/spans.h"
 
 #ifndef GPROF_VERSION
 #define GPROF_VERSION "0.1.0"
@@ -523,7 +524,7 @@ void gprof_export_window_end(uint32_t id, uint64_t end_ns);
  * it, read by the collector for each of its records. For a window the caller holds or records
  * into (a slot claimed again by a later window answers for that one).
  */
-void gprof_export_window_bounds(uint32_t id, uint64_t *begin_ns, uint64_t *end_ns);
+struct gprof_span gprof_export_window_span(uint32_t id);
 void gprof_export_window_set_last_step(uint32_t id, uint64_t step);
 /*
  * --torch: PyTorch's operators' inputs as torch.profiler's record_shapes writes them, from

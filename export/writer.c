@@ -44,7 +44,7 @@ struct window {
 	char schedule[GPROF_CONFIG_DESCRIBE_MAX]; /* as the session describes it */
 	unsigned long log_seq; /* warnings from this one on belong to the window */
 	uint64_t open_ns;
-	/* Atomics, read without the lock (gprof_export_window_bounds); end UINT64_MAX until set. */
+	/* Atomics, read without the lock (gprof_export_window_span); end UINT64_MAX until set. */
 	uint64_t begin_ns, end_ns;
 	struct gprof_op_args *op_args; /* gprof_export_window_op_args; the writer's at finish */
 	/* Writer only. */
@@ -698,12 +698,12 @@ void gprof_export_window_end(uint32_t id, uint64_t end_ns)
 	pthread_mutex_unlock(&ctl.lock);
 }
 
-void gprof_export_window_bounds(uint32_t id, uint64_t *begin_ns, uint64_t *end_ns)
+struct gprof_span gprof_export_window_span(uint32_t id)
 {
 	const struct window *w = &ctl.win[gprof_export_window_slot(id)];
 
-	*begin_ns = __atomic_load_n(&w->begin_ns, __ATOMIC_ACQUIRE);
-	*end_ns = __atomic_load_n(&w->end_ns, __ATOMIC_ACQUIRE);
+	return (struct gprof_span){__atomic_load_n(&w->begin_ns, __ATOMIC_ACQUIRE),
+				   __atomic_load_n(&w->end_ns, __ATOMIC_ACQUIRE)};
 }
 
 enum gprof_window_life gprof_export_window_life(uint32_t id)
@@ -740,13 +740,10 @@ void gprof_export_window_set_last_step(uint32_t id, uint64_t step)
 
 int gprof_export_window_op_args(uint32_t id, const char *json, size_t len, const char **why)
 {
-	uint64_t begin, end;
-	struct gprof_op_args *a;
-	int n;
+	struct gprof_op_args *a =
+	    gprof_op_args_parse(json, len, gprof_export_window_span(id).begin, why);
+	int n = a ? (int)gprof_op_args_count(a) : -EINVAL;
 
-	gprof_export_window_bounds(id, &begin, &end);
-	a = gprof_op_args_parse(json, len, begin, why);
-	n = a ? (int)gprof_op_args_count(a) : -EINVAL;
 	pthread_mutex_lock(&ctl.lock);
 	struct window *w = window_of(id);
 

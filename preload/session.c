@@ -397,13 +397,10 @@ void gprof_session_kineto_op(uint64_t kid, uint32_t ext, bool user, uint64_t sta
 			     uint64_t end_ns)
 {
 	uint32_t window, tid = (uint32_t)gprof_tid();
-	uint64_t begin, end;
 
-	if (!(cfg->activities & GPROF_ACT_NVTX) || !window_get(&window))
-		return;
 	/* one begun before the window (in warmup), as torch.profiler, is not the window's */
-	gprof_export_window_bounds(window, &begin, &end);
-	if (start_ns < begin)
+	if (!(cfg->activities & GPROF_ACT_NVTX) || !window_get(&window) ||
+	    start_ns < gprof_export_window_span(window).begin)
 		return;
 	gprof_collector_note_thread(tid);
 	gprof_events_kineto_op(window, tid, kid, ext, user, start_ns, end_ns);
@@ -457,12 +454,10 @@ void gprof_session_tensor_memory(uint64_t ts_ns, uint64_t address, int64_t bytes
 			 .reserved = reserved},
 	};
 
-	uint64_t begin, end;
+	struct gprof_span span = gprof_export_window_span(e.window);
 
-	if (!(cfg->activities & GPROF_ACT_MEMORY) || !e.window)
-		return;
-	gprof_export_window_bounds(e.window, &begin, &end);
-	if (ts_ns < begin || ts_ns > end)
+	if (!(cfg->activities & GPROF_ACT_MEMORY) || !e.window || ts_ns < span.begin ||
+	    ts_ns > span.end)
 		return;
 	e.tid = (uint32_t)gprof_tid();
 	gprof_collector_note_thread(e.tid);

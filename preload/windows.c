@@ -26,7 +26,7 @@ static const struct gprof_windows_session *session;
  */
 static enum gprof_window_life state;
 static bool merging_on;
-/* The open window (its span is export's: gprof_export_window_bounds); the stepper's lock. */
+/* The open window (its span is export's: gprof_export_window_span); the stepper's lock. */
 static uint32_t cur_window;
 static int windows_due; /* any window began, recorded or not: for the exit's hints */
 

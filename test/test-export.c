@@ -2237,7 +2237,7 @@ TEST(export_late_events_dropped)
 TEST(export_window_life)
 {
 	uint32_t w, later[GPROF_EXPORT_WINDOWS];
-	uint64_t begin, end;
+	struct gprof_span span;
 	char dir[64];
 	struct trace t;
 
@@ -2246,9 +2246,10 @@ TEST(export_window_life)
 	ASSERT_EQ(gprof_export_window_life(1), GPROF_WINDOW_FREE);
 	w = open_window(0, 0);
 	ASSERT_EQ(gprof_export_window_life(w), GPROF_WINDOW_ACTIVE);
-	gprof_export_window_bounds(w, &begin, &end);
-	ASSERT(begin == 1000 && end == UINT64_MAX); /* its span: from its info on, no end yet */
-	ASSERT(gprof_export_window_hold(w));	    /* as the collector does */
+	span = gprof_export_window_span(w);
+	ASSERT(span.begin == 1000 &&
+	       span.end == UINT64_MAX);	     /* its span: from its info on, no end yet */
+	ASSERT(gprof_export_window_hold(w)); /* as the collector does */
 	gprof_export_window_end(w, 5000);
 	gprof_export_window_close(w);
 	ASSERT_EQ(gprof_export_window_life(w), GPROF_WINDOW_DRAINING);
@@ -2260,8 +2261,8 @@ TEST(export_window_life)
 	ASSERT_EQ(gprof_export_window_life(w), GPROF_WINDOW_WRITTEN);
 	ASSERT(!gprof_export_window_hold(w));
 	gprof_export_window_end(w, 9000); /* a finished window's span stays */
-	gprof_export_window_bounds(w, &begin, &end);
-	ASSERT(begin == 1000 && end == 5000);
+	span = gprof_export_window_span(w);
+	ASSERT(span.begin == 1000 && span.end == 5000);
 	load_only_trace(dir, &t);
 	ASSERT_EQ(int_at(gprof_meta(&t, "records"), "nvtx_mark"), 4);
 	trace_free(&t);
@@ -2270,8 +2271,8 @@ TEST(export_window_life)
 		later[i] = open_window(1 + i, 0);
 	ASSERT_EQ(later[GPROF_EXPORT_WINDOWS - 1], w + GPROF_EXPORT_WINDOWS);
 	ASSERT_EQ(gprof_export_window_life(w), GPROF_WINDOW_FREE);
-	gprof_export_window_bounds(w, &begin, &end); /* the slot answers for its new window */
-	ASSERT(begin == 1000 + GPROF_EXPORT_WINDOWS && end == UINT64_MAX);
+	span = gprof_export_window_span(w); /* the slot answers for its new window */
+	ASSERT(span.begin == 1000 + GPROF_EXPORT_WINDOWS && span.end == UINT64_MAX);
 	ASSERT(!gprof_export_window_can_open());
 	for (unsigned i = 0; i < GPROF_EXPORT_WINDOWS; i++)
 		close_window(later[i]);
