@@ -271,15 +271,7 @@ CUresult cuCtxSetLimit(CUlimit limit, size_t value)
 	return fakecuda_api_exit(&c, fakecuda_drv_need_init(), NULL);
 }
 
-CUresult cuCtxGetCacheConfig(CUfunc_cache *pconfig)
-{
-	DRV_CALL(cuCtxGetCacheConfig, pconfig);
-	CUresult err = pconfig ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
-
-	if (!err)
-		*pconfig = CU_FUNC_CACHE_PREFER_NONE;
-	return fakecuda_api_exit(&c, err, NULL);
-}
+DRV_GET(cuCtxGetCacheConfig, CUfunc_cache, CU_FUNC_CACHE_PREFER_NONE)
 
 CUresult cuCtxSetCacheConfig(CUfunc_cache config)
 {
@@ -303,15 +295,7 @@ static CUresult ctx_usable(CUcontext ctx, bool out_given)
 	return err;
 }
 
-CUresult cuCtxGetDevice(CUdevice *device)
-{
-	DRV_CALL(cuCtxGetDevice, device);
-	CUresult err = device ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
-
-	if (!err)
-		*device = fakecuda_device_current();
-	return fakecuda_api_exit(&c, err, NULL);
-}
+DRV_GET(cuCtxGetDevice, CUdevice, fakecuda_device_current())
 
 CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
 {
@@ -346,15 +330,7 @@ CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
 	return fakecuda_api_exit(&c, err, NULL);
 }
 
-CUresult cuCtxGetFlags(unsigned int *flags)
-{
-	DRV_CALL(cuCtxGetFlags, flags);
-	CUresult err = flags ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
-
-	if (!err)
-		*flags = 0;
-	return fakecuda_api_exit(&c, err, NULL);
-}
+DRV_GET(cuCtxGetFlags, unsigned int, 0)
 
 CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit)
 {
@@ -391,15 +367,7 @@ CUresult cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
 
 /* ---- libraries and kernels: CUDA 13's runtime loads each registered fatbin as a library ---- */
 
-CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
-{
-	DRV_CALL(cuModuleGetLoadingMode, mode);
-	CUresult err = mode ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
-
-	if (!err)
-		*mode = CU_MODULE_LAZY_LOADING;
-	return fakecuda_api_exit(&c, err, NULL);
-}
+DRV_GET(cuModuleGetLoadingMode, CUmoduleLoadingMode, CU_MODULE_LAZY_LOADING)
 
 CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
 			   void **jitOptionsValues, unsigned int numJitOptions,
@@ -411,15 +379,10 @@ CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *j
 	return fakecuda_drv_load_data(&c, code, NULL, library);
 }
 
-/* Kernels stay valid for the process's life, as the simulation keeps every kernel. */
 CUresult cuLibraryUnload(CUlibrary library)
 {
 	DRV_CALL(cuLibraryUnload, library);
-	CUresult err = library ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_HANDLE;
-
-	if (!err)
-		fakecuda_module_free((struct fakecuda_module *)library);
-	return fakecuda_api_exit(&c, err, NULL);
+	return fakecuda_drv_unload(&c, library);
 }
 
 /* The kernel is named by what the runtime asked for (fakecuda_drv_kernel). */

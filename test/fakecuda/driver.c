@@ -44,15 +44,7 @@ CUresult cuDriverGetVersion(int *driverVersion)
 
 /* ---- devices and contexts: one primary context per device, always current ---- */
 
-CUresult cuDeviceGetCount(int *count)
-{
-	DRV_CALL(cuDeviceGetCount, count);
-	CUresult err = count ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
-
-	if (!err)
-		*count = fakecuda_device_count();
-	return fakecuda_api_exit(&c, err, NULL);
-}
+DRV_GET(cuDeviceGetCount, int, fakecuda_device_count())
 
 CUresult cuDeviceGet(CUdevice *device, int ordinal)
 {
@@ -80,15 +72,7 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 	return fakecuda_api_exit(&c, err, "\"device\":%d", dev);
 }
 
-CUresult cuCtxGetCurrent(CUcontext *pctx)
-{
-	DRV_CALL(cuCtxGetCurrent, pctx);
-	CUresult err = pctx ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
-
-	if (!err)
-		*pctx = fakecuda_context(fakecuda_device_current());
-	return fakecuda_api_exit(&c, err, NULL);
-}
+DRV_GET(cuCtxGetCurrent, CUcontext, fakecuda_context(fakecuda_device_current()))
 
 CUresult cuCtxSetCurrent(CUcontext ctx)
 {
@@ -144,14 +128,19 @@ CUresult cuModuleLoadData(CUmodule *module, const void *image)
 	return fakecuda_drv_load_data(&c, image, module, NULL);
 }
 
+CUresult fakecuda_drv_unload(struct fakecuda_call *c, void *m)
+{
+	CUresult err = m ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_HANDLE;
+
+	if (!err)
+		fakecuda_module_free(m);
+	return fakecuda_api_exit(c, err, NULL);
+}
+
 CUresult cuModuleUnload(CUmodule hmod)
 {
 	DRV_CALL(cuModuleUnload, hmod);
-	CUresult err = hmod ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_HANDLE;
-
-	if (!err)
-		fakecuda_module_free((struct fakecuda_module *)hmod);
-	return fakecuda_api_exit(&c, err, NULL);
+	return fakecuda_drv_unload(&c, hmod);
 }
 
 CUresult fakecuda_drv_kernel(const struct fakecuda_module *module, const char *name,

@@ -126,6 +126,20 @@ int fakecuda_image_has_kernel(const void *image, const char *name);
 		return fakecuda_api_exit(&c, result, NULL); \
 	}
 
+/*
+ * Entry point `fn(type *out)` that, once the driver is initialised, writes `value` to *out
+ * (CUDA_ERROR_INVALID_VALUE when out is NULL).
+ */
+#define DRV_GET(fn, type, value)                                                          \
+	CUresult fn(type *out)                                                            \
+	{                                                                                 \
+		DRV_CALL(fn, out);                                                        \
+		CUresult err = out ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE; \
+		if (!err)                                                                 \
+			*out = (value);                                                   \
+		return fakecuda_api_exit(&c, err, NULL);                                  \
+	}
+
 /* Where the entry point (the function this is written in) returns to. */
 #define DRV_CALLER __builtin_return_address(0)
 
@@ -155,6 +169,11 @@ CUresult fakecuda_drv_error(int err);
  */
 CUresult fakecuda_drv_load_data(struct fakecuda_call *c, const void *image, CUmodule *module,
 				CUlibrary *library);
+/*
+ * The rest of cuModuleUnload's and cuLibraryUnload's call c: frees module or library m (its
+ * kernels stay valid for the process's life, as the simulation keeps every kernel).
+ */
+CUresult fakecuda_drv_unload(struct fakecuda_call *c, void *m);
 
 /* The CUDA 13.0 device attributes of a simulated H200 (what cuDeviceGetAttribute answers). */
 int fakecuda_drv_attribute(CUdevice_attribute attr, int device);
