@@ -385,21 +385,10 @@ CUresult cuLibraryUnload(CUlibrary library)
 	return fakecuda_drv_unload(&c, library);
 }
 
-/* The kernel is named by what the runtime asked for (fakecuda_drv_kernel). */
 CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name)
 {
 	DRV_CALL(cuLibraryGetKernel, pKernel, library, name);
-	const struct fakecuda_kernel *k = NULL;
-	CUresult err =
-	    pKernel && library && name ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
-	char log_name[512];
-
-	if (!err)
-		err = fakecuda_drv_kernel((struct fakecuda_module *)library, name, &k);
-	if (!err)
-		*pKernel = (CUkernel)k;
-	return fakecuda_api_exit(&c, err, "\"name\":%s",
-				 fakecuda_log_str(log_name, sizeof(log_name), name));
+	return fakecuda_drv_get_kernel(&c, library, name, NULL, pKernel);
 }
 
 /*

@@ -143,29 +143,31 @@ CUresult cuModuleUnload(CUmodule hmod)
 	return fakecuda_drv_unload(&c, hmod);
 }
 
-CUresult fakecuda_drv_kernel(const struct fakecuda_module *module, const char *name,
-			     const struct fakecuda_kernel **k)
+CUresult fakecuda_drv_get_kernel(struct fakecuda_call *c, void *m, const char *name,
+				 CUfunction *func, CUkernel *kernel)
 {
-	if (!fakecuda_image_has_kernel(module->image, name))
-		return CUDA_ERROR_NOT_FOUND;
-	*k = fakecuda_kernel_function(module, name);
-	return *k ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
-}
-
-/* The function is named by what the program asked for (fakecuda_drv_kernel). */
-CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
-{
-	DRV_CALL(cuModuleGetFunction, hfunc, hmod, name);
-	CUresult err = hfunc && hmod && name ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+	const struct fakecuda_module *module = m;
+	CUresult err =
+	    (func || kernel) && m && name ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
 	const struct fakecuda_kernel *k = NULL;
 	char log_name[512];
 
-	if (!err)
-		err = fakecuda_drv_kernel((struct fakecuda_module *)hmod, name, &k);
-	if (!err)
-		*hfunc = (CUfunction)k;
-	return fakecuda_api_exit(&c, err, "\"name\":%s",
+	if (!err && !fakecuda_image_has_kernel(module->image, name))
+		err = CUDA_ERROR_NOT_FOUND;
+	if (!err && !(k = fakecuda_kernel_function(module, name)))
+		err = CUDA_ERROR_OUT_OF_MEMORY;
+	if (!err && func)
+		*func = (CUfunction)k;
+	else if (!err)
+		*kernel = (CUkernel)k;
+	return fakecuda_api_exit(c, err, "\"name\":%s",
 				 fakecuda_log_str(log_name, sizeof(log_name), name));
+}
+
+CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+	DRV_CALL(cuModuleGetFunction, hfunc, hmod, name);
+	return fakecuda_drv_get_kernel(&c, hmod, name, hfunc, NULL);
 }
 
 /* ---- launches ---- */

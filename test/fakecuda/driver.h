@@ -154,13 +154,6 @@ void fakecuda_drv_runtime_seen(const void *caller);
 
 /* CUDA_SUCCESS once cuInit has run, else CUDA_ERROR_NOT_INITIALIZED. */
 CUresult fakecuda_drv_need_init(void);
-/*
- * Kernel `name` of a loaded module or library into *k, named by what the program asked for: a
- * cubin or PTX image has the kernels it declares (else CUDA_ERROR_NOT_FOUND); any other image (a
- * fatbin, bytes the simulation cannot read) every name.
- */
-CUresult fakecuda_drv_kernel(const struct fakecuda_module *module, const char *name,
-			     const struct fakecuda_kernel **k);
 /* A negative errno of the simulation as a CUresult. */
 CUresult fakecuda_drv_error(int err);
 /*
@@ -174,6 +167,14 @@ CUresult fakecuda_drv_load_data(struct fakecuda_call *c, const void *image, CUmo
  * kernels stay valid for the process's life, as the simulation keeps every kernel).
  */
 CUresult fakecuda_drv_unload(struct fakecuda_call *c, void *m);
+/*
+ * The rest of cuModuleGetFunction's and cuLibraryGetKernel's call c: kernel `name` of module or
+ * library m in *func, or in *kernel when func is NULL, named by what the program asked for. A
+ * cubin or PTX image has the kernels it declares (else CUDA_ERROR_NOT_FOUND); any other image
+ * (a fatbin, bytes the simulation cannot read) every name.
+ */
+CUresult fakecuda_drv_get_kernel(struct fakecuda_call *c, void *m, const char *name,
+				 CUfunction *func, CUkernel *kernel);
 
 /* The CUDA 13.0 device attributes of a simulated H200 (what cuDeviceGetAttribute answers). */
 int fakecuda_drv_attribute(CUdevice_attribute attr, int device);
