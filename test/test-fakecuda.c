@@ -561,6 +561,63 @@ TEST(fakecuda_malloc_fault_and_last_error)
 	ASSERT(dp != 0);
 }
 
+/*
+ * The simulated driver's answers to bad arguments, as CUDA documents them: NOT_INITIALIZED
+ * before cuInit, INVALID_VALUE for a missing out-parameter or name (nothing written), NOT_FOUND
+ * for a kernel the module's PTX does not declare; then the same calls done right.
+ */
+TEST(fakecuda_driver_argument_errors)
+{
+	static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+				  ".visible .entry only_one()\n{\n\tret;\n}\n";
+	void *drv = dlopen(proc_build_path("fakecuda/libcuda.so.1"), RTLD_NOW | RTLD_LOCAL);
+	CUfunction f = NULL;
+	CUkernel k = NULL;
+	CUmodule mod = NULL;
+	CUlibrary lib = NULL;
+	CUdevice dev = -1;
+	int n = -1;
+
+	ASSERT(drv);
+#define CU(name, type, ...) ((CUresult(*) type)dlsym(drv, #name))(__VA_ARGS__)
+#define GET_FUNCTION(...) \
+	CU(cuModuleGetFunction, (CUfunction *, CUmodule, const char *), __VA_ARGS__)
+#define GET_KERNEL(...) CU(cuLibraryGetKernel, (CUkernel *, CUlibrary, const char *), __VA_ARGS__)
+	ASSERT_EQ(CU(cuDeviceGetCount, (int *), &n), CUDA_ERROR_NOT_INITIALIZED);
+	ASSERT_EQ(n, -1);
+	ASSERT_EQ(CU(cuInit, (unsigned), 0), CUDA_SUCCESS);
+	ASSERT_EQ(CU(cuDeviceGetCount, (int *), NULL), CUDA_ERROR_INVALID_VALUE);
+	ASSERT_EQ(CU(cuDeviceGetCount, (int *), &n), CUDA_SUCCESS);
+	ASSERT_GT(n, 0);
+	ASSERT_EQ(CU(cuCtxGetDevice, (CUdevice *), NULL), CUDA_ERROR_INVALID_VALUE);
+	ASSERT_EQ(CU(cuCtxGetDevice, (CUdevice *), &dev), CUDA_SUCCESS);
+	ASSERT_EQ(dev, 0);
+
+	ASSERT_EQ(CU(cuModuleLoadData, (CUmodule *, const void *), &mod, ptx), CUDA_SUCCESS);
+	ASSERT_EQ(GET_FUNCTION(NULL, mod, "only_one"), CUDA_ERROR_INVALID_VALUE);
+	ASSERT_EQ(GET_FUNCTION(&f, mod, NULL), CUDA_ERROR_INVALID_VALUE);
+	ASSERT_EQ(GET_FUNCTION(&f, mod, "other"), CUDA_ERROR_NOT_FOUND);
+	ASSERT(f == NULL);
+	ASSERT_EQ(GET_FUNCTION(&f, mod, "only_one"), CUDA_SUCCESS);
+	ASSERT(f != NULL);
+	ASSERT_EQ(CU(cuModuleUnload, (CUmodule), mod), CUDA_SUCCESS);
+
+	ASSERT_EQ(CU(cuLibraryLoadData,
+		     (CUlibrary *, const void *, CUjit_option *, void **, unsigned int,
+		      CUlibraryOption *, void **, unsigned int),
+		     &lib, ptx, NULL, NULL, 0, NULL, NULL, 0),
+		  CUDA_SUCCESS);
+	ASSERT_EQ(GET_KERNEL(NULL, lib, "only_one"), CUDA_ERROR_INVALID_VALUE);
+	ASSERT_EQ(GET_KERNEL(&k, lib, "other"), CUDA_ERROR_NOT_FOUND);
+	ASSERT(k == NULL);
+	ASSERT_EQ(GET_KERNEL(&k, lib, "only_one"), CUDA_SUCCESS);
+	ASSERT(k != NULL);
+	ASSERT_EQ(CU(cuLibraryUnload, (CUlibrary), lib), CUDA_SUCCESS);
+#undef GET_KERNEL
+#undef GET_FUNCTION
+#undef CU
+}
+
 /* A bad launch returns its error, which <<<>>> code can only see through cudaGetLastError. */
 TEST(fakecuda_launch_errors)
 {
