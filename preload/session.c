@@ -453,11 +453,12 @@ void gprof_session_tensor_memory(uint64_t ts_ns, uint64_t address, int64_t bytes
 			 .bytes = bytes,
 			 .reserved = reserved},
 	};
+	struct gprof_span span;
 
-	struct gprof_span span = gprof_export_window_span(e.window);
-
-	if (!(cfg->activities & GPROF_ACT_MEMORY) || !e.window || ts_ns < span.begin ||
-	    ts_ns > span.end)
+	if (!(cfg->activities & GPROF_ACT_MEMORY) || !e.window)
+		return;
+	span = gprof_export_window_span(e.window);
+	if (ts_ns < span.begin || ts_ns > span.end)
 		return;
 	e.tid = (uint32_t)gprof_tid();
 	gprof_collector_note_thread(e.tid);

@@ -2246,9 +2246,9 @@ TEST(export_window_life)
 	ASSERT_EQ(gprof_export_window_life(1), GPROF_WINDOW_FREE);
 	w = open_window(0, 0);
 	ASSERT_EQ(gprof_export_window_life(w), GPROF_WINDOW_ACTIVE);
+	/* its span: from its info on, no end yet */
 	span = gprof_export_window_span(w);
-	ASSERT(span.begin == 1000 &&
-	       span.end == UINT64_MAX);	     /* its span: from its info on, no end yet */
+	ASSERT(span.begin == 1000 && span.end == UINT64_MAX);
 	ASSERT(gprof_export_window_hold(w)); /* as the collector does */
 	gprof_export_window_end(w, 5000);
 	gprof_export_window_close(w);
