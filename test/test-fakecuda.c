@@ -696,6 +696,10 @@ TEST(fakecuda_devices)
 	ASSERT_EQ(prop.multiProcessorCount, 132);
 	ASSERT_EQ(prop.warpSize, 32);
 	ASSERT_GT(prop.totalGlobalMem, 140ull << 30);
+	ASSERT_EQ(prop.maxThreadsDim[2], 64);
+	ASSERT_EQ(prop.sharedMemPerBlockOptin, 227u << 10);
+	ASSERT_EQ(prop.pciBusID, 0x1a); /* each device on its own bus */
+	ASSERT_EQ(prop.uuid.bytes[0], 0x41);
 	ASSERT_EQ(rt.device_props(&prop, 2), cudaErrorInvalidDevice);
 	ASSERT_EQ(rt.set_device(2), cudaErrorInvalidDevice);
 	ASSERT_EQ(rt.set_device(1), cudaSuccess);

@@ -48,44 +48,46 @@ cudaError_t cudaSetDevice(int device)
 	return fakert_exit(&c, err, "\"device\":%d", device);
 }
 
-/* What an H200 reports (CUDA 13 cudaDeviceProp); the rest stays zero. */
+/* The simulated device's attributes as cudaDeviceProp holds them, as the real runtime makes it. */
 static void fill_props(struct cudaDeviceProp *prop, int device)
 {
+#define ATTR(name) fakecuda_device_attribute(CU_DEVICE_ATTRIBUTE_##name, device)
 	*prop = (struct cudaDeviceProp){
 	    .totalGlobalMem = fakecuda_device_total_mem(device),
-	    .sharedMemPerBlock = 48 << 10,
-	    .regsPerBlock = 65536,
-	    .warpSize = 32,
-	    .memPitch = 0x7fffffff,
-	    .maxThreadsPerBlock = 1024,
-	    .maxThreadsDim = {1024, 1024, 64},
-	    .maxGridSize = {0x7fffffff, 65535, 65535},
-	    .totalConstMem = 64 << 10,
-	    .major = 9,
-	    .minor = 0,
-	    .textureAlignment = 512,
-	    .multiProcessorCount = 132,
-	    .canMapHostMemory = 1,
-	    .concurrentKernels = 1,
-	    .ECCEnabled = 1,
-	    .pciBusID = 0x19 + device,
-	    .asyncEngineCount = 5,
-	    .unifiedAddressing = 1,
-	    .memoryBusWidth = 6144,
-	    .l2CacheSize = 50 << 20,
-	    .maxThreadsPerMultiProcessor = 2048,
-	    .streamPrioritiesSupported = 1,
-	    .sharedMemPerMultiprocessor = 228 << 10,
-	    .regsPerMultiprocessor = 65536,
-	    .managedMemory = 1,
-	    .cooperativeLaunch = 1,
-	    .sharedMemPerBlockOptin = 227 << 10,
-	    .maxBlocksPerMultiProcessor = 32,
-	    .memoryPoolsSupported = 1,
-	    .clusterLaunch = 1,
+	    .sharedMemPerBlock = ATTR(MAX_SHARED_MEMORY_PER_BLOCK),
+	    .regsPerBlock = ATTR(MAX_REGISTERS_PER_BLOCK),
+	    .warpSize = ATTR(WARP_SIZE),
+	    .memPitch = ATTR(MAX_PITCH),
+	    .maxThreadsPerBlock = ATTR(MAX_THREADS_PER_BLOCK),
+	    .maxThreadsDim = {ATTR(MAX_BLOCK_DIM_X), ATTR(MAX_BLOCK_DIM_Y), ATTR(MAX_BLOCK_DIM_Z)},
+	    .maxGridSize = {ATTR(MAX_GRID_DIM_X), ATTR(MAX_GRID_DIM_Y), ATTR(MAX_GRID_DIM_Z)},
+	    .totalConstMem = ATTR(TOTAL_CONSTANT_MEMORY),
+	    .major = ATTR(COMPUTE_CAPABILITY_MAJOR),
+	    .minor = ATTR(COMPUTE_CAPABILITY_MINOR),
+	    .textureAlignment = ATTR(TEXTURE_ALIGNMENT),
+	    .multiProcessorCount = ATTR(MULTIPROCESSOR_COUNT),
+	    .canMapHostMemory = ATTR(CAN_MAP_HOST_MEMORY),
+	    .concurrentKernels = ATTR(CONCURRENT_KERNELS),
+	    .ECCEnabled = ATTR(ECC_ENABLED),
+	    .pciBusID = ATTR(PCI_BUS_ID),
+	    .asyncEngineCount = ATTR(ASYNC_ENGINE_COUNT),
+	    .unifiedAddressing = ATTR(UNIFIED_ADDRESSING),
+	    .memoryBusWidth = ATTR(GLOBAL_MEMORY_BUS_WIDTH),
+	    .l2CacheSize = ATTR(L2_CACHE_SIZE),
+	    .maxThreadsPerMultiProcessor = ATTR(MAX_THREADS_PER_MULTIPROCESSOR),
+	    .streamPrioritiesSupported = ATTR(STREAM_PRIORITIES_SUPPORTED),
+	    .sharedMemPerMultiprocessor = ATTR(MAX_SHARED_MEMORY_PER_MULTIPROCESSOR),
+	    .regsPerMultiprocessor = ATTR(MAX_REGISTERS_PER_MULTIPROCESSOR),
+	    .managedMemory = ATTR(MANAGED_MEMORY),
+	    .cooperativeLaunch = ATTR(COOPERATIVE_LAUNCH),
+	    .sharedMemPerBlockOptin = ATTR(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
+	    .maxBlocksPerMultiProcessor = ATTR(MAX_BLOCKS_PER_MULTIPROCESSOR),
+	    .memoryPoolsSupported = ATTR(MEMORY_POOLS_SUPPORTED),
+	    .clusterLaunch = ATTR(CLUSTER_LAUNCH),
 	};
-	snprintf(prop->name, sizeof(prop->name), "NVIDIA H200");
-	memset(prop->uuid.bytes, 0x40 + device, sizeof(prop->uuid.bytes));
+#undef ATTR
+	snprintf(prop->name, sizeof(prop->name), FAKECUDA_DEVICE_NAME);
+	fakecuda_device_uuid(&prop->uuid, device);
 }
 
 cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)

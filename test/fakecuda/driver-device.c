@@ -1,9 +1,9 @@
 /*
- * The fake libcuda.so.1's queries: devices and their attributes (an H200, as the fake runtime's
- * cudaGetDeviceProperties describes it), contexts, libraries and kernels (how CUDA 13's runtime
- * loads the fatbins nvcc registers), kernel attributes and occupancy. The answers that no
- * simulated operation depends on (occupancy, registers) are plausible H200 figures, so that
- * cuBLAS's heuristics pick the kernels they would pick on one.
+ * The fake libcuda.so.1's queries: devices and their attributes (device.c's H200), contexts,
+ * libraries and kernels (how CUDA 13's runtime loads the fatbins nvcc registers), kernel
+ * attributes and occupancy. The answers that no simulated operation depends on (occupancy,
+ * registers) are plausible H200 figures, so that cuBLAS's heuristics pick the kernels they would
+ * pick on one.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -15,119 +15,6 @@
 #define KIB 1024
 
 /* ---- devices ---- */
-
-int fakecuda_drv_attribute(CUdevice_attribute attr, int device)
-{
-	switch (attr) {
-	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
-	case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X:
-	case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y:
-		return 1024;
-	case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z:
-		return 64;
-	case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X:
-		return 0x7fffffff;
-	case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y:
-	case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z:
-		return 65535;
-	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK:
-		return 48 * KIB;
-	case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY:
-		return 64 * KIB;
-	case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
-		return 32;
-	case CU_DEVICE_ATTRIBUTE_MAX_PITCH:
-		return 0x7fffffff;
-	case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK:
-	case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR:
-		return 65536;
-	case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
-		return 1980000; /* kHz */
-	case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE:
-		return 2619000;
-	case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT:
-		return 512;
-	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
-		return 132;
-	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
-	case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE:
-	case CU_DEVICE_ATTRIBUTE_INTEGRATED:
-	case CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT:
-	case CU_DEVICE_ATTRIBUTE_TCC_DRIVER:
-	case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD:
-	case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
-	case CU_DEVICE_ATTRIBUTE_MPS_ENABLED:
-		return 0;
-	case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
-		return 0x19 + device; /* as the fake runtime's cudaDeviceProp.pciBusID */
-	case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID:
-		return device;
-	case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH:
-		return 6144;
-	case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE:
-		return 50 << 20;
-	case CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE:
-		return 30 << 20;
-	case CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE:
-		return 128 << 20;
-	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
-		return 2048;
-	case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT:
-		return 5;
-	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
-		return 9;
-	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR:
-		return 228 * KIB;
-	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
-		return 227 * KIB;
-	case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK:
-		return 1 * KIB;
-	case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR:
-		return 32;
-	case CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO:
-		return 2;
-	case CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT:
-		return 4;
-	case CU_DEVICE_ATTRIBUTE_NUMA_CONFIG:
-	case CU_DEVICE_ATTRIBUTE_NUMA_ID:
-	case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID:
-		return -1;
-	case CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES:
-		return CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-	case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS:
-	case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING:
-	case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS:
-	case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES:
-	case CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST:
-	case CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED:
-	case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM:
-	case CU_DEVICE_ATTRIBUTE_D3D12_CIG_SUPPORTED:
-	case CU_DEVICE_ATTRIBUTE_VULKAN_CIG_SUPPORTED:
-	case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED:
-	case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED:
-	case CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_ALGORITHM_MASK:
-	case CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_MAXIMUM_LENGTH:
-		return 0;
-	case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID:
-		return 0;
-	case CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT:
-	case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT:
-		return 512;
-	case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH ... CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_ARRAY_NUMSLICES:
-	case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_WIDTH ... CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_LAYERS:
-	case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_WIDTH ... CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH_ALTERNATE:
-	case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_WIDTH ... CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT:
-	case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH:
-		return 32768; /* texture and surface sizes: none is used here */
-	default:
-		return 1; /* the rest are features an H200 has */
-	}
-}
-
-void fakecuda_drv_uuid(CUuuid *uuid, int device)
-{
-	memset(uuid->bytes, 0x40 + device, sizeof(uuid->bytes)); /* as cudaDeviceProp.uuid */
-}
 
 static CUresult valid_device(CUdevice dev)
 {
@@ -144,7 +31,7 @@ CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 	CUresult err = name && len > 0 ? valid_device(dev) : CUDA_ERROR_INVALID_VALUE;
 
 	if (!err)
-		snprintf(name, (size_t)len, "NVIDIA H200");
+		snprintf(name, (size_t)len, FAKECUDA_DEVICE_NAME);
 	return fakecuda_api_exit(&c, err, NULL);
 }
 
@@ -166,7 +53,7 @@ CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
 	if (!err && (attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX))
 		err = CUDA_ERROR_INVALID_VALUE;
 	if (!err)
-		*pi = fakecuda_drv_attribute(attrib, dev);
+		*pi = fakecuda_device_attribute(attrib, dev);
 	return fakecuda_api_exit(&c, err, "\"attribute\":%d,\"value\":%d", (int)attrib,
 				 err ? 0 : *pi);
 }
@@ -177,7 +64,7 @@ CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
 	CUresult err = uuid ? valid_device(dev) : CUDA_ERROR_INVALID_VALUE;
 
 	if (!err)
-		fakecuda_drv_uuid(uuid, dev);
+		fakecuda_device_uuid(uuid, dev);
 	return fakecuda_api_exit(&c, err, NULL);
 }
 
@@ -188,7 +75,7 @@ CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
 
 	if (!err)
 		snprintf(pciBusId, (size_t)len, "00000000:%02X:00.0",
-			 fakecuda_drv_attribute(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev));
+			 fakecuda_device_attribute(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev));
 	return fakecuda_api_exit(&c, err, NULL);
 }
 

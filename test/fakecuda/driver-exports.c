@@ -383,12 +383,12 @@ static CUresult integrity_answer(unsigned int version, unsigned long long unix_s
 	}
 	memset(devices, 0, sizeof(devices));
 	for (int d = 0; d < n; d++) {
-		fakecuda_drv_uuid(&devices[d].uuid, d);
+		fakecuda_device_uuid(&devices[d].uuid, d);
 		devices[d].pci_domain =
-		    fakecuda_drv_attribute(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, d);
-		devices[d].pci_bus = fakecuda_drv_attribute(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, d);
+		    fakecuda_device_attribute(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, d);
+		devices[d].pci_bus = fakecuda_device_attribute(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, d);
 		devices[d].pci_device =
-		    fakecuda_drv_attribute(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, d);
+		    fakecuda_device_attribute(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, d);
 	}
 	hmac_md2(&process, sizeof(process), devices, (size_t)n * sizeof(devices[0]), digest);
 	memcpy(answer, digest, 16);

@@ -176,11 +176,6 @@ CUresult fakecuda_drv_unload(struct fakecuda_call *c, void *m);
 CUresult fakecuda_drv_get_kernel(struct fakecuda_call *c, void *m, const char *name,
 				 CUfunction *func, CUkernel *kernel);
 
-/* The CUDA 13.0 device attributes of a simulated H200 (what cuDeviceGetAttribute answers). */
-int fakecuda_drv_attribute(CUdevice_attribute attr, int device);
-/* The UUID a device reports (cuDeviceGetUuid, and the runtime's integrity answer). */
-void fakecuda_drv_uuid(CUuuid *uuid, int device);
-
 /*
  * The per-thread-default-stream forms, which cuda.h declares only to programs built for them;
  * the simulated driver exports them all, as the real one does.

@@ -36,6 +36,13 @@ FAKECUDA_API bool fakecuda_context_made(int device);
 FAKECUDA_API void *fakecuda_context_current(void);
 FAKECUDA_API int fakecuda_context_device(const void *context);
 FAKECUDA_API uint64_t fakecuda_device_total_mem(int device);
+/*
+ * What a simulated H200 is: its CUDA 13.0 attributes (what cuDeviceGetAttribute answers, and
+ * what the runtimes' cudaGetDeviceProperties is made of), its UUID and its name.
+ */
+FAKECUDA_API int fakecuda_device_attribute(CUdevice_attribute attr, int device);
+FAKECUDA_API void fakecuda_device_uuid(CUuuid *uuid, int device);
+#define FAKECUDA_DEVICE_NAME "NVIDIA H200"
 
 /* ---- API-call tracing (trace.c) ---- */
 
