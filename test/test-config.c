@@ -197,6 +197,8 @@ TEST(config_rejects)
 	}
 }
 
+#define FIELD_SIZE(f) sizeof(((struct gprof_config *)0)->f)
+
 /* A value one byte longer than its field: too long, and quoted cut short. */
 TEST(config_rejects_too_long)
 {
@@ -204,10 +206,10 @@ TEST(config_rejects_too_long)
 		const char *var;
 		size_t field;
 	} t[] = {
-	    {"GPROF_STEP_MARKER", GPROF_MARKER_MAX},
-	    {"GPROF_OUTPUT", PATH_MAX},
-	    {"GPROF_SUMMARY", PATH_MAX},
-	    {"GPROF_CUPTI_LIB", PATH_MAX},
+	    {"GPROF_STEP_MARKER", FIELD_SIZE(step_marker)},
+	    {"GPROF_OUTPUT", FIELD_SIZE(output)},
+	    {"GPROF_SUMMARY", FIELD_SIZE(summary)},
+	    {"GPROF_CUPTI_LIB", FIELD_SIZE(cupti_lib)},
 	};
 	static char entry[64 + PATH_MAX + 1];
 
