@@ -51,40 +51,59 @@ static inline void *driver_entries(const char *prog, const struct driver_entry *
 	return lib;
 }
 
-/* The entry points of a program's start: cuInit and device 0's primary context. */
-struct driver_start {
+/*
+ * The entry points every such program uses: its start (cuInit and device 0's primary context),
+ * a module's kernels found by name and launched, and the context's synchronisation.
+ */
+struct driver {
 	CUresult (*init)(unsigned int);
 	CUresult (*device_get)(CUdevice *, int);
 	CUresult (*ctx_retain)(CUcontext *, CUdevice);
 	CUresult (*ctx_set)(CUcontext);
+	CUresult (*module_load)(CUmodule *, const void *);
+	CUresult (*module_get_function)(CUfunction *, CUmodule, const char *);
+	CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+			   unsigned, CUstream, void **, void **);
+	CUresult (*launch_ex)(const CUlaunchConfig *, CUfunction, void **, void **);
+	CUresult (*sync)(void);
 };
+static struct driver drv;
 
-/* Fills start, then table by entries[0..n), as driver_entries does; the library's handle. */
-static inline void *driver_start_entries(const char *prog, struct driver_start *start,
-					 const struct driver_entry *entries, size_t n, void *table)
+/* Fills drv, then the program's own table by entries[0..n), as driver_entries does. */
+static inline void *driver_resolve(const char *prog, const struct driver_entry *entries, size_t n,
+				   void *table)
 {
-	static const struct driver_entry start_entries[] = {
-	    {"cuInit", offsetof(struct driver_start, init)},
-	    {"cuDeviceGet", offsetof(struct driver_start, device_get)},
-	    {"cuDevicePrimaryCtxRetain", offsetof(struct driver_start, ctx_retain)},
-	    {"cuCtxSetCurrent", offsetof(struct driver_start, ctx_set)},
+#define DRV(name, member)                             \
+	{                                             \
+		name, offsetof(struct driver, member) \
+	}
+	static const struct driver_entry drv_entries[] = {
+	    DRV("cuInit", init),
+	    DRV("cuDeviceGet", device_get),
+	    DRV("cuDevicePrimaryCtxRetain", ctx_retain),
+	    DRV("cuCtxSetCurrent", ctx_set),
+	    DRV("cuModuleLoadData", module_load),
+	    DRV("cuModuleGetFunction", module_get_function),
+	    DRV("cuLaunchKernel", launch),
+	    DRV("cuLaunchKernelEx", launch_ex),
+	    DRV("cuCtxSynchronize", sync),
 	};
+#undef DRV
 
-	driver_entries(prog, start_entries, sizeof(start_entries) / sizeof(start_entries[0]),
-		       start);
+	driver_entries(prog, drv_entries, sizeof(drv_entries) / sizeof(drv_entries[0]), &drv);
 	return driver_entries(prog, entries, n, table);
 }
 
 /* cuInit, then device 0's primary context made current; a failure exits as CHECK_CU does. */
-static inline void driver_start(const struct driver_start *start)
+static inline void driver_start(void)
 {
 	CUcontext ctx;
 	CUdevice dev;
 
-	CHECK_CU(start->init(0));
-	CHECK_CU(start->device_get(&dev, 0));
-	CHECK_CU(start->ctx_retain(&ctx, dev));
-	CHECK_CU(start->ctx_set(ctx));
+	CHECK_CU(drv.init(0));
+	CHECK_CU(drv.device_get(&dev, 0));
+	CHECK_CU(drv.ctx_retain(&ctx, dev));
+	CHECK_CU(drv.ctx_set(ctx));
 }
 
 #endif

@@ -27,37 +27,24 @@ static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
 			  ".visible .entry triton_red_fused_sum_1()\n{\n\tret;\n}\n";
 
 static struct {
-	struct driver_start start;
-	CUresult (*module_load)(CUmodule *, const void *);
-	CUresult (*module_get_function)(CUfunction *, CUmodule, const char *);
 	CUresult (*module_unload)(CUmodule);
 	CUresult (*mem_alloc)(CUdeviceptr *, size_t);
 	CUresult (*mem_free)(CUdeviceptr);
 	CUresult (*htod)(CUdeviceptr, const void *, size_t);
 	CUresult (*dtoh)(void *, CUdeviceptr, size_t);
-	CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-			   unsigned, CUstream, void **, void **);
-	CUresult (*launch_ex)(const CUlaunchConfig *, CUfunction, void **, void **);
-	CUresult (*sync)(void);
 } cu;
 
 static const struct driver_entry entries[] = {
-    DRIVER_ENTRY(cu, "cuModuleLoadData", module_load),
-    DRIVER_ENTRY(cu, "cuModuleGetFunction", module_get_function),
     DRIVER_ENTRY(cu, "cuModuleUnload", module_unload),
     DRIVER_ENTRY(cu, "cuMemAlloc", mem_alloc),
     DRIVER_ENTRY(cu, "cuMemFree", mem_free),
     DRIVER_ENTRY(cu, "cuMemcpyHtoD", htod),
     DRIVER_ENTRY(cu, "cuMemcpyDtoH", dtoh),
-    DRIVER_ENTRY(cu, "cuLaunchKernel", launch),
-    DRIVER_ENTRY(cu, "cuLaunchKernelEx", launch_ex),
-    DRIVER_ENTRY(cu, "cuCtxSynchronize", sync),
 };
 
 static void resolve(void)
 {
-	driver_start_entries("drv-app", &cu.start, entries, sizeof(entries) / sizeof(entries[0]),
-			     &cu);
+	driver_resolve("drv-app", entries, sizeof(entries) / sizeof(entries[0]), &cu);
 }
 
 int main(int argc, char **argv)
@@ -78,21 +65,21 @@ int main(int argc, char **argv)
 				 .sharedMemBytes = 256};
 
 	resolve();
-	driver_start(&cu.start);
-	CHECK_CU(cu.module_load(&mod, ptx));
-	CHECK_CU(cu.module_get_function(&add, mod, "triton_poi_fused_add_0"));
-	CHECK_CU(cu.module_get_function(&sum, mod, "triton_red_fused_sum_1"));
+	driver_start();
+	CHECK_CU(drv.module_load(&mod, ptx));
+	CHECK_CU(drv.module_get_function(&add, mod, "triton_poi_fused_add_0"));
+	CHECK_CU(drv.module_get_function(&sum, mod, "triton_red_fused_sum_1"));
 	CHECK_CU(cu.mem_alloc(&a, BYTES));
 	CHECK_CU(cu.mem_alloc(&b, BYTES));
 	for (int i = 0; i < BYTES; i++)
 		in[i] = (char)i;
 	CHECK_CU(cu.htod(a, in, BYTES));
 	for (int s = 0; s < steps; s++) {
-		CHECK_CU(cu.launch(add, 8, 1, 1, 128, 1, 1, 0, NULL, args, NULL));
-		CHECK_CU(cu.launch_ex(&config, sum, args, NULL));
+		CHECK_CU(drv.launch(add, 8, 1, 1, 128, 1, 1, 0, NULL, args, NULL));
+		CHECK_CU(drv.launch_ex(&config, sum, args, NULL));
 	}
 	CHECK_CU(cu.dtoh(out, a, BYTES));
-	CHECK_CU(cu.sync());
+	CHECK_CU(drv.sync());
 	CHECK_CU(cu.mem_free(a));
 	CHECK_CU(cu.mem_free(b));
 	CHECK_CU(cu.module_unload(mod));

@@ -36,7 +36,6 @@
 #include "driver-entries.h"
 
 static struct {
-	struct driver_start start;
 	CUresult (*link_create)(unsigned int, CUjit_option *, void **, CUlinkState *);
 	CUresult (*link_add_data)(CUlinkState, CUjitInputType, void *, size_t, const char *,
 				  unsigned int, CUjit_option *, void **);
@@ -44,18 +43,12 @@ static struct {
 				  CUjit_option *, void **);
 	CUresult (*link_complete)(CUlinkState, void **, size_t *);
 	CUresult (*link_destroy)(CUlinkState);
-	CUresult (*module_load)(CUmodule *, const void *);
-	CUresult (*module_get_function)(CUfunction *, CUmodule, const char *);
 	CUresult (*module_get_global)(CUdeviceptr *, size_t *, CUmodule, const char *);
 	CUresult (*library_load_file)(CUlibrary *, const char *, CUjit_option *, void **,
 				      unsigned int, CUlibraryOption *, void **, unsigned int);
 	CUresult (*library_get_kernel)(CUkernel *, CUlibrary, const char *);
-	CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-			   unsigned, CUstream, void **, void **);
 	CUresult (*launch_cooperative)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
 				       unsigned, unsigned, CUstream, void **);
-	CUresult (*launch_ex)(const CUlaunchConfig *, CUfunction, void **, void **);
-	CUresult (*sync)(void);
 	/* the CUDA 5.5 linker, by dlsym */
 	CUresult (*link_create_v1)(unsigned int, CUjit_option *, void **, CUlinkState *);
 	CUresult (*link_add_data_v1)(CUlinkState, CUjitInputType, void *, size_t, const char *,
@@ -68,21 +61,15 @@ static const struct driver_entry entries[] = {
     DRIVER_ENTRY(cu, "cuLinkAddFile", link_add_file),
     DRIVER_ENTRY(cu, "cuLinkComplete", link_complete),
     DRIVER_ENTRY(cu, "cuLinkDestroy", link_destroy),
-    DRIVER_ENTRY(cu, "cuModuleLoadData", module_load),
-    DRIVER_ENTRY(cu, "cuModuleGetFunction", module_get_function),
     DRIVER_ENTRY(cu, "cuModuleGetGlobal", module_get_global),
     DRIVER_ENTRY(cu, "cuLibraryLoadFromFile", library_load_file),
     DRIVER_ENTRY(cu, "cuLibraryGetKernel", library_get_kernel),
-    DRIVER_ENTRY(cu, "cuLaunchKernel", launch),
     DRIVER_ENTRY(cu, "cuLaunchCooperativeKernel", launch_cooperative),
-    DRIVER_ENTRY(cu, "cuLaunchKernelEx", launch_ex),
-    DRIVER_ENTRY(cu, "cuCtxSynchronize", sync),
 };
 
 static void resolve(void)
 {
-	void *lib = driver_start_entries("link-app", &cu.start, entries,
-					 sizeof(entries) / sizeof(entries[0]), &cu);
+	void *lib = driver_resolve("link-app", entries, sizeof(entries) / sizeof(entries[0]), &cu);
 
 	*(void **)&cu.link_create_v1 = dlsym(lib, "cuLinkCreate");
 	*(void **)&cu.link_add_data_v1 = dlsym(lib, "cuLinkAddData");
@@ -146,7 +133,7 @@ int main(int argc, char **argv)
 	resolve();
 	cubin = slurp(argv[1], &cubin_size);
 	ptx = slurp(argv[2], &ptx_size);
-	driver_start(&cu.start);
+	driver_start();
 
 	/* 1. three inputs */
 	CHECK_CU(cu.link_create(0, NULL, NULL, &link));
@@ -156,35 +143,35 @@ int main(int argc, char **argv)
 				  NULL, NULL));
 	CHECK_CU(cu.link_add_file(link, CU_JIT_INPUT_FATBINARY, argv[3], 0, NULL, NULL));
 	CHECK_CU(cu.link_complete(link, &linked, &linked_size));
-	CHECK_CU(cu.module_load(&mod, linked));
+	CHECK_CU(drv.module_load(&mod, linked));
 	CHECK_CU(cu.link_destroy(link));
-	CHECK_CU(cu.module_get_function(&scale, mod, "link_scale"));
-	CHECK_CU(cu.module_get_function(&sum, mod, "_Z8link_sumPKfPfi"));
-	CHECK_CU(cu.module_get_function(&grid_sync, mod, "link_grid_sync"));
-	CHECK_CU(cu.module_get_function(&touch, mod, "_Z5touchi"));
-	CHECK_IS(cu.module_get_function(&f, mod, "not_linked"), CUDA_ERROR_NOT_FOUND);
-	CHECK_CU(cu.launch(scale, 4, 1, 1, 128, 1, 1, 0, NULL, NULL, NULL));
-	CHECK_CU(cu.launch(sum, 2, 1, 1, 64, 1, 1, 512, NULL, NULL, NULL));
+	CHECK_CU(drv.module_get_function(&scale, mod, "link_scale"));
+	CHECK_CU(drv.module_get_function(&sum, mod, "_Z8link_sumPKfPfi"));
+	CHECK_CU(drv.module_get_function(&grid_sync, mod, "link_grid_sync"));
+	CHECK_CU(drv.module_get_function(&touch, mod, "_Z5touchi"));
+	CHECK_IS(drv.module_get_function(&f, mod, "not_linked"), CUDA_ERROR_NOT_FOUND);
+	CHECK_CU(drv.launch(scale, 4, 1, 1, 128, 1, 1, 0, NULL, NULL, NULL));
+	CHECK_CU(drv.launch(sum, 2, 1, 1, 64, 1, 1, 512, NULL, NULL, NULL));
 	CHECK_CU(cu.launch_cooperative(grid_sync, 8, 1, 1, 256, 1, 1, 0, NULL, NULL));
-	CHECK_CU(cu.launch_ex(&config, touch, NULL, NULL));
+	CHECK_CU(drv.launch_ex(&config, touch, NULL, NULL));
 
 	/* 2. the PTX alone, through the CUDA 5.5 forms */
 	CHECK_CU(cu.link_create_v1(0, NULL, NULL, &link));
 	CHECK_CU(cu.link_add_data_v1(link, CU_JIT_INPUT_PTX, ptx, ptx_size + 1, "link-more.ptx", 0,
 				     NULL, NULL));
 	CHECK_CU(cu.link_complete(link, &linked, &linked_size));
-	CHECK_CU(cu.module_load(&ptx_mod, linked));
+	CHECK_CU(drv.module_load(&ptx_mod, linked));
 	CHECK_CU(cu.link_destroy(link));
-	CHECK_CU(cu.module_get_function(&f, ptx_mod, "link_grid_sync"));
-	CHECK_IS(cu.module_get_function(&f, ptx_mod, "link_scale"), CUDA_ERROR_NOT_FOUND);
+	CHECK_CU(drv.module_get_function(&f, ptx_mod, "link_grid_sync"));
+	CHECK_IS(drv.module_get_function(&f, ptx_mod, "link_scale"), CUDA_ERROR_NOT_FOUND);
 
 	/* 3. the cubin as a library, from its file */
 	CHECK_CU(cu.library_load_file(&lib, argv[1], NULL, NULL, 0, NULL, NULL, 0));
 	CHECK_CU(cu.library_get_kernel(&kernel, lib, "link_scale"));
-	CHECK_CU(cu.launch((CUfunction)kernel, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+	CHECK_CU(drv.launch((CUfunction)kernel, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
 	CHECK_IS(cu.library_get_kernel(&kernel, lib, "link_grid_sync"), CUDA_ERROR_NOT_FOUND);
 
-	CHECK_CU(cu.sync());
+	CHECK_CU(drv.sync());
 	printf("link-app: table %zu bytes, hits %zu bytes, counter %zu bytes, big %zu bytes\n",
 	       global_size(mod, "table"), global_size(mod, "hits"), global_size(mod, "counter"),
 	       global_size(mod, "big"));
