@@ -734,35 +734,32 @@ TEST(config_hostile_values)
 	ASSERT_REJECTED(&r, "GPROF_CONFIG", "file name");
 }
 
+/* entry's name is a typo of meant: one line names both, and the load goes on. */
+static void assert_typo_named(const char *entry, const char *meant)
+{
+	size_t name_len = strcspn(entry, "=");
+	struct run r;
+
+	load1(&r, entry);
+	ASSERT_MSG(r.rc == 0 && !one_safe_line(&r), "%s: rc %d \"%s\"", entry, r.rc, r.out);
+	ASSERT_MSG(!strncmp(r.out, "gprof: ", 7) && !strncmp(r.out + 7, entry, name_len),
+		   "%s: \"%s\"", entry, r.out);
+	ASSERT_MSG(strstr(r.out + 7 + name_len, meant), "%s: \"%s\"", entry, r.out);
+}
+
 /* A typo in a variable's name is named with the variable probably meant, and not fatal. */
 TEST(config_unknown_variable_warns)
 {
-	static const struct {
-		const char *entry, *meant;
-	} t[] = {
-	    {"GPROF_SCHEDUEL=active=2", "GPROF_SCHEDULE"},
-	    {"GPROF_OUTPT=/x", "GPROF_OUTPUT"},
-	    {"GPROF_GZIP=3", "GPROF_GZIP_LEVEL"},
-	    {"GPROF_ACTIVITY=all", "GPROF_ACTIVITIES"},
-	    {"GPROF_DISABLED=1", "GPROF_DISABLE"},
-	    {"GPROF_schedule=all", "GPROF_SCHEDULE"},
-	    {"GPROF_CUPTI=/x", "GPROF_CUPTI_LIB"},
-	};
 	char *quiet[] = {"GPROF_LOG=error", "GPROF_SCHEDUEL=1", NULL};
 	struct run r;
 
-	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
-		size_t name_len = strcspn(t[i].entry, "=");
-
-		load1(&r, t[i].entry);
-		ASSERT_MSG(r.rc == 0 && !one_safe_line(&r), "%s: rc %d \"%s\"", t[i].entry, r.rc,
-			   r.out);
-		ASSERT_MSG(!strncmp(r.out, "gprof: ", 7) &&
-			       !strncmp(r.out + 7, t[i].entry, name_len),
-			   "%s: \"%s\"", t[i].entry, r.out);
-		ASSERT_MSG(strstr(r.out + 7 + name_len, t[i].meant), "%s: \"%s\"", t[i].entry,
-			   r.out);
-	}
+	assert_typo_named("GPROF_SCHEDUEL=active=2", "GPROF_SCHEDULE");
+	assert_typo_named("GPROF_OUTPT=/x", "GPROF_OUTPUT");
+	assert_typo_named("GPROF_GZIP=3", "GPROF_GZIP_LEVEL");
+	assert_typo_named("GPROF_ACTIVITY=all", "GPROF_ACTIVITIES");
+	assert_typo_named("GPROF_DISABLED=1", "GPROF_DISABLE");
+	assert_typo_named("GPROF_schedule=all", "GPROF_SCHEDULE");
+	assert_typo_named("GPROF_CUPTI=/x", "GPROF_CUPTI_LIB");
 	load1(&r, "GPROF_\x1b[31m=1");
 	ASSERT_MSG(r.rc == 0 && !one_safe_line(&r), "hostile name: \"%s\"", r.out);
 	load1(&r, "GPROFX=1");
