@@ -69,7 +69,10 @@ struct driver {
 };
 static struct driver drv;
 
-/* Fills drv, then the program's own table by entries[0..n), as driver_entries does. */
+/*
+ * Fills drv, then the program's own table by entries[0..n), as driver_entries does; the
+ * library's handle.
+ */
 static inline void *driver_resolve(const char *prog, const struct driver_entry *entries, size_t n,
 				   void *table)
 {
