@@ -576,6 +576,7 @@ TEST(fakecuda_driver_argument_errors)
 	CUmodule mod = NULL;
 	CUlibrary lib = NULL;
 	CUdevice dev = -1;
+	size_t bytes = 0;
 	int n = -1;
 
 	ASSERT(drv);
@@ -600,6 +601,22 @@ TEST(fakecuda_driver_argument_errors)
 	ASSERT(f == NULL);
 	ASSERT_EQ(GET_FUNCTION(&f, mod, "only_one"), CUDA_SUCCESS);
 	ASSERT(f != NULL);
+	/* An H200's SM: 2048 threads, 32 blocks; 227 KiB of shared memory a block can opt into. */
+#define OCCUPANCY(block)                                                                         \
+	CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, (int *, CUfunction, int, size_t), &n, f, \
+	   block, 0)
+	ASSERT_EQ(OCCUPANCY(256), CUDA_SUCCESS);
+	ASSERT_EQ(n, 8);
+	ASSERT_EQ(OCCUPANCY(32), CUDA_SUCCESS);
+	ASSERT_EQ(n, 32);
+	ASSERT_EQ(CU(cuFuncGetAttribute, (int *, CUfunction_attribute, CUfunction), &n,
+		     CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f),
+		  CUDA_SUCCESS);
+	ASSERT_EQ(n, 1024);
+	ASSERT_EQ(CU(cuOccupancyAvailableDynamicSMemPerBlock, (size_t *, CUfunction, int, int),
+		     &bytes, f, 2, 128),
+		  CUDA_SUCCESS);
+	ASSERT_EQ(bytes, (227u << 10) / 2);
 	ASSERT_EQ(CU(cuModuleUnload, (CUmodule), mod), CUDA_SUCCESS);
 
 	ASSERT_EQ(CU(cuLibraryLoadData,

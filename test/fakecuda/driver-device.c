@@ -16,6 +16,12 @@
 
 /* ---- devices ---- */
 
+/* An attribute of the calling thread's current device (device.c's H200). */
+static int current_attribute(CUdevice_attribute attr)
+{
+	return fakecuda_device_attribute(attr, fakecuda_device_current());
+}
+
 static CUresult valid_device(CUdevice dev)
 {
 	CUresult err = fakecuda_drv_need_init();
@@ -420,7 +426,7 @@ static CUresult function_attribute(int *pi, CUfunction_attribute attrib, const v
 		return err;
 	switch (attrib) {
 	case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
-		*pi = 1024;
+		*pi = current_attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
 		break;
 	case CU_FUNC_ATTRIBUTE_NUM_REGS:
 		*pi = k->registers;
@@ -430,7 +436,7 @@ static CUresult function_attribute(int *pi, CUfunction_attribute attrib, const v
 		*pi = 90;
 		break;
 	case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
-		*pi = 48 * KIB;
+		*pi = current_attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
 		break;
 	default:
 		*pi = 0;
@@ -473,13 +479,15 @@ CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int v
 	return fakecuda_api_exit(&c, err, NULL);
 }
 
-/* ---- occupancy: whole blocks of the block size fit in 2048 threads per SM, at most 32 ---- */
+/* ---- occupancy: whole blocks of the block size fit in an SM's threads and block slots ---- */
 
 static int blocks_per_sm(int block_size)
 {
-	int n = block_size > 0 ? 2048 / block_size : 0;
+	int threads = current_attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
+	int most = current_attribute(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
+	int n = block_size > 0 ? threads / block_size : 0;
 
-	return n > 32 ? 32 : n;
+	return n > most ? most : n;
 }
 
 CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CUfunction func,
@@ -513,9 +521,13 @@ CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunc
 	DRV_CALL(cuOccupancyAvailableDynamicSMemPerBlock, dynamicSmemSize, func, numBlocks,
 		 blockSize);
 	CUresult err = dynamicSmemSize ? fakecuda_drv_need_init() : CUDA_ERROR_INVALID_VALUE;
+	size_t shared;
 
-	if (!err)
-		*dynamicSmemSize = numBlocks > 0 ? (size_t)(227 * KIB) / (size_t)numBlocks : 0;
+	if (!err) {
+		shared = (size_t)current_attribute(
+		    CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+		*dynamicSmemSize = numBlocks > 0 ? shared / (size_t)numBlocks : 0;
+	}
 	return fakecuda_api_exit(&c, err, NULL);
 }
 
