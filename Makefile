@@ -45,9 +45,9 @@ ifneq ($(SAN),)
 CFLAGS   += -fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS  += -fsanitize=$(SAN)
 else
-# Link-time optimisation: a recorded hook's calls into the session, the export buffer and the
-# clock, each in its own file, are inlined into it (docs/PERFORMANCE.md). Sanitizer builds go
-# without: they are for finding faults, and link faster.
+# Link-time optimisation: a recorded hook's calls into the kernel names, the export buffer and
+# the clock, each in its own file, are inlined into it (docs/PERFORMANCE.md). Sanitizer builds
+# go without: they are for finding faults, and link faster.
 CFLAGS   += -flto=auto
 LDFLAGS  += -Wl,-z,defs -flto=auto
 endif
