@@ -3,6 +3,7 @@
  * memory cap), published with release stores and read by the writer thread with acquire loads.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -43,10 +44,20 @@ struct chunk {
 	uint32_t idx;	    /* its index in the pool, set when it is first handed out */
 	struct chunk *next; /* the producer's following chunk, published with release */
 	char pad1[40];
-	struct gprof_export_event ev[GPROF_CHUNK_EVENTS];
+	/* records, each an event (two lines) or a call (one); committed and read count lines */
+	unsigned char line[GPROF_CHUNK_LINES][GPROF_LINE_BYTES];
 };
 _Static_assert(sizeof(struct chunk) <= GPROF_CHUNK_BYTES, "a chunk fits its bytes");
-_Static_assert(sizeof(struct gprof_export_event) == 128, "events are 128 bytes");
+_Static_assert(sizeof(struct gprof_export_event) == 2 * GPROF_LINE_BYTES, "events: two lines");
+_Static_assert(sizeof(struct gprof_export_call) == GPROF_LINE_BYTES, "calls: one line");
+_Static_assert(offsetof(struct gprof_export_call, kind) ==
+		   offsetof(struct gprof_export_event, kind),
+	       "a record's kind says what it is");
+_Static_assert(GPROF_EXPORT_KINDS < GPROF_EXPORT_CALL, "no event has the calls' kind");
+
+#define EVENT_LINES (sizeof(struct gprof_export_event) / GPROF_LINE_BYTES)
+
+struct gprof_export_call_type gprof_export_call_types[GPROF_EXPORT_CALL_TYPES];
 
 /*
  * The pool: chunks in segments of SEGMENT_CHUNKS, each mmap'd when a chunk in it is first handed
@@ -74,7 +85,7 @@ static struct {
 
 struct producer {
 	struct chunk *cur; /* producer only */
-	size_t n;	   /* events in cur; producer only */
+	size_t n;	   /* lines used in cur; producer only */
 	/* Producer stores (release), writer loads (acquire). */
 	struct chunk *first; /* the first chunk; the others hang off chunk->next */
 	int exited;	     /* the thread is gone: nothing more will be committed */
@@ -99,7 +110,7 @@ static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 static bool exit_key_ok;
 static GPROF_TLS struct producer *self;
 /* What self points at after the thread's exit destructor ran: every push is dropped. */
-static struct producer gone = {.n = GPROF_CHUNK_EVENTS};
+static struct producer gone = {.n = GPROF_CHUNK_LINES};
 
 /* A chunk handed out before: its segment is mapped. */
 static struct chunk *chunk_at(uint32_t i)
@@ -266,7 +277,7 @@ static struct producer *producer_new(void)
 	p = gprof_calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
-	p->n = GPROF_CHUNK_EVENTS;
+	p->n = GPROF_CHUNK_LINES;
 	if (exit_key_ok && pthread_setspecific(exit_key, p) != 0) {
 		gprof_free(p);
 		return NULL;
@@ -309,34 +320,54 @@ static void drop(uint32_t window)
 }
 
 /*
- * The slot after the thread's last committed event: only this thread writes it, and the
+ * The slot after the thread's last committed record: only this thread writes it, and the
  * writer reads no further than `committed`, so the slot is the producer's until the commit.
  */
-static __attribute__((noinline)) struct gprof_export_event *reserve_refill(struct producer *p,
-									   uint32_t window)
+static __attribute__((noinline)) void *reserve_refill(struct producer *p, uint32_t window)
 {
 	if (!(p = refill(p))) {
 		drop(window);
 		return NULL;
 	}
-	return &p->cur->ev[p->n];
+	return p->cur->line[p->n];
 }
 
-/* Out of line, the refill keeps this path free of saved registers. */
-struct gprof_export_event *gprof_export_reserve(uint32_t window)
+/* A slot of `lines`. Out of line, the refill keeps this path free of saved registers. */
+static inline void *reserve(uint32_t window, size_t lines)
 {
 	struct producer *p = self;
 
-	if (unlikely(!p || p->n == GPROF_CHUNK_EVENTS))
+	if (unlikely(!p || p->n + lines > GPROF_CHUNK_LINES))
 		return reserve_refill(p, window);
-	return &p->cur->ev[p->n];
+	return p->cur->line[p->n];
+}
+
+static inline void commit(size_t lines)
+{
+	struct producer *p = self;
+
+	p->n += lines;
+	__atomic_store_n(&p->cur->committed, (uint32_t)p->n, __ATOMIC_RELEASE);
+}
+
+struct gprof_export_event *gprof_export_reserve(uint32_t window)
+{
+	return reserve(window, EVENT_LINES);
 }
 
 void gprof_export_commit(void)
 {
-	struct producer *p = self;
+	commit(EVENT_LINES);
+}
 
-	__atomic_store_n(&p->cur->committed, (uint32_t)++p->n, __ATOMIC_RELEASE);
+struct gprof_export_call *gprof_export_reserve_call(uint32_t window)
+{
+	return reserve(window, 1);
+}
+
+void gprof_export_commit_call(void)
+{
+	commit(1);
 }
 
 int gprof_export_push(const struct gprof_export_event *ev)
@@ -350,6 +381,64 @@ int gprof_export_push(const struct gprof_export_event *ev)
 	return 0;
 }
 
+/* The RUNTIME event a call record stands for. */
+static void call_event(struct gprof_export_event *e, const struct gprof_export_call *r)
+{
+	const struct gprof_export_call_type *t = &gprof_export_call_types[r->type];
+
+	*e = (struct gprof_export_event){
+	    .ts_ns = r->ts_ns,
+	    .dur_ns = r->dur_ns,
+	    .name = t->name,
+	    .window = r->window,
+	    .tid = r->tid,
+	    .kind = GPROF_EXPORT_RUNTIME,
+	    .flags = t->flags,
+	    .u.api = {.api = t->api,
+		      .kernel = r->kernel,
+		      .stream = r->stream,
+		      .grid = {r->grid_x, r->grid_yz[0], r->grid_yz[1]},
+		      .block = {r->block[0], r->block[1], r->block[2]},
+		      .shared_bytes = r->shared_bytes,
+		      .cbid = t->cbid,
+		      .result = r->result,
+		      .external = r->external},
+	};
+}
+
+static bool is_call(const unsigned char *line)
+{
+	return ((const struct gprof_export_event *)(const void *)line)->kind == GPROF_EXPORT_CALL;
+}
+
+/*
+ * Passes on c's records up to line n, runs of events as they lie, each call as its event, and
+ * adds them to *total. Returns whether there were any.
+ */
+static bool pass_on(struct chunk *c, uint32_t n, gprof_buf_fn fn, void *arg, size_t *total)
+{
+	bool any = c->read < n;
+
+	while (c->read < n) {
+		uint32_t end = c->read;
+
+		while (end < n && !is_call(c->line[end]))
+			end += EVENT_LINES;
+		if (end > c->read) {
+			fn((const void *)c->line[c->read], (end - c->read) / EVENT_LINES, arg);
+			*total += (end - c->read) / EVENT_LINES;
+		} else {
+			struct gprof_export_event e;
+
+			call_event(&e, (const void *)c->line[end++]);
+			fn(&e, 1, arg);
+			++*total;
+		}
+		c->read = end;
+	}
+	return any;
+}
+
 /* Passes on what p committed; recycles chunks it has filled and left. */
 static size_t drain_one(struct producer *p, gprof_buf_fn fn, void *arg)
 {
@@ -360,18 +449,15 @@ static size_t drain_one(struct producer *p, gprof_buf_fn fn, void *arg)
 	/* At most a pool's worth per pass: a producer refilling as fast as we read can't pin us. */
 	for (uint32_t budget = pool.n; p->head && budget; budget--) {
 		struct chunk *c = p->head, *next;
-		uint32_t n = __atomic_load_n(&c->committed, __ATOMIC_ACQUIRE);
 
-		if (n > c->read) {
-			fn(c->ev + c->read, n - c->read, arg);
-			total += n - c->read;
-			c->read = n;
-			/* Formatting takes a while: meanwhile producers used the reserve. */
+		/* Formatting takes a while: meanwhile producers used the reserve. */
+		if (pass_on(c, __atomic_load_n(&c->committed, __ATOMIC_ACQUIRE), fn, arg, &total))
 			pool_reserve();
-		}
-		next = n == GPROF_CHUNK_EVENTS ? __atomic_load_n(&c->next, __ATOMIC_ACQUIRE) : NULL;
+		/* Once the producer has moved on, what it committed to c is all there is. */
+		next = __atomic_load_n(&c->next, __ATOMIC_ACQUIRE);
 		if (!next)
 			break;
+		pass_on(c, __atomic_load_n(&c->committed, __ATOMIC_ACQUIRE), fn, arg, &total);
 		p->head = next;
 		pool_push(c);
 	}

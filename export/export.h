@@ -2,7 +2,8 @@
  * Export: streams the events of each recording window into one gzipped Kineto-format trace
  * (shared/TRACE_FORMAT.md) from a background writer thread. This header is the module's interface.
  *
- * Producers (application threads, CUPTI's buffer thread) fill 128-byte events and push them:
+ * Producers (application threads, CUPTI's buffer thread) fill 128-byte events and push them
+ * (a hooked launch may fill a 64-byte call record instead: struct gprof_export_call):
  *
  *	struct gprof_export_event ev = {
  *		.kind = GPROF_EXPORT_NVTX_RANGE, .window = w, .ts_ns = t0, .dur_ns = t1 - t0,
@@ -13,8 +14,8 @@
  * gprof_export_push() copies the event into the calling thread's current chunk (64 KiB, from a
  * pool whose size is the memory cap) and publishes it with one release store: no lock, no
  * allocation, no system call, no waiting. Exceptions, all amortised: a thread's first push
- * allocates its small producer record (calloc, one gettid); every 511 events the thread takes a
- * new chunk from the pool with a lock-free pop. The writer keeps up to 64 free chunks (4 MiB,
+ * allocates its small producer record (calloc, one gettid); every 511 events (1023 call
+ * records) the thread takes a new chunk from the pool with a lock-free pop. The writer keeps up to 64 free chunks (4 MiB,
  * at most a quarter of the pool) faulted in ahead of the producers, so that a push seldom
  * touches a page for the first time. When the pool is empty (the writer is behind and
  * GPROF_BUFFER_MB is used up) the event is dropped and counted for its window's metadata.
@@ -249,6 +250,52 @@ struct gprof_export_event {
 };
 
 /*
+ * A hooked call's runtime event in 64 bytes, half of an event's space in the buffer, for the
+ * call the hooks write most (a launch, when CUPTI does not record the API): a RUNTIME event's
+ * fields less what its type holds for every call of one entry point (name, api, flags, cbid;
+ * gprof_export_call_types). The writer reads it as that event, with device, stream,
+ * correlation and ptr, bytes and copy_kind 0. Its kind, where an event's is, says which it is.
+ * Only what gprof_export_call_fits() accepts fits.
+ */
+#define GPROF_EXPORT_CALL 0xffffu /* a record's kind: a gprof_export_call */
+
+struct gprof_export_call {
+	uint64_t ts_ns;
+	uint32_t dur_ns;
+	uint32_t window;
+	uint32_t tid;
+	uint32_t external;
+	const struct gprof_export_str *kernel;
+	uint64_t stream;
+	uint32_t grid_x;
+	uint16_t kind; /* GPROF_EXPORT_CALL */
+	int16_t result;
+	uint16_t grid_yz[2];
+	uint16_t block[3];
+	uint16_t type; /* its row of gprof_export_call_types */
+	uint32_t shared_bytes;
+};
+
+/* What every call of one entry point carries: set once, before the first of its calls. */
+struct gprof_export_call_type {
+	const struct gprof_export_str *name; /* the public name */
+	const struct gprof_export_str *api;  /* the exact entry point */
+	uint16_t flags;
+	uint16_t cbid;
+};
+#define GPROF_EXPORT_CALL_TYPES 256
+extern struct gprof_export_call_type gprof_export_call_types[GPROF_EXPORT_CALL_TYPES];
+
+/*
+ * Whether a call's event fits a gprof_export_call, else it takes a whole event; dims_or: its
+ * grid's y and z and its block's x, y and z or'ed together.
+ */
+static inline bool gprof_export_call_fits(uint64_t dur_ns, int32_t result, uint32_t dims_or)
+{
+	return dur_ns <= UINT32_MAX && result == (int16_t)result && !(dims_or >> 16);
+}
+
+/*
  * What the end-of-window summary and gprof-summary count of an event: the summary column of
  * its kind's row (common/activity.h). The first three are GPU time and busy time, EARLIER
  * busy time only.
@@ -310,6 +357,9 @@ int gprof_export_push(const struct gprof_export_event *ev);
  */
 struct gprof_export_event *gprof_export_reserve(uint32_t window);
 void gprof_export_commit(void);
+/* The same for a gprof_export_call: set every field, then commit it. */
+struct gprof_export_call *gprof_export_reserve_call(uint32_t window);
+void gprof_export_commit_call(void);
 
 struct gprof_export_summary;
 

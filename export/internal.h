@@ -85,8 +85,14 @@ void gprof_strtab_unlock(void);
 
 /* buffer.c: the producers' side, drained by the writer thread. */
 #define GPROF_CHUNK_BYTES 65536u
-/* Events in a chunk: its bytes less a 64-byte header. */
-#define GPROF_CHUNK_EVENTS ((GPROF_CHUNK_BYTES - 64) / sizeof(struct gprof_export_event))
+/*
+ * A chunk's bytes less a 64-byte header are lines of 64 bytes: an event takes two, a call
+ * record one. Events in a chunk, when all are events: 511.
+ */
+#define GPROF_LINE_BYTES  64u
+#define GPROF_CHUNK_LINES ((GPROF_CHUNK_BYTES - GPROF_LINE_BYTES) / GPROF_LINE_BYTES)
+#define GPROF_CHUNK_EVENTS \
+	(GPROF_CHUNK_LINES / (sizeof(struct gprof_export_event) / GPROF_LINE_BYTES))
 
 /*
  * The chunks' address space, reserved when windows are first wanted (gprof_export_start at the

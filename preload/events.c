@@ -10,8 +10,8 @@
 #include "scheduler/scheduler.h"
 
 /* Written once by gprof_events_init (the constructor); read by any thread. */
-struct gprof_events_row gprof_events_rows[GPROF_HOOK_COUNT];
 unsigned gprof_events_acts[GPROF_HOOK_COUNT];
+_Static_assert(GPROF_HOOK_COUNT <= GPROF_EXPORT_CALL_TYPES, "a call type per hook");
 
 void gprof_events_init(unsigned acts)
 {
@@ -19,7 +19,7 @@ void gprof_events_init(unsigned acts)
 		const struct gprof_hook_info *hi = &gprof_hook_info[h];
 
 		gprof_events_acts[h] = gprof_hook_family[hi->family].acts & acts;
-		gprof_events_rows[h] = (struct gprof_events_row){
+		gprof_export_call_types[h] = (struct gprof_export_call_type){
 		    .name = gprof_export_intern(hi->public_name),
 		    .api = gprof_export_intern(hi->symbol),
 		    .flags = gprof_hook_family[hi->family].flags | GPROF_EXPORT_ARG_RESULT,

@@ -2,9 +2,9 @@
  * The CUDA runtime entry points libgprof interposes, one function each (the table is
  * GPROF_HOOKS). Outside a window each hook does two loads (its real function and gprof_hot)
  * and a branch, then forwards. Inside, it times the real call and writes its arguments into
- * the event the session reserves for it in the export buffer, unless CUPTI already records all
- * the hooks could write of it. Every hook returns exactly what the runtime returned and leaves
- * errno as it was.
+ * an event it reserves in the export buffer (a launch's: a 64-byte call record), in the window
+ * the session says, unless CUPTI already records all the hooks could write of it. Every hook
+ * returns exactly what the runtime returned and leaves errno as it was.
  */
 #include <errno.h>
 #include <string.h>
@@ -72,13 +72,29 @@ static inline void call_end(struct gprof_hooked_call *c)
 }
 
 /*
+ * The call's event in `window` (0: none), reserved with all but the family's arguments set
+ * (gprof_events_api), to complete and commit; NULL when there is none (no window, or the
+ * buffer is full).
+ */
+static inline struct gprof_export_event *api_event(uint32_t window,
+						   const struct gprof_hooked_call *c)
+{
+	struct gprof_export_event *e;
+
+	if (!window || !(e = gprof_export_reserve(window)))
+		return NULL;
+	return gprof_events_api(e, window, (uint32_t)gprof_tid(), c);
+}
+
+/*
  * After the real call: the session gets the call, and the memory change an allocation or a
- * free made (mem_ptr); returns the call's event to complete (see gprof_session_api) or NULL.
+ * free made (mem_ptr); returns the call's event (api_event), NULL also when the hooks write
+ * no API event of it.
  */
 static inline struct gprof_export_event *call_event(const struct gprof_hooked_call *c,
 						    const void *mem_ptr, size_t mem_bytes)
 {
-	return gprof_session_api(c, mem_ptr, mem_bytes);
+	return api_event(gprof_session_call(c, mem_ptr, mem_bytes), c);
 }
 
 /* The end of a hook that went to the session: errno as the real call left it. */
@@ -139,20 +155,42 @@ static inline void before_free(int writes, const void *ptr)
 }
 
 /*
- * What each family's event shows (its GPROF_EXPORT_ARG_* flags), written into the event the
- * session reserved, then committed. The rest of u.api stays as gprof_events_api set it.
+ * What each family's event shows (its GPROF_EXPORT_ARG_* flags), written into the event
+ * call_event reserved, then committed. The rest of u.api stays as gprof_events_api set it.
  */
 
 /* dim3 is x, y, z as unsigned: the event's grid and block take it whole. */
 _Static_assert(sizeof(dim3) == 3 * sizeof(uint32_t), "dim3 is three 32-bit fields");
 
-static inline cudaError_t launch_done(const struct gprof_hooked_call *c, const void *func,
-				      dim3 grid, dim3 block, size_t smem, cudaStream_t s)
+/*
+ * A launch's event: a call record, half an event's bytes (what the hooks write most), unless
+ * its duration, result or dimensions need the whole event. Inline in each launch hook: out of
+ * line, it cost about 20 instructions more per launch.
+ */
+static inline __attribute__((always_inline)) cudaError_t
+launch_done(const struct gprof_hooked_call *c, const void *func, dim3 grid, dim3 block, size_t smem,
+	    cudaStream_t s)
 {
 	int saved_errno = errno;
-	struct gprof_export_event *e = call_event(c, NULL, 0);
+	uint32_t window = gprof_session_call(c, NULL, 0);
+	struct gprof_export_event *e;
+	struct gprof_export_call *r;
 
-	if (e) {
+	if (window && gprof_export_call_fits(c->end_ns - c->start_ns, c->result,
+					     grid.y | grid.z | block.x | block.y | block.z)) {
+		if ((r = gprof_events_call(gprof_export_reserve_call(window), window, c))) {
+			r->kernel = gprof_kernel_name(func);
+			r->stream = (uintptr_t)s;
+			r->grid_x = grid.x;
+			r->grid_yz[0] = (uint16_t)grid.y;
+			r->grid_yz[1] = (uint16_t)grid.z;
+			r->block[0] = (uint16_t)block.x;
+			r->block[1] = (uint16_t)block.y;
+			r->block[2] = (uint16_t)block.z;
+			r->shared_bytes = (uint32_t)smem;
+			gprof_export_commit_call();
+		}
+	} else if ((e = api_event(window, c))) {
 		e->u.api.kernel = gprof_kernel_name(func);
 		memcpy(e->u.api.grid, &grid, sizeof(grid));
 		memcpy(e->u.api.block, &block, sizeof(block));
@@ -163,23 +201,14 @@ static inline cudaError_t launch_done(const struct gprof_hooked_call *c, const v
 	return call_done(c, saved_errno);
 }
 
+/* Without a configuration, the dimensions, shared memory and stream are 0. */
 static inline cudaError_t launch_ex_done(const struct gprof_hooked_call *c,
 					 const cudaLaunchConfig_t *cfg, const void *func)
 {
-	int saved_errno = errno;
-	struct gprof_export_event *e = call_event(c, NULL, 0);
+	static const cudaLaunchConfig_t none;
+	const cudaLaunchConfig_t *f = cfg ? cfg : &none;
 
-	if (e) {
-		e->u.api.kernel = gprof_kernel_name(func);
-		if (cfg) {
-			memcpy(e->u.api.grid, &cfg->gridDim, sizeof(cfg->gridDim));
-			memcpy(e->u.api.block, &cfg->blockDim, sizeof(cfg->blockDim));
-			e->u.api.shared_bytes = (uint32_t)cfg->dynamicSmemBytes;
-			e->u.api.stream = (uintptr_t)cfg->stream;
-		}
-		gprof_export_commit();
-	}
-	return call_done(c, saved_errno);
+	return launch_done(c, func, f->gridDim, f->blockDim, f->dynamicSmemBytes, f->stream);
 }
 
 /*

@@ -315,13 +315,12 @@ bool gprof_session_nvtx_recorded(void);
 /*
  * A hooked call while recording, after the real call returned. With GPROF_ACT_MEMORY in
  * c->writes, mem_ptr is what a successful allocation returned or a successful free released
- * (NULL: nothing changed) and mem_bytes an allocation's size. Returns the call's runtime event,
- * reserved in the export buffer with all but its family's arguments set (gprof_events_api),
- * for the hook to complete and gprof_export_commit(); NULL when there is none (no window, the
- * hooks write no API event, or the buffer is full).
+ * (NULL: nothing changed) and mem_bytes an allocation's size. Returns the window of the call's
+ * runtime event, which the hook reserves in the export buffer (gprof_events_api), completes
+ * and commits; 0 when there is none (no window, or the hooks write no API event).
  */
-struct gprof_export_event *gprof_session_api(const struct gprof_hooked_call *c, const void *mem_ptr,
-					     size_t mem_bytes);
+uint32_t gprof_session_call(const struct gprof_hooked_call *c, const void *mem_ptr,
+			    size_t mem_bytes);
 /* An NCCL collective recorded by nccl.c, after it returned. */
 void gprof_session_nccl(const struct gprof_nccl_call *call);
 /*
@@ -460,14 +459,7 @@ static inline unsigned gprof_events_writes(enum gprof_hook h)
 }
 /* The step span of a stepper event, in window `window`. */
 void gprof_events_step(uint32_t window, const struct gprof_sched_event *ev);
-/* By hook: what every event of its calls carries (its names interned once, flags, cbid). */
-struct gprof_events_row {
-	const struct gprof_export_str *name; /* the public name */
-	const struct gprof_export_str *api;  /* the exact entry point */
-	uint16_t flags;
-	uint16_t cbid;
-};
-extern struct gprof_events_row gprof_events_rows[GPROF_HOOK_COUNT];
+/* gprof_events_init sets the export's call type of each hook: the type is the hook. */
 
 /*
  * A timed call on thread tid: sets every field of its runtime event e, reserved in the export
@@ -481,7 +473,7 @@ static inline struct gprof_export_event *gprof_events_api(struct gprof_export_ev
 							  uint32_t window, uint32_t tid,
 							  const struct gprof_hooked_call *c)
 {
-	const struct gprof_events_row *row = &gprof_events_rows[c->hook];
+	const struct gprof_export_call_type *row = &gprof_export_call_types[c->hook];
 
 	e->ts_ns = c->start_ns;
 	e->dur_ns = c->end_ns - c->start_ns;
@@ -500,6 +492,26 @@ static inline struct gprof_export_event *gprof_events_api(struct gprof_export_ev
 	    .external = gprof_current_op(),
 	};
 	return e;
+}
+/*
+ * The same for a call record r (NULL: none), which takes a launch's arguments: sets all but
+ * those (kernel, stream, grid_x, grid_yz, block, shared_bytes). c's call fits one
+ * (gprof_export_call_fits). Returns r.
+ */
+static inline struct gprof_export_call *
+gprof_events_call(struct gprof_export_call *r, uint32_t window, const struct gprof_hooked_call *c)
+{
+	if (r) {
+		r->ts_ns = c->start_ns;
+		r->dur_ns = (uint32_t)(c->end_ns - c->start_ns);
+		r->window = window;
+		r->tid = (uint32_t)gprof_tid();
+		r->external = gprof_current_op();
+		r->kind = GPROF_EXPORT_CALL;
+		r->result = (int16_t)c->result;
+		r->type = (uint16_t)c->hook;
+	}
+	return r;
 }
 /* External ids of CPU operators, from 1, never 0, unique in the process until they wrap. */
 uint32_t gprof_events_next_external(void);

@@ -355,24 +355,19 @@ void gprof_session_nvtx(int tid, const char *domain, const char *msg, size_t len
 			  external);
 }
 
-struct gprof_export_event *gprof_session_api(const struct gprof_hooked_call *c, const void *mem_ptr,
-					     size_t mem_bytes)
+uint32_t gprof_session_call(const struct gprof_hooked_call *c, const void *mem_ptr,
+			    size_t mem_bytes)
 {
-	uint32_t window, tid = (uint32_t)gprof_tid();
-	struct gprof_export_event *e;
+	uint32_t window;
 
 	if (!window_get(&window))
-		return NULL;
-	gprof_collector_note_thread(tid);
+		return 0;
+	gprof_collector_note_thread((uint32_t)gprof_tid());
 	/* For `all`, whose window opens in the first call: now that the call has returned. */
 	runtime_facts();
-	if (!c->writes)
-		return NULL;
 	if ((c->writes & GPROF_ACT_MEMORY) && mem_ptr)
 		gprof_memory_event(window, c, mem_ptr, mem_bytes);
-	if (!(c->writes & GPROF_ACT_API) || !(e = gprof_export_reserve(window)))
-		return NULL;
-	return gprof_events_api(e, window, tid, c);
+	return (c->writes & GPROF_ACT_API) ? window : 0;
 }
 
 int gprof_session_torch_wants(void)

@@ -1739,6 +1739,135 @@ TEST(export_concurrent_producers_threads)
 }
 
 /*
+ * Call records (struct gprof_export_call) between whole events, one event to two records, so
+ * that events begin on odd lines and some would cross a chunk's end: each record is written as
+ * the RUNTIME event it stands for, the same as a whole event with its fields, none lost.
+ */
+enum {
+	CALLS = 3000,
+	CALL_TYPE = 3
+};
+
+static void call_record(uint32_t w, uint32_t seq, const struct gprof_export_str *kernel)
+{
+	uint32_t grid[3] = {seq + 1, seq % 7 + 1, 65535}, block[3] = {seq % 1024 + 1, 1, 64};
+	uint64_t ts = BASE_NS + US(2000000) + seq * 1000ull, dur = seq % 997 + 1;
+	struct gprof_export_call *r;
+
+	ASSERT(gprof_export_call_fits(dur, (int32_t)(seq % 11), grid[1] | grid[2] | block[0]));
+	if (seq % 3 == 0) {
+		struct gprof_export_event ev = {
+		    .kind = GPROF_EXPORT_RUNTIME,
+		    .window = w,
+		    .tid = 4242,
+		    .ts_ns = ts,
+		    .dur_ns = dur,
+		    .name = gprof_export_call_types[CALL_TYPE].name,
+		    .flags = gprof_export_call_types[CALL_TYPE].flags,
+		    .u.api = {.api = gprof_export_call_types[CALL_TYPE].api,
+			      .kernel = kernel,
+			      .stream = 0x7f0000000000ull + seq,
+			      .grid = {grid[0], grid[1], grid[2]},
+			      .block = {block[0], block[1], block[2]},
+			      .shared_bytes = seq * 8,
+			      .cbid = gprof_export_call_types[CALL_TYPE].cbid,
+			      .result = (int32_t)(seq % 11),
+			      .external = seq + 1},
+		};
+
+		ASSERT_EQ(gprof_export_push(&ev), 0);
+		return;
+	}
+	r = gprof_export_reserve_call(w);
+	ASSERT(r);
+	*r = (struct gprof_export_call){
+	    .ts_ns = ts,
+	    .dur_ns = (uint32_t)dur,
+	    .window = w,
+	    .tid = 4242,
+	    .external = seq + 1,
+	    .kernel = kernel,
+	    .stream = 0x7f0000000000ull + seq,
+	    .grid_x = grid[0],
+	    .kind = GPROF_EXPORT_CALL,
+	    .result = (int16_t)(seq % 11),
+	    .grid_yz = {(uint16_t)grid[1], (uint16_t)grid[2]},
+	    .block = {(uint16_t)block[0], (uint16_t)block[1], (uint16_t)block[2]},
+	    .type = CALL_TYPE,
+	    .shared_bytes = seq * 8,
+	};
+	gprof_export_commit_call();
+}
+
+TEST(export_call_records)
+{
+	const struct gprof_export_str *kernel = gprof_export_intern("void k<int>(int*)");
+	uint8_t *seen = calloc(CALLS, 1);
+	char dir[64], stream[32];
+	struct trace t;
+	size_t i;
+	json_t *ev;
+	uint32_t w;
+
+	make_tmpdir(dir, sizeof(dir));
+	start_export(dir, 16u << 20);
+	gprof_export_call_types[CALL_TYPE] = (struct gprof_export_call_type){
+	    .name = gprof_export_intern("cudaLaunchKernel"),
+	    .api = gprof_export_intern("cudaLaunchKernel_ptsz"),
+	    .flags = GPROF_EXPORT_ARG_LAUNCH | GPROF_EXPORT_ARG_STREAM | GPROF_EXPORT_ARG_RESULT,
+	    .cbid = 211,
+	};
+	w = open_window(0, 0);
+	for (uint32_t seq = 0; seq < CALLS; seq++)
+		call_record(w, seq, kernel);
+	close_window(w);
+	load_only_trace(dir, &t);
+	json_array_foreach(t.events, i, ev)
+	{
+		json_t *a = json_object_get(ev, "args");
+		long long seq =
+		    json_integer_value(json_array_get(json_object_get(a, "grid"), 0)) - 1;
+
+		if (strcmp(trace_str(ev, "cat"), "cuda_runtime"))
+			continue;
+		ASSERT_MSG(seq >= 0 && seq < CALLS && !seen[seq]++, "event %zu: grid.x - 1 %lld", i,
+			   seq);
+		ASSERT_STR_EQ(trace_str(ev, "name"), "cudaLaunchKernel");
+		ASSERT_EQ(int_at(ev, "tid"), 4242);
+		ASSERT(num_at(ev, "ts") == 2000000.0 + (double)seq);
+		ASSERT(num_at(ev, "dur") == (double)(seq % 997 + 1) / 1000.0);
+		ASSERT_STR_EQ(trace_str(a, "api"), "cudaLaunchKernel_ptsz");
+		ASSERT_EQ(int_at(a, "cbid"), 211);
+		ASSERT_STR_EQ(trace_str(a, "kernel"), "void k<int>(int*)");
+		expect_dim3(a, "grid", seq + 1, seq % 7 + 1, 65535);
+		expect_dim3(a, "block", seq % 1024 + 1, 1, 64);
+		ASSERT_EQ(int_at(a, "shared memory"), seq * 8);
+		snprintf(stream, sizeof(stream), "0x%llx",
+			 0x7f0000000000ull + (unsigned long long)seq);
+		ASSERT_STR_EQ(trace_str(a, "stream handle"), stream);
+		ASSERT_EQ(int_at(a, "result"), seq % 11);
+		ASSERT_EQ(int_at(a, "External id"), seq + 1);
+	}
+	for (uint32_t seq = 0; seq < CALLS; seq++)
+		ASSERT_MSG(seen[seq] == 1, "call %u missing", seq);
+	trace_free(&t);
+	free(seen);
+	rm_rf(dir);
+}
+
+/* What fits a call record: the bounds of its narrower fields. */
+TEST(export_call_fits)
+{
+	ASSERT(gprof_export_call_fits(UINT32_MAX, 0, 0));
+	ASSERT(!gprof_export_call_fits(UINT32_MAX + 1ull, 0, 0));
+	ASSERT(gprof_export_call_fits(0, INT16_MAX, 0) && gprof_export_call_fits(0, INT16_MIN, 0));
+	ASSERT(!gprof_export_call_fits(0, INT16_MAX + 1, 0));
+	ASSERT(!gprof_export_call_fits(0, INT16_MIN - 1, 0));
+	ASSERT(gprof_export_call_fits(0, 0, UINT16_MAX));
+	ASSERT(!gprof_export_call_fits(0, 0, UINT16_MAX + 1u));
+}
+
+/*
  * A pool of 4 chunks and a writer that reads nothing: producers fill what they can, drop the
  * rest without waiting, and the file (once the writer reads again) counts exactly the drops.
  */

@@ -315,6 +315,36 @@ TEST(preload_nvcc_app)
 	}
 }
 
+/*
+ * -e's launch of grid (1, 70000, 1), too wide for a call record (export.h): a whole event in
+ * the trace, once, with its grid and the result the program printed.
+ */
+static void check_wide_launch(const struct e2e_run *r)
+{
+	static const char said[] = "cudaLaunchKernel(grid 1 x 70000) = ";
+	const char *at = strstr(r->res.out, said);
+	int result = 0, found = 0;
+	size_t i;
+	json_t *ev;
+
+	ASSERT_MSG(at && sscanf(at + strlen(said), "%d", &result) == 1, "%s", r->res.out);
+	ASSERT_NE(result, 0);
+	ASSERT_GE(r->n_traces, 1);
+	json_array_foreach(r->traces[0].events, i, ev)
+	{
+		json_t *grid = json_object_get(json_object_get(ev, "args"), "grid");
+
+		if (strcmp(trace_str(ev, "cat"), "cuda_runtime") ||
+		    json_integer_value(json_array_get(grid, 1)) != 70000)
+			continue;
+		ASSERT_STR_EQ(trace_str(ev, "name"), "cudaLaunchKernel");
+		ASSERT_EQ(json_integer_value(json_array_get(grid, 0)), 1);
+		ASSERT_EQ(e2e_arg_int(ev, "result"), result);
+		found++;
+	}
+	ASSERT_EQ(found, 1);
+}
+
 /* Output, errno and exit status identical with and without libgprof, on both runtimes. */
 TEST(preload_results_unchanged)
 {
@@ -332,6 +362,7 @@ TEST(preload_results_unchanged)
 		ASSERT_STR_EQ(with.res.out, without.res.out);
 		ASSERT_STR_CONTAINS(with.res.out, "cudaMalloc(1 TiB) = ");
 		ASSERT_STR_CONTAINS(with.res.out, ", errno 4242\n");
+		check_wide_launch(&with);
 		e2e_free(&with);
 		e2e_free(&without);
 	}

@@ -15,9 +15,10 @@
  * first worker ends (nvtxRangeEnd) after its step body.
  * Options: -s steps (default 10), -t worker threads (default 1), -S the main thread does the
  * work itself instead of workers (step markers and launches on one thread), -x the step marker
- * is "step#k" instead of "step", -e after the steps, calls that fail: prints each result and
- * errno, so outputs with and without a profiler can be compared, -l k after the body of step k
- * each worker also launches kernel slow (_Z4slowPf, grid 1, block 32) on a second stream of its
+ * is "step#k" instead of "step", -e after the steps, calls that fail (one a launch of grid
+ * (1, 70000, 1)): prints each result and errno, so outputs with and without a profiler can be
+ * compared, -l k after the body of step k each worker also launches kernel slow (_Z4slowPf,
+ * grid 1, block 32) on a second stream of its
  * own that nothing waits for until the next step's cudaFree (make it long with
  * FAKEGPU_KERNEL_TABLE=slow=<ns> to have it end after the next step marker), -c each step's
  * cudaFree frees the allocation of the step before (none in step 0; the last after the steps).
@@ -176,6 +177,10 @@ static void failing_calls(void)
 	errno = 0;
 	r = cudaFree((void *)0x10);
 	printf("cudaFree(bad pointer) = %d, errno %d\n", (int)r, errno);
+	errno = 5;
+	r = cudaLaunchKernel((const void *)scale_stub, (dim3){1, 70000, 1}, (dim3){1, 1, 1}, NULL,
+			     0, NULL);
+	printf("cudaLaunchKernel(grid 1 x 70000) = %d, errno %d\n", (int)r, errno);
 	printf("cudaGetLastError = %d\n", (int)cudaGetLastError());
 }
 
