@@ -252,7 +252,8 @@ static const struct {
     [FLOOR_TSC] = {"floor_tsc_pair_ns", "two TSC reads (the hooks' clock where the kernel's "
 					"clock source is the TSC)"},
     [FLOOR_CLOCK] = {"floor_clock_pair_ns", "two clock_gettime(CLOCK_REALTIME) calls"},
-    [FLOOR_EVENT] = {"floor_event_ns", "one 128-byte event written into a 16 MiB ring"},
+    [FLOOR_EVENT] = {"floor_event_ns",
+		     "one launch's event (a 64-byte record) written into a 16 MiB ring"},
     [FLOOR_FAULT] = {"floor_page_fault_ns", "a page of memory touched for the first time"},
 };
 static double b1_floor[FLOOR_FIGS][MAX_ROUNDS];

@@ -210,14 +210,15 @@ static int memory_window(void)
 #define FLOOR_RING     (16u << 20)
 #define FLOOR_TOUCHED  (64u << 20)
 #define FLOOR_PAGE     4096u
-#define FLOOR_EV_WORDS 16
+#define FLOOR_EV_WORDS 8 /* a launch's event: one 64-byte call record (export.h) */
 
 /*
  * What the machine charges for the parts of a call recorded by the hooks alone that no
  * profiler can leave out, by this thread's CPU time like the loops: two readings of the TSC
  * (the hooks' clock on x86-64 where it is the kernel's clock source) and, beside them, two of
- * clock_gettime; one 128-byte event written into a ring of 16 MiB that is already in memory
- * (the export buffer is bigger than the caches); a page touched for the first time.
+ * clock_gettime; one launch's event (a 64-byte call record) written into a ring of 16 MiB
+ * that is already in memory (the export buffer is bigger than the caches); a page touched for
+ * the first time.
  */
 static int floor_figures(void)
 {
