@@ -365,6 +365,8 @@ uint32_t gprof_session_call(const struct gprof_hooked_call *c, const void *mem_p
 	gprof_collector_note_thread((uint32_t)gprof_tid());
 	/* For `all`, whose window opens in the first call: now that the call has returned. */
 	runtime_facts();
+	if (!c->writes)
+		return 0;
 	if ((c->writes & GPROF_ACT_MEMORY) && mem_ptr)
 		gprof_memory_event(window, c, mem_ptr, mem_bytes);
 	return (c->writes & GPROF_ACT_API) ? window : 0;
