@@ -15,10 +15,11 @@
  * pool whose size is the memory cap) and publishes it with one release store: no lock, no
  * allocation, no system call, no waiting. Exceptions, all amortised: a thread's first push
  * allocates its small producer record (calloc, one gettid); every 511 events (1023 call
- * records) the thread takes a new chunk from the pool with a lock-free pop. The writer keeps up to 64 free chunks (4 MiB,
- * at most a quarter of the pool) faulted in ahead of the producers, so that a push seldom
- * touches a page for the first time. When the pool is empty (the writer is behind and
- * GPROF_BUFFER_MB is used up) the event is dropped and counted for its window's metadata.
+ * records) the thread takes a new chunk from the pool with a lock-free pop. The writer keeps
+ * up to 64 free chunks (4 MiB, at most a quarter of the pool) faulted in ahead of the
+ * producers, so that a push seldom touches a page for the first time. When the pool is empty
+ * (the writer is behind and GPROF_BUFFER_MB is used up) the event is dropped and counted for
+ * its window's metadata.
  *
  * The writer thread visits every producer every few milliseconds, reads the events committed
  * so far (also from partly filled chunks of idle threads), formats them into the file of their
