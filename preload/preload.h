@@ -447,7 +447,10 @@ void gprof_trigger_forked(void);
 
 /* ---- events.c: host events ---- */
 
-/* From the session's init (export running): the GPROF_ACT_* bits the configuration asks for. */
+/*
+ * From the session's init (export running): the GPROF_ACT_* bits the configuration asks for.
+ * Sets each hook's call type in the export (gprof_export_call_types: the type is the hook).
+ */
 void gprof_events_init(unsigned activities);
 /* Written once by gprof_events_init: by hook, what its calls may write that is asked for. */
 extern unsigned gprof_events_acts[GPROF_HOOK_COUNT];
@@ -459,8 +462,6 @@ static inline unsigned gprof_events_writes(enum gprof_hook h)
 }
 /* The step span of a stepper event, in window `window`. */
 void gprof_events_step(uint32_t window, const struct gprof_sched_event *ev);
-/* gprof_events_init sets the export's call type of each hook: the type is the hook. */
-
 /*
  * A timed call on thread tid: sets every field of its runtime event e, reserved in the export
  * buffer, but the family's arguments (u.api's kernel, grid, block, shared_bytes, stream,

@@ -18,10 +18,10 @@
  * is "step#k" instead of "step", -e after the steps, calls that fail (one a launch of grid
  * (1, 70000, 1)): prints each result and errno, so outputs with and without a profiler can be
  * compared, -l k after the body of step k each worker also launches kernel slow (_Z4slowPf,
- * grid 1, block 32) on a second stream of its
- * own that nothing waits for until the next step's cudaFree (make it long with
- * FAKEGPU_KERNEL_TABLE=slow=<ns> to have it end after the next step marker), -c each step's
- * cudaFree frees the allocation of the step before (none in step 0; the last after the steps).
+ * grid 1, block 32) on a second stream of its own that nothing waits for until the next step's
+ * cudaFree (make it long with FAKEGPU_KERNEL_TABLE=slow=<ns> to have it end after the next
+ * step marker), -c each step's cudaFree frees the allocation of the step before (none in step
+ * 0; the last after the steps).
  * The main thread marks NVTX "step" at the start of each step, then the workers run it; on
  * the simulated GPU each mark is also a ground-truth line {"type":"mark","step":k,"before":ns,
  * "after":ns}, with the clock read just before and just after it.
