@@ -382,7 +382,7 @@ int gprof_export_push(const struct gprof_export_event *ev)
 }
 
 /* The RUNTIME event a call record stands for. */
-static void call_event(struct gprof_export_event *e, const struct gprof_export_call *r)
+static void call_record_event(struct gprof_export_event *e, const struct gprof_export_call *r)
 {
 	const struct gprof_export_call_type *t = &gprof_export_call_types[r->type];
 
@@ -430,7 +430,7 @@ static bool pass_on(struct chunk *c, uint32_t n, gprof_buf_fn fn, void *arg, siz
 		} else {
 			struct gprof_export_event e;
 
-			call_event(&e, (const void *)c->line[end++]);
+			call_record_event(&e, (const void *)c->line[end++]);
 			fn(&e, 1, arg);
 			++*total;
 		}

@@ -83,7 +83,7 @@ static inline struct gprof_export_event *api_event(uint32_t window,
 
 	if (!window || !(e = gprof_export_reserve(window)))
 		return NULL;
-	return gprof_events_api(e, window, (uint32_t)gprof_tid(), c);
+	return gprof_events_api(e, window, c);
 }
 
 /*

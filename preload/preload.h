@@ -463,16 +463,15 @@ static inline unsigned gprof_events_writes(enum gprof_hook h)
 /* The step span of a stepper event, in window `window`. */
 void gprof_events_step(uint32_t window, const struct gprof_sched_event *ev);
 /*
- * A timed call on thread tid: sets every field of its runtime event e, reserved in the export
+ * A timed call of this thread: sets every field of its runtime event e, reserved in the export
  * buffer, but the family's arguments (u.api's kernel, grid, block, shared_bytes, stream,
  * bytes, ptr, copy_kind: zero), which the hook sets before gprof_export_commit(). Returns e.
  * Inline: every hooked call in a window fills one. Every field, in place (the slot holds an
  * older event), one by one: a compound literal of the whole event would clear its 128 bytes
  * first (u.api's below clears that member only).
  */
-static inline struct gprof_export_event *gprof_events_api(struct gprof_export_event *e,
-							  uint32_t window, uint32_t tid,
-							  const struct gprof_hooked_call *c)
+static inline struct gprof_export_event *
+gprof_events_api(struct gprof_export_event *e, uint32_t window, const struct gprof_hooked_call *c)
 {
 	const struct gprof_export_call_type *row = &gprof_export_call_types[c->hook];
 
@@ -480,7 +479,7 @@ static inline struct gprof_export_event *gprof_events_api(struct gprof_export_ev
 	e->dur_ns = c->end_ns - c->start_ns;
 	e->name = row->name;
 	e->window = window;
-	e->tid = tid;
+	e->tid = (uint32_t)gprof_tid();
 	e->device = 0;
 	e->stream = 0;
 	e->correlation = 0;
